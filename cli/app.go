@@ -1,0 +1,220 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"syscall"
+	"time"
+
+	ucli "github.com/urfave/cli/v2"
+
+	"github.com/wisent/stado/registry"
+)
+
+// Version is stado's version, set at build time with -ldflags -X.
+var Version = "0.1.0-dev"
+
+// Env carries everything a command depends on, so tests replace any part.
+type Env struct {
+	Stdin  io.Reader
+	Stdout io.Writer
+	Stderr io.Writer
+	// Now is the clock.
+	Now func() time.Time
+	// Getenv reads the process environment.
+	Getenv func(string) string
+	// Logger writes structured diagnostics to stderr.
+	Logger *slog.Logger
+	// OpenStore opens the store named by a URL (--store); tests replace it.
+	OpenStore func(ctx context.Context, url string) (registry.Store, error)
+	// JSON is set by the global --json flag.
+	JSON bool
+	// StoreURL is the resolved --store value.
+	StoreURL string
+
+	unknownCommand string
+}
+
+// NewEnv returns the Env of a real process.
+func NewEnv(stdin io.Reader, stdout, stderr io.Writer) *Env {
+	return &Env{
+		Stdin:     stdin,
+		Stdout:    stdout,
+		Stderr:    stderr,
+		Now:       time.Now,
+		Getenv:    os.Getenv,
+		Logger:    slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelInfo})),
+		OpenStore: registry.Open,
+	}
+}
+
+// Main runs stado with args and returns the process exit code.
+func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	env := NewEnv(stdin, stdout, stderr)
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	return Run(ctx, env, args)
+}
+
+// Run runs the app in env and returns the exit code; errors are printed
+// (as JSON on stderr under --json) here and nowhere else.
+func Run(ctx context.Context, env *Env, args []string) int {
+	app := NewApp(env)
+	err := app.RunContext(ctx, args)
+	if err == nil && env.unknownCommand != "" {
+		err = usagef("unknown command %q; see stado --help", env.unknownCommand)
+	}
+	code, machine := exitCode(err)
+	if err != nil {
+		printError(env, err, code, machine)
+	}
+	return code
+}
+
+// storeFlag and jsonFlag are the shared flags, declared once and attached
+// to the app and to every reporting command.
+func storeFlag() ucli.Flag {
+	return &ucli.StringFlag{
+		Name:    "store",
+		Usage:   "store URL: file:///DIR or etcd://HOST:PORT[,HOST:PORT]/PREFIX",
+		EnvVars: []string{"STADO_STORE"},
+	}
+}
+
+func jsonFlag() ucli.Flag {
+	return &ucli.BoolFlag{Name: "json", Usage: "print one JSON document on stdout"}
+}
+
+// defaultStoreURL is file://$HOME/.stado/store.
+func defaultStoreURL(env *Env) string {
+	home := env.Getenv("HOME")
+	if home == "" {
+		home, _ = os.UserHomeDir()
+	}
+	return "file://" + filepath.Join(home, ".stado", "store")
+}
+
+// NewApp builds the command tree.
+func NewApp(env *Env) *ucli.App {
+	app := &ucli.App{
+		Name:      "stado",
+		Usage:     "keep a fleet's long-running services the way their owner declared them",
+		Version:   Version,
+		Writer:    env.Stdout,
+		ErrWriter: env.Stderr,
+		Reader:    env.Stdin,
+		Flags:     []ucli.Flag{storeFlag(), jsonFlag()},
+		// Errors are printed by Run; urfave must not exit the process.
+		ExitErrHandler:       func(*ucli.Context, error) {},
+		HideVersion:          true,
+		EnableBashCompletion: false,
+		Commands:             commands(env),
+		OnUsageError: func(c *ucli.Context, err error, _ bool) error {
+			return &usageError{msg: err.Error()}
+		},
+	}
+	app.CommandNotFound = func(_ *ucli.Context, name string) { env.unknownCommand = name }
+	app.Before = func(c *ucli.Context) error { return bindGlobals(env, c) }
+	return app
+}
+
+// bindGlobals reads --json and --store wherever they were written on the
+// command line (before or after the command name).
+func bindGlobals(env *Env, c *ucli.Context) error {
+	for _, ctx := range c.Lineage() {
+		if ctx.IsSet("json") && ctx.Bool("json") {
+			env.JSON = true
+		}
+		if env.StoreURL == "" && ctx.IsSet("store") {
+			env.StoreURL = ctx.String("store")
+		}
+	}
+	if env.StoreURL == "" {
+		if v := env.Getenv("STADO_STORE"); v != "" {
+			env.StoreURL = v
+		} else {
+			env.StoreURL = defaultStoreURL(env)
+		}
+	}
+	return nil
+}
+
+// withShared attaches the shared flags to a command and binds them before
+// its action runs. reporting says whether --json applies.
+func withShared(env *Env, cmd *ucli.Command, reporting bool) *ucli.Command {
+	cmd.Flags = append(cmd.Flags, storeFlag())
+	if reporting {
+		cmd.Flags = append(cmd.Flags, jsonFlag())
+	}
+	prev := cmd.Before
+	cmd.Before = func(c *ucli.Context) error {
+		if err := bindGlobals(env, c); err != nil {
+			return err
+		}
+		if prev != nil {
+			return prev(c)
+		}
+		return nil
+	}
+	if cmd.OnUsageError == nil {
+		cmd.OnUsageError = func(c *ucli.Context, err error, _ bool) error {
+			return &usageError{msg: err.Error()}
+		}
+	}
+	return cmd
+}
+
+// openStore opens the store the globals name.
+func openStore(ctx context.Context, env *Env) (registry.Store, error) {
+	st, err := env.OpenStore(ctx, env.StoreURL)
+	if err != nil {
+		return nil, fmt.Errorf("open store %s: %w", env.StoreURL, err)
+	}
+	return st, nil
+}
+
+// printJSON writes v as one indented JSON document on stdout.
+func printJSON(env *Env, v any) error {
+	enc := json.NewEncoder(env.Stdout)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
+}
+
+// errorDoc is the JSON form of a final error on stderr.
+type errorDoc struct {
+	Kind    string `json:"kind"`
+	Code    string `json:"code"`
+	Exit    int    `json:"exit"`
+	Message string `json:"message"`
+	Hint    string `json:"hint,omitempty"`
+	Details any    `json:"details,omitempty"`
+}
+
+func printError(env *Env, err error, code int, machine string) {
+	doc := errorDoc{Kind: "stado.error", Code: machine, Exit: code, Message: err.Error()}
+	var ref *Refusal
+	var val *registry.ValidationError
+	if asRefusal(err, &ref) {
+		doc.Hint = ref.Hint
+		doc.Details = ref.Details
+	}
+	if asValidation(err, &val) {
+		doc.Details = val.Violations
+	}
+	if env.JSON {
+		enc := json.NewEncoder(env.Stderr)
+		enc.SetIndent("", "  ")
+		_ = enc.Encode(doc)
+		return
+	}
+	fmt.Fprintf(env.Stderr, "stado: %s\n", err)
+	if doc.Hint != "" {
+		fmt.Fprintf(env.Stderr, "hint: %s\n", doc.Hint)
+	}
+}

@@ -1,0 +1,164 @@
+package registry
+
+// Document is the registry document: what the owner declared for the fleet.
+// It is stored as one object (see RegistryKey) and changed only through
+// Update or a validated compare-and-swap.
+type Document struct {
+	// Version is the document format version; only 1 is understood.
+	Version int `yaml:"version" json:"version"`
+	// ServiceResolver holds the settings every resolver and host process
+	// applies, among them the bound after which a request stands.
+	ServiceResolver ServiceResolver `yaml:"service_resolver" json:"service_resolver"`
+	// Directory maps service names to where they answer and who may call them.
+	Directory []DirectoryEntry `yaml:"directory,omitempty" json:"directory,omitempty"`
+	// Targets are the hosts of the fleet, each with its declared services.
+	Targets []Target `yaml:"targets" json:"targets"`
+}
+
+// ServiceResolver carries the resolver settings of the fleet.
+type ServiceResolver struct {
+	// RefreshSeconds is the directory refresh interval, also the bound after
+	// which an unanswered request is standing. Zero means not declared.
+	RefreshSeconds int `yaml:"refresh_seconds,omitempty" json:"refresh_seconds,omitempty"`
+}
+
+// DirectoryEntry says where a service answers (host and port) and which
+// hosts may call it through stado://service/<name>.
+type DirectoryEntry struct {
+	Service string `yaml:"service" json:"service"`
+	Host    string `yaml:"host" json:"host"`
+	Port    int    `yaml:"port" json:"port"`
+	// Callers lists target names allowed to call the service; empty means
+	// every target of the fleet.
+	Callers []string `yaml:"callers,omitempty" json:"callers,omitempty"`
+}
+
+// Target is one host of the fleet.
+type Target struct {
+	Name string `yaml:"name" json:"name"`
+	SSH  SSH    `yaml:"ssh" json:"ssh"`
+	// OS is "linux" or "darwin".
+	OS string `yaml:"os" json:"os"`
+	// LaunchdDomain is "system" or "gui/<uid>" on darwin; empty on linux.
+	LaunchdDomain string `yaml:"launchd_domain,omitempty" json:"launchd_domain,omitempty"`
+	// Alerts are the channels a recovery attempt on this host is reported to.
+	Alerts   []AlertChannel `yaml:"alerts,omitempty" json:"alerts,omitempty"`
+	Services []Service      `yaml:"services,omitempty" json:"services,omitempty"`
+}
+
+// SSH is how the write half reaches a target.
+type SSH struct {
+	// Address is a host name or IP address; empty means the target name.
+	Address string `yaml:"address,omitempty" json:"address,omitempty"`
+	// Port defaults to 22 when zero.
+	Port int `yaml:"port,omitempty" json:"port,omitempty"`
+	// User defaults to root when empty.
+	User string `yaml:"user,omitempty" json:"user,omitempty"`
+}
+
+// AlertChannel is one place an alert is delivered: a webhook or a command.
+// Exactly one of Webhook and Command is set.
+type AlertChannel struct {
+	Name    string        `yaml:"name" json:"name"`
+	Webhook *WebhookAlert `yaml:"webhook,omitempty" json:"webhook,omitempty"`
+	Command *CommandAlert `yaml:"command,omitempty" json:"command,omitempty"`
+}
+
+// WebhookAlert posts the alert as JSON to URL.
+type WebhookAlert struct {
+	URL string `yaml:"url" json:"url"`
+}
+
+// CommandAlert runs Argv (no shell) with the alert as JSON on stdin.
+type CommandAlert struct {
+	Argv []string `yaml:"argv" json:"argv"`
+}
+
+// Scope values of a service.
+const (
+	ScopeSystem = "system"
+	ScopeUser   = "user"
+)
+
+// OS values of a target.
+const (
+	OSLinux  = "linux"
+	OSDarwin = "darwin"
+)
+
+// Service is one declaration: a unit stado keeps running on its target.
+type Service struct {
+	// Name is what the CLI addresses the service by; unique per target.
+	Name string `yaml:"name" json:"name"`
+	// Unit is the native identity: a systemd unit name on linux
+	// ("brama.service"), a launchd label on darwin ("com.wisent.brama").
+	Unit string `yaml:"unit" json:"unit"`
+	// UnitPath is the absolute path of the unit file on the host; empty
+	// means the default for the OS, scope and unit.
+	UnitPath string `yaml:"unit_path,omitempty" json:"unit_path,omitempty"`
+	// Program is the absolute executable path. Without it the declaration
+	// is incomplete: it cannot be rendered or reinstalled.
+	Program string            `yaml:"program,omitempty" json:"program,omitempty"`
+	Args    []string          `yaml:"args,omitempty" json:"args,omitempty"`
+	Env     map[string]string `yaml:"env,omitempty" json:"env,omitempty"`
+	// Scope is "system" (default) or "user".
+	Scope string `yaml:"scope,omitempty" json:"scope,omitempty"`
+	// Product names the catalog entry the service is an instance of.
+	Product string `yaml:"product,omitempty" json:"product,omitempty"`
+	// KeepAlive asks the supervisor to restart the program whenever it
+	// exits; nil means true.
+	KeepAlive *bool `yaml:"keep_alive,omitempty" json:"keep_alive,omitempty"`
+	// IncompleteReason records why an adopted unit could not be represented
+	// by program and args; only meaningful when Program is empty.
+	IncompleteReason string `yaml:"incomplete_reason,omitempty" json:"incomplete_reason,omitempty"`
+}
+
+// Incomplete reports whether the declaration names a unit but carries no
+// program, so it cannot be reinstalled from the document alone.
+func (s Service) Incomplete() bool { return s.Program == "" }
+
+// KeepsAlive reports the effective keep-alive setting (default true).
+func (s Service) KeepsAlive() bool { return s.KeepAlive == nil || *s.KeepAlive }
+
+// EffectiveScope returns the scope with its default applied.
+func (s Service) EffectiveScope() string {
+	if s.Scope == "" {
+		return ScopeSystem
+	}
+	return s.Scope
+}
+
+// Target returns the target named name, or false.
+func (d *Document) Target(name string) (*Target, bool) {
+	for i := range d.Targets {
+		if d.Targets[i].Name == name {
+			return &d.Targets[i], true
+		}
+	}
+	return nil, false
+}
+
+// Service returns the service of t addressed by name or by unit identity.
+func (t *Target) Service(nameOrUnit string) (*Service, bool) {
+	for i := range t.Services {
+		if t.Services[i].Name == nameOrUnit {
+			return &t.Services[i], true
+		}
+	}
+	for i := range t.Services {
+		if t.Services[i].Unit == nameOrUnit {
+			return &t.Services[i], true
+		}
+	}
+	return nil, false
+}
+
+// DirectoryEntry returns the directory entry of service, or false.
+func (d *Document) DirectoryEntry(service string) (*DirectoryEntry, bool) {
+	for i := range d.Directory {
+		if d.Directory[i].Service == service {
+			return &d.Directory[i], true
+		}
+	}
+	return nil, false
+}

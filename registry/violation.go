@@ -1,0 +1,38 @@
+package registry
+
+import (
+	"fmt"
+	"strings"
+)
+
+// Violation is one rule a document breaks, at an exact field path such as
+// "targets[2].services[0].unit".
+type Violation struct {
+	Path    string `json:"path"`
+	Message string `json:"message"`
+}
+
+func (v Violation) String() string { return v.Path + ": " + v.Message }
+
+// ValidationError carries every violation found, not only the first.
+// It unwraps to ErrInvalid.
+type ValidationError struct {
+	// Source names what was validated (a file name, "registry"), may be empty.
+	Source     string
+	Violations []Violation
+}
+
+func (e *ValidationError) Error() string {
+	var b strings.Builder
+	if e.Source != "" {
+		b.WriteString(e.Source + ": ")
+	}
+	fmt.Fprintf(&b, "%d violation(s)", len(e.Violations))
+	for _, v := range e.Violations {
+		b.WriteString("\n  " + v.String())
+	}
+	return b.String()
+}
+
+// Unwrap makes errors.Is(err, ErrInvalid) hold.
+func (e *ValidationError) Unwrap() error { return ErrInvalid }
