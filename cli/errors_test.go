@@ -1,0 +1,48 @@
+package cli
+
+import (
+	"errors"
+	"fmt"
+	"testing"
+
+	"github.com/wisent/stado/registry"
+)
+
+type codedErr struct{}
+
+func (codedErr) Error() string       { return "coded" }
+func (codedErr) RefusalCode() string { return "declaration_incomplete" }
+
+func TestExitCodeTableMapsEveryErrorClass(t *testing.T) {
+	cases := []struct {
+		name    string
+		err     error
+		code    int
+		machine string
+	}{
+		// success has no machine code
+		{"nil", nil, ExitOK, ""},
+		// a wrong command line is a usage error
+		{"usage", usagef("missing FILE"), ExitUsage, "usage"},
+		// a refusal keeps its own stable code, even wrapped
+		{"refusal", fmt.Errorf("ensure: %w", refuse("not_found", "no such service")), ExitRefused, "not_found"},
+		// validation errors are refusals with code validation
+		{"validation", &registry.ValidationError{Violations: []registry.Violation{{Path: "version", Message: "must be 1"}}}, ExitRefused, "validation"},
+		// a conflict from the store is a refusal
+		{"conflict", fmt.Errorf("push: %w", &registry.ConflictError{Key: "registry/document", Want: 1, Got: 2}), ExitRefused, "conflict"},
+		// an absent object is a refusal
+		{"not found", fmt.Errorf("get: %w", registry.ErrNotFound), ExitRefused, "not_found"},
+		// domain packages name their code through RefusalCode
+		{"coded", fmt.Errorf("render: %w", codedErr{}), ExitRefused, "declaration_incomplete"},
+		// anything else is a plain failure
+		{"other", errors.New("disk on fire"), ExitFailure, "failure"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			code, machine := exitCode(tc.err)
+			if code != tc.code || machine != tc.machine {
+				t.Fatalf("exitCode(%v) = %d, %q; want %d, %q", tc.err, code, machine, tc.code, tc.machine)
+			}
+		})
+	}
+}

@@ -1,0 +1,91 @@
+package cli
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+
+	ucli "github.com/urfave/cli/v2"
+)
+
+// reportingExempt lists leaf commands that print nothing a script would
+// parse (their output is the stream or file itself), so they carry no --json.
+var reportingExempt = map[string]bool{
+	"stado registry pull":    true, // prints the document itself
+	"stado host unit render": true, // prints the unit file itself
+	"stado host channel":     true, // the forced command: always JSON
+	"stado host run":         true, // the long-running host process
+	"stado resolver proxy":   true, // a long-running proxy
+}
+
+func walk(prefix string, cmds []*ucli.Command, fn func(path string, c *ucli.Command)) {
+	for _, c := range cmds {
+		if c.Name == "help" {
+			continue
+		}
+		path := prefix + " " + c.Name
+		fn(path, c)
+		walk(path, c.Subcommands, fn)
+	}
+}
+
+func hasFlag(c *ucli.Command, name string) bool {
+	for _, f := range c.Flags {
+		for _, n := range f.Names() {
+			if n == name {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+func TestEveryCommandHasUsageExampleAndSharedFlags(t *testing.T) {
+	env := NewEnv(strings.NewReader(""), &bytes.Buffer{}, &bytes.Buffer{})
+	app := NewApp(env)
+	n := 0
+	walk("stado", app.Commands, func(path string, c *ucli.Command) {
+		n++
+		if c.Usage == "" {
+			t.Errorf("%s: no usage text", path)
+		}
+		if len(c.Subcommands) > 0 {
+			return
+		}
+		if !strings.Contains(c.UsageText, "example:") {
+			t.Errorf("%s: help has no example: line", path)
+		}
+		if !hasFlag(c, "store") {
+			t.Errorf("%s: no shared --store flag", path)
+		}
+		if !reportingExempt[path] && !hasFlag(c, "json") {
+			t.Errorf("%s: reports but has no --json flag", path)
+		}
+	})
+	if n == 0 {
+		t.Fatal("no commands walked")
+	}
+}
+
+func TestHelpOfEveryCommandPrintsWithoutError(t *testing.T) {
+	env := NewEnv(strings.NewReader(""), &bytes.Buffer{}, &bytes.Buffer{})
+	walk("stado", NewApp(env).Commands, func(path string, c *ucli.Command) {
+		var out, errOut bytes.Buffer
+		e := NewEnv(strings.NewReader(""), &out, &errOut)
+		args := append(strings.Fields(path), "--help")
+		if code := Run(t.Context(), e, args); code != 0 {
+			t.Errorf("%s --help: exit %d: %s", path, code, errOut.String())
+		}
+		if !strings.Contains(out.String(), c.Name) {
+			t.Errorf("%s --help printed no usage: %q", path, out.String())
+		}
+	})
+}
+
+func TestUnknownCommandIsUsageError(t *testing.T) {
+	var out, errOut bytes.Buffer
+	e := NewEnv(strings.NewReader(""), &out, &errOut)
+	if code := Run(t.Context(), e, []string{"stado", "no-such-command"}); code != ExitUsage {
+		t.Fatalf("exit %d, want %d (stderr %q)", code, ExitUsage, errOut.String())
+	}
+}
