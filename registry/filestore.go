@@ -1,0 +1,412 @@
+package registry
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"hash/crc32"
+	"io/fs"
+	mrand "math/rand/v2"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+)
+
+func init() {
+	RegisterBackend("file", func(_ context.Context, rest string) (Store, error) {
+		return OpenFileStore(rest)
+	})
+}
+
+// FileStore is the file backend (store URL file:///DIR): one file per key
+// in DIR, each holding the value, its revision and its expiry; a sidecar
+// lock file per key serialises compare-and-swap across goroutines and
+// processes. The on-disk format is described in docs/store.md.
+//
+// Revisions are per key, start at 1 and grow by one with every write. A
+// deleted key keeps a tombstone with its last revision, so a key created
+// again continues above every revision it had before. Reads take no lock:
+// every write replaces the file atomically, so a reader sees the old or
+// the new object, never a mix. Safe for concurrent use.
+type FileStore struct {
+	dir string
+	now func() time.Time
+
+	mu    sync.Mutex
+	locks map[string]*sync.Mutex // in-process queue in front of flock
+}
+
+var _ Store = (*FileStore)(nil)
+
+// OpenFileStore opens (creating it with mode 0700 if needed) the file store
+// in dir, which must be an absolute path.
+func OpenFileStore(dir string) (*FileStore, error) {
+	if !filepath.IsAbs(dir) {
+		return nil, fmt.Errorf("file store %q: want an absolute directory (file:///DIR)", dir)
+	}
+	dir = filepath.Clean(dir)
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, fmt.Errorf("open file store: %w", err)
+	}
+	return &FileStore{dir: dir, now: time.Now, locks: map[string]*sync.Mutex{}}, nil
+}
+
+// Dir is the directory the store keeps its files in.
+func (s *FileStore) Dir() string { return s.dir }
+
+// Close releases nothing: a FileStore holds no open files between calls.
+func (s *FileStore) Close() error { return nil }
+
+const objectMagic = "stado-object"
+
+// record is one object file's content.
+type record struct {
+	revision int64
+	expires  int64 // unix nanoseconds, 0: never
+	deleted  bool  // a tombstone keeping the last revision of a deleted key
+	value    []byte
+}
+
+// live reports whether the record holds a readable object at now.
+func (r *record) live(now time.Time) bool {
+	return r != nil && !r.deleted && (r.expires == 0 || now.UnixNano() < r.expires)
+}
+
+func encodeRecord(r record) []byte {
+	state := "live"
+	if r.deleted {
+		state = "deleted"
+	}
+	header := fmt.Sprintf("%s 1 %s %d %d %d %08x\n", objectMagic, state, r.revision, r.expires,
+		len(r.value), crc32.Checksum(r.value, crcTable))
+	return append([]byte(header), r.value...)
+}
+
+var crcTable = crc32.MakeTable(crc32.Castagnoli)
+
+func decodeRecord(b []byte) (*record, error) {
+	nl := bytes.IndexByte(b, '\n')
+	if nl < 0 {
+		return nil, errors.New("no header")
+	}
+	var (
+		magic, state string
+		format       int
+		r            record
+		length       int
+		sum          uint32
+	)
+	n, err := fmt.Sscanf(string(b[:nl]), "%s %d %s %d %d %d %x", &magic, &format, &state, &r.revision, &r.expires, &length, &sum)
+	if err != nil || n != 7 || magic != objectMagic || format != 1 || (state != "live" && state != "deleted") {
+		return nil, fmt.Errorf("bad header %q", b[:nl])
+	}
+	r.deleted = state == "deleted"
+	r.value = b[nl+1:]
+	if len(r.value) != length {
+		return nil, fmt.Errorf("value is %d bytes, header says %d", len(r.value), length)
+	}
+	if crc32.Checksum(r.value, crcTable) != sum {
+		return nil, errors.New("checksum mismatch")
+	}
+	if r.revision < 1 {
+		return nil, fmt.Errorf("revision %d", r.revision)
+	}
+	return &r, nil
+}
+
+// escapeKey maps a key to one file name: bytes outside [A-Za-z0-9._-]
+// become %XX, '/' becomes '~', and a leading '.' is escaped so that data
+// files never start with '.', which marks lock and temporary files.
+func escapeKey(key string) string {
+	var b strings.Builder
+	for i := 0; i < len(key); i++ {
+		c := key[i]
+		switch {
+		case c == '/':
+			b.WriteByte('~')
+		case c == '.' && i == 0:
+			b.WriteString("%2E")
+		case c >= 'a' && c <= 'z', c >= 'A' && c <= 'Z', c >= '0' && c <= '9', c == '.', c == '_', c == '-':
+			b.WriteByte(c)
+		default:
+			fmt.Fprintf(&b, "%%%02X", c)
+		}
+	}
+	return b.String()
+}
+
+func unescapeKey(name string) (string, bool) {
+	var b strings.Builder
+	for i := 0; i < len(name); i++ {
+		switch c := name[i]; c {
+		case '~':
+			b.WriteByte('/')
+		case '%':
+			if i+2 >= len(name) {
+				return "", false
+			}
+			v, err := hex.DecodeString(name[i+1 : i+3])
+			if err != nil {
+				return "", false
+			}
+			b.WriteByte(v[0])
+			i += 2
+		default:
+			b.WriteByte(c)
+		}
+	}
+	return b.String(), true
+}
+
+func (s *FileStore) path(key string) (string, error) {
+	if err := ValidateKey(key); err != nil {
+		return "", err
+	}
+	name := escapeKey(key)
+	if len(name) > 200 {
+		return "", fmt.Errorf("key %q: %d bytes once escaped for a file name, at most 200: %w", key, len(name), ErrInvalidKey)
+	}
+	return filepath.Join(s.dir, name), nil
+}
+
+// read returns the record at p, or nil when the file does not exist.
+func readRecord(p string) (*record, error) {
+	b, err := os.ReadFile(p)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	r, err := decodeRecord(b)
+	if err != nil {
+		return nil, fmt.Errorf("object file %s is corrupt: %v", p, err)
+	}
+	return r, nil
+}
+
+// Get returns the object at key, or an error wrapping ErrNotFound.
+func (s *FileStore) Get(ctx context.Context, key string) (Object, error) {
+	p, err := s.path(key)
+	if err != nil {
+		return Object{}, err
+	}
+	if err := ctx.Err(); err != nil {
+		return Object{}, err
+	}
+	r, err := readRecord(p)
+	if err != nil {
+		return Object{}, fmt.Errorf("get %s: %w", key, err)
+	}
+	if !r.live(s.now()) {
+		return Object{}, fmt.Errorf("get %s: %w", key, ErrNotFound)
+	}
+	return Object{Key: key, Value: r.value, Revision: r.revision}, nil
+}
+
+// CompareAndSwap writes value at key if its revision is expect (0: absent).
+func (s *FileStore) CompareAndSwap(ctx context.Context, key string, value []byte, expect int64, opts PutOptions) (int64, error) {
+	return s.write(ctx, key, value, &expect, opts)
+}
+
+// Put writes value at key whatever it holds.
+func (s *FileStore) Put(ctx context.Context, key string, value []byte, opts PutOptions) (int64, error) {
+	return s.write(ctx, key, value, nil, opts)
+}
+
+func (s *FileStore) write(ctx context.Context, key string, value []byte, expect *int64, opts PutOptions) (int64, error) {
+	p, err := s.path(key)
+	if err != nil {
+		return 0, err
+	}
+	if expect != nil && *expect < 0 {
+		return 0, fmt.Errorf("compare-and-swap %s: expected revision %d is negative", key, *expect)
+	}
+	unlock, err := s.lock(ctx, key, p)
+	if err != nil {
+		return 0, err
+	}
+	defer unlock()
+	cur, err := readRecord(p)
+	if err != nil {
+		return 0, fmt.Errorf("write %s: %w", key, err)
+	}
+	now := s.now()
+	var got, next int64 = 0, 1
+	if cur != nil {
+		next = cur.revision + 1
+		if cur.live(now) {
+			got = cur.revision
+		}
+	}
+	if expect != nil && *expect != got {
+		return 0, &ConflictError{Key: key, Want: *expect, Got: got}
+	}
+	rec := record{revision: next, value: value}
+	if opts.TTL > 0 {
+		rec.expires = now.Add(opts.TTL).UnixNano()
+	}
+	if err := writeAtomic(p, encodeRecord(rec)); err != nil {
+		return 0, fmt.Errorf("write %s: %w", key, err)
+	}
+	return next, nil
+}
+
+// Delete removes key, leaving a tombstone that keeps its last revision.
+func (s *FileStore) Delete(ctx context.Context, key string) error {
+	p, err := s.path(key)
+	if err != nil {
+		return err
+	}
+	unlock, err := s.lock(ctx, key, p)
+	if err != nil {
+		return err
+	}
+	defer unlock()
+	cur, err := readRecord(p)
+	if err != nil {
+		return fmt.Errorf("delete %s: %w", key, err)
+	}
+	if cur == nil || cur.deleted {
+		return fmt.Errorf("delete %s: %w", key, ErrNotFound)
+	}
+	live := cur.live(s.now())
+	if err := writeAtomic(p, encodeRecord(record{revision: cur.revision, deleted: true})); err != nil {
+		return fmt.Errorf("delete %s: %w", key, err)
+	}
+	if !live {
+		return fmt.Errorf("delete %s: %w", key, ErrNotFound)
+	}
+	return nil
+}
+
+// List returns the live objects whose keys start with prefix, by key.
+func (s *FileStore) List(ctx context.Context, prefix string) ([]Object, error) {
+	if err := validatePrefix(prefix); err != nil {
+		return nil, err
+	}
+	entries, err := os.ReadDir(s.dir)
+	if err != nil {
+		return nil, fmt.Errorf("list %s: %w", prefix, err)
+	}
+	now := s.now()
+	var out []Object
+	for _, e := range entries {
+		name := e.Name()
+		if strings.HasPrefix(name, ".") || !e.Type().IsRegular() {
+			continue
+		}
+		key, ok := unescapeKey(name)
+		if !ok || !strings.HasPrefix(key, prefix) || ValidateKey(key) != nil {
+			continue
+		}
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		r, err := readRecord(filepath.Join(s.dir, name))
+		if err != nil {
+			return nil, fmt.Errorf("list %s: %w", prefix, err)
+		}
+		if r.live(now) {
+			out = append(out, Object{Key: key, Value: r.value, Revision: r.revision})
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Key < out[j].Key })
+	return out, nil
+}
+
+// lock takes the in-process mutex of key, then an exclusive flock on its
+// sidecar lock file (never the data file, which rename replaces). The
+// flock is tried without blocking and retried with back-off so that ctx
+// can end the wait. The lock dies with the process that holds it.
+func (s *FileStore) lock(ctx context.Context, key, p string) (func(), error) {
+	s.mu.Lock()
+	m, ok := s.locks[key]
+	if !ok {
+		m = &sync.Mutex{}
+		s.locks[key] = m
+	}
+	s.mu.Unlock()
+	m.Lock()
+	lp := filepath.Join(filepath.Dir(p), ".lock~"+filepath.Base(p))
+	f, err := os.OpenFile(lp, os.O_RDWR|os.O_CREATE, 0o600)
+	if err != nil {
+		m.Unlock()
+		return nil, fmt.Errorf("lock %s: %w", key, err)
+	}
+	wait := 500 * time.Microsecond
+	for {
+		err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
+		if err == nil {
+			break
+		}
+		if !errors.Is(err, syscall.EWOULDBLOCK) && !errors.Is(err, syscall.EINTR) {
+			f.Close()
+			m.Unlock()
+			return nil, fmt.Errorf("lock %s: %w", key, err)
+		}
+		t := time.NewTimer(wait/2 + time.Duration(mrand.Int64N(int64(wait))))
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			f.Close()
+			m.Unlock()
+			return nil, fmt.Errorf("lock %s: %w", key, ctx.Err())
+		case <-t.C:
+		}
+		if wait < 20*time.Millisecond {
+			wait *= 2
+		}
+	}
+	return func() {
+		_ = syscall.Flock(int(f.Fd()), syscall.LOCK_UN)
+		f.Close()
+		m.Unlock()
+	}, nil
+}
+
+// writeAtomic replaces p with data: a temporary file in the same
+// directory, written, fsynced and closed, renamed over p, then the
+// directory fsynced. On any error the temporary file is removed and p is
+// untouched.
+func writeAtomic(p string, data []byte) (err error) {
+	dir := filepath.Dir(p)
+	var rnd [6]byte
+	_, _ = rand.Read(rnd[:])
+	tmp := filepath.Join(dir, ".tmp~"+filepath.Base(p)+"~"+hex.EncodeToString(rnd[:]))
+	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if err != nil {
+			f.Close()
+			os.Remove(tmp)
+		}
+	}()
+	if _, err = f.Write(data); err != nil {
+		return err
+	}
+	if err = f.Sync(); err != nil {
+		return err
+	}
+	if err = f.Close(); err != nil {
+		return err
+	}
+	if err = os.Rename(tmp, p); err != nil {
+		return err
+	}
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	return d.Sync()
+}

@@ -1,0 +1,240 @@
+package registry
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	mrand "math/rand/v2"
+	"os"
+	"os/user"
+	"sort"
+	"time"
+)
+
+// Meta describes one written revision of the registry.
+type Meta struct {
+	// Revision is the store's revision of the registry object.
+	Revision int64 `json:"revision,omitempty"`
+	// Writer is who wrote it: $STADO_WRITER, or user@hostname.
+	Writer string `json:"writer"`
+	// Time is when the writer wrote it (UTC).
+	Time time.Time `json:"time"`
+	// Reason is the writer's own words for the change.
+	Reason string `json:"reason,omitempty"`
+}
+
+// envelope is the stored form of the registry (RegistryKey and each
+// history entry): {"meta": {...}, "document": {...}}. The object at
+// RegistryKey carries no meta.revision (it is not known before the
+// compare-and-swap answers); Load takes it from the store. History entries
+// carry it.
+type envelope struct {
+	Meta     Meta      `json:"meta"`
+	Document *Document `json:"document"`
+}
+
+// HistoryKey is the store key of registry revision rev: RegistryHistoryPrefix
+// and the revision zero-padded to 20 digits, so keys sort by revision.
+func HistoryKey(rev int64) string { return fmt.Sprintf("%s%020d", RegistryHistoryPrefix, rev) }
+
+// Writer names who writes from this process: $STADO_WRITER when set,
+// otherwise user@hostname.
+func Writer() string {
+	if w := os.Getenv("STADO_WRITER"); w != "" {
+		return w
+	}
+	name := "unknown"
+	if u, err := user.Current(); err == nil && u.Username != "" {
+		name = u.Username
+	}
+	host, err := os.Hostname()
+	if err != nil || host == "" {
+		host = "localhost"
+	}
+	return name + "@" + host
+}
+
+// now is the clock of Push; tests replace it.
+var now = time.Now
+
+func encodeEnvelope(m Meta, doc []byte) ([]byte, error) {
+	mj, err := json.Marshal(m)
+	if err != nil {
+		return nil, err
+	}
+	var b bytes.Buffer
+	b.Grow(len(mj) + len(doc) + 32)
+	b.WriteString(`{"meta":`)
+	b.Write(mj)
+	b.WriteString(`,"document":`)
+	b.Write(doc)
+	b.WriteString("}\n")
+	return b.Bytes(), nil
+}
+
+func decodeEnvelope(obj Object) (*Document, Meta, error) {
+	var env envelope
+	dec := json.NewDecoder(bytes.NewReader(obj.Value))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&env); err != nil {
+		return nil, Meta{}, fmt.Errorf("read %s at revision %d: %w", obj.Key, obj.Revision, &ParseError{Source: obj.Key, Msg: err.Error()})
+	}
+	if env.Document == nil {
+		return nil, Meta{}, fmt.Errorf("read %s at revision %d: %w", obj.Key, obj.Revision, &ParseError{Source: obj.Key, Msg: "envelope has no document"})
+	}
+	if obj.Key == RegistryKey || env.Meta.Revision == 0 {
+		env.Meta.Revision = obj.Revision
+	}
+	return env.Document, env.Meta, nil
+}
+
+// Load returns the current registry and its meta. An empty store returns
+// an error wrapping ErrNotFound. Load does not validate: the document was
+// validated when it was written.
+func Load(ctx context.Context, st Store) (*Document, Meta, error) {
+	obj, err := st.Get(ctx, RegistryKey)
+	if err != nil {
+		return nil, Meta{}, fmt.Errorf("load registry: %w", err)
+	}
+	return decodeEnvelope(obj)
+}
+
+// LoadRevision returns registry revision rev from its history entry (or
+// from the current object when rev is current and its history entry was
+// never written). An unknown revision wraps ErrNotFound.
+func LoadRevision(ctx context.Context, st Store, rev int64) (*Document, Meta, error) {
+	obj, err := st.Get(ctx, HistoryKey(rev))
+	if err == nil {
+		d, m, err := decodeEnvelope(obj)
+		m.Revision = rev
+		return d, m, err
+	}
+	if !errors.Is(err, ErrNotFound) {
+		return nil, Meta{}, fmt.Errorf("load registry revision %d: %w", rev, err)
+	}
+	cur, err := st.Get(ctx, RegistryKey)
+	if err == nil && cur.Revision == rev {
+		return decodeEnvelope(cur)
+	}
+	if err != nil && !errors.Is(err, ErrNotFound) {
+		return nil, Meta{}, fmt.Errorf("load registry revision %d: %w", rev, err)
+	}
+	return nil, Meta{}, fmt.Errorf("load registry revision %d: %w", rev, ErrNotFound)
+}
+
+// History returns the meta of every retained revision, oldest first. The
+// current revision is always included, even when a writer died between
+// its compare-and-swap and its history entry. An empty store returns an
+// empty list and no error.
+func History(ctx context.Context, st Store) ([]Meta, error) {
+	objs, err := st.List(ctx, RegistryHistoryPrefix)
+	if err != nil {
+		return nil, fmt.Errorf("registry history: %w", err)
+	}
+	var out []Meta
+	seen := map[int64]bool{}
+	for _, obj := range objs {
+		var env struct {
+			Meta Meta `json:"meta"`
+		}
+		if err := json.Unmarshal(obj.Value, &env); err != nil {
+			return nil, fmt.Errorf("registry history: %s: %w", obj.Key, &ParseError{Source: obj.Key, Msg: err.Error()})
+		}
+		if env.Meta.Revision == 0 {
+			env.Meta.Revision = obj.Revision
+		}
+		seen[env.Meta.Revision] = true
+		out = append(out, env.Meta)
+	}
+	if _, m, err := Load(ctx, st); err == nil && !seen[m.Revision] {
+		out = append(out, m)
+	} else if err != nil && !errors.Is(err, ErrNotFound) {
+		return nil, fmt.Errorf("registry history: %w", err)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Revision < out[j].Revision })
+	return out, nil
+}
+
+// Push validates d and writes it with a compare-and-swap against expect
+// (0: the store must hold no registry yet), then records the revision in
+// the history. An invalid d returns a *ValidationError and writes nothing;
+// a lost race returns an error wrapping *ConflictError. If the document
+// was written but its history entry could not be, Push returns the new
+// Meta together with an error saying so. Safe for concurrent use.
+func Push(ctx context.Context, st Store, d *Document, expect int64, reason string) (Meta, error) {
+	if err := Validate(d); err != nil {
+		return Meta{}, err
+	}
+	doc, err := json.Marshal(d)
+	if err != nil {
+		return Meta{}, fmt.Errorf("push registry: %w", err)
+	}
+	meta := Meta{Writer: Writer(), Time: now().UTC(), Reason: reason}
+	value, err := encodeEnvelope(meta, doc)
+	if err != nil {
+		return Meta{}, fmt.Errorf("push registry: %w", err)
+	}
+	rev, err := st.CompareAndSwap(ctx, RegistryKey, value, expect, PutOptions{})
+	if err != nil {
+		return Meta{}, fmt.Errorf("push registry: %w", err)
+	}
+	meta.Revision = rev
+	hist, err := encodeEnvelope(meta, doc)
+	if err == nil {
+		_, err = st.Put(ctx, HistoryKey(rev), hist, PutOptions{})
+	}
+	if err != nil {
+		return meta, fmt.Errorf("registry revision %d was written but its history entry was not: %w", rev, err)
+	}
+	return meta, nil
+}
+
+// UpdateAttempts bounds how many times Update runs fn against a freshly
+// read registry before giving up on conflicts.
+const UpdateAttempts = 50
+
+// Update is the one mutation path of the registry: read the current
+// document (an empty store reads as Document{Version: 1}), apply fn to a
+// deep copy, validate, and compare-and-swap. On a conflict it re-reads and
+// runs fn again, up to UpdateAttempts times with jittered back-off, so fn
+// must have no effect outside the document it is given. An error from fn
+// is returned as it is and nothing is written; an invalid result returns a
+// *ValidationError and nothing is written. Safe for concurrent use.
+func Update(ctx context.Context, st Store, reason string, fn func(d *Document) error) (*Document, Meta, error) {
+	backoff := time.Millisecond
+	var last error
+	for attempt := 0; attempt < UpdateAttempts; attempt++ {
+		cur, meta, err := Load(ctx, st)
+		switch {
+		case errors.Is(err, ErrNotFound):
+			cur, meta = &Document{Version: 1}, Meta{}
+		case err != nil:
+			return nil, Meta{}, err
+		}
+		next := cur.Clone()
+		if err := fn(next); err != nil {
+			return nil, Meta{}, err
+		}
+		m, err := Push(ctx, st, next, meta.Revision, reason)
+		if err == nil || !errors.Is(err, ErrConflict) {
+			if err != nil && m.Revision == 0 {
+				return nil, Meta{}, err
+			}
+			return next, m, err
+		}
+		last = err
+		t := time.NewTimer(time.Duration(mrand.Int64N(int64(backoff))) + backoff/4)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return nil, Meta{}, fmt.Errorf("update registry: %w", ctx.Err())
+		case <-t.C:
+		}
+		if backoff < 64*time.Millisecond {
+			backoff *= 2
+		}
+	}
+	return nil, Meta{}, fmt.Errorf("update registry: gave up after %d conflicting attempts: %w", UpdateAttempts, last)
+}

@@ -1,0 +1,499 @@
+package registry
+
+import (
+	"fmt"
+	"net"
+	"net/url"
+	"path"
+	"regexp"
+	"sort"
+	"strings"
+	"unicode/utf8"
+)
+
+var (
+	// hostLabel is one label of a lowercase host name.
+	hostLabel = regexp.MustCompile(`^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$`)
+	// addrLabel is one label of an ssh address host name (any case).
+	addrLabel   = regexp.MustCompile(`^[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?$`)
+	userName    = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_.-]{0,31}$`)
+	serviceName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.@-]{0,127}$`)
+	productName = regexp.MustCompile(`^[a-z0-9][a-z0-9_.-]{0,63}$`)
+	alertName   = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$`)
+	systemdUnit = regexp.MustCompile(`^[A-Za-z0-9:_.\\@-]+$`)
+	launchdPart = regexp.MustCompile(`^[A-Za-z0-9_+@][A-Za-z0-9_+@-]*$`)
+	envName     = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+	domainUID   = regexp.MustCompile(`^(gui|user)/[0-9]{1,10}$`)
+)
+
+// systemdSuffixes are the unit types systemd knows.
+var systemdSuffixes = []string{
+	".service", ".socket", ".timer", ".target", ".path", ".mount",
+	".automount", ".swap", ".slice", ".scope", ".device",
+}
+
+// Unit-file directories by OS and scope (see UnitPathAllowed).
+const (
+	SystemdSystemDir  = "/etc/systemd/system"
+	SystemdUserSuffix = "/.config/systemd/user"
+	LaunchDaemonsDir  = "/Library/LaunchDaemons"
+	LaunchAgentsTail  = "/Library/LaunchAgents"
+)
+
+// Validate checks every rule of the registry document and returns nil or
+// a *ValidationError (unwrapping to ErrInvalid) carrying every violation,
+// each at its exact field path, in document order. It never modifies d.
+func Validate(d *Document) error {
+	v := &validator{}
+	v.document(d)
+	if len(v.out) == 0 {
+		return nil
+	}
+	return &ValidationError{Violations: v.out}
+}
+
+type validator struct{ out []Violation }
+
+func (v *validator) add(path, format string, args ...any) {
+	v.out = append(v.out, Violation{Path: path, Message: fmt.Sprintf(format, args...)})
+}
+
+func (v *validator) document(d *Document) {
+	if d == nil {
+		v.add("(document)", "empty document")
+		return
+	}
+	if d.Version != 1 {
+		if d.Version == 0 {
+			v.add("version", "missing; must be 1")
+		} else {
+			v.add("version", "must be 1, got %d", d.Version)
+		}
+	}
+	if d.ServiceResolver.RefreshSeconds < 0 {
+		v.add("service_resolver.refresh_seconds", "must be greater than 0, got %d", d.ServiceResolver.RefreshSeconds)
+	}
+	targets := map[string]int{}
+	for i := range d.Targets {
+		t := &d.Targets[i]
+		p := fmt.Sprintf("targets[%d]", i)
+		v.target(t, p)
+		if t.Name == "" {
+			continue
+		}
+		if j, dup := targets[t.Name]; dup {
+			v.add(p+".name", "duplicate target %q (first declared at targets[%d])", t.Name, j)
+			continue
+		}
+		targets[t.Name] = i
+	}
+	services := map[string]int{}
+	bound := map[string]int{}
+	for i := range d.Directory {
+		e := &d.Directory[i]
+		p := fmt.Sprintf("directory[%d]", i)
+		switch {
+		case e.Service == "":
+			v.add(p+".service", "missing")
+		case !serviceName.MatchString(e.Service):
+			v.add(p+".service", "%q is not a service name (letters, digits, '_', '.', '@', '-'; at most 128)", e.Service)
+		default:
+			if j, dup := services[e.Service]; dup {
+				v.add(p+".service", "duplicate directory entry for %q (first at directory[%d])", e.Service, j)
+			} else {
+				services[e.Service] = i
+			}
+		}
+		ti, hostOK := targets[e.Host]
+		switch {
+		case e.Host == "":
+			v.add(p+".host", "missing")
+		case !hostOK:
+			v.add(p+".host", "no target named %q", e.Host)
+		case e.Service != "" && !declares(&d.Targets[ti], e.Service):
+			v.add(p+".service", "target %q declares no service named %q (by name or product)", e.Host, e.Service)
+		}
+		if e.Port < 1 || e.Port > 65535 {
+			v.add(p+".port", "must be 1-65535, got %d", e.Port)
+		} else if hostOK {
+			key := fmt.Sprintf("%s:%d", e.Host, e.Port)
+			if j, dup := bound[key]; dup {
+				v.add(p+".port", "port %d on %q is already bound by directory[%d]", e.Port, e.Host, j)
+			} else {
+				bound[key] = i
+			}
+		}
+		seen := map[string]bool{}
+		for k, c := range e.Callers {
+			cp := fmt.Sprintf("%s.callers[%d]", p, k)
+			switch {
+			case c == "":
+				v.add(cp, "empty caller")
+			case seen[c]:
+				v.add(cp, "duplicate caller %q", c)
+			default:
+				if _, ok := targets[c]; !ok {
+					v.add(cp, "no target named %q", c)
+				}
+			}
+			seen[c] = true
+		}
+	}
+}
+
+// declares reports whether t declares a service named name, or of product name.
+func declares(t *Target, name string) bool {
+	for _, s := range t.Services {
+		if s.Name == name || s.Product == name {
+			return true
+		}
+	}
+	return false
+}
+
+// ValidTargetName reports whether name is a lowercase host name: labels of
+// letters, digits and '-' joined by '.', at most 253 bytes.
+func ValidTargetName(name string) bool {
+	if name == "" || len(name) > 253 {
+		return false
+	}
+	for _, l := range strings.Split(name, ".") {
+		if !hostLabel.MatchString(l) {
+			return false
+		}
+	}
+	return true
+}
+
+func validAddress(a string) bool {
+	if net.ParseIP(a) != nil {
+		return true
+	}
+	if len(a) > 253 {
+		return false
+	}
+	for _, l := range strings.Split(a, ".") {
+		if !addrLabel.MatchString(l) {
+			return false
+		}
+	}
+	return true
+}
+
+func (v *validator) target(t *Target, p string) {
+	switch {
+	case t.Name == "":
+		v.add(p+".name", "missing")
+	case !ValidTargetName(t.Name):
+		v.add(p+".name", "%q is not a lowercase host name (letters, digits, '-', dot-separated labels)", t.Name)
+	}
+	if t.SSH.Address != "" && !validAddress(t.SSH.Address) {
+		v.add(p+".ssh.address", "%q is neither an IP address nor a host name", t.SSH.Address)
+	}
+	if t.SSH.Port < 0 || t.SSH.Port > 65535 {
+		v.add(p+".ssh.port", "must be 1-65535, got %d", t.SSH.Port)
+	}
+	if t.SSH.User != "" && !userName.MatchString(t.SSH.User) {
+		v.add(p+".ssh.user", "%q is not a user name (letter or '_' first, then letters, digits, '_', '.', '-'; at most 32)", t.SSH.User)
+	}
+	switch t.OS {
+	case OSLinux, OSDarwin:
+	case "":
+		v.add(p+".os", "missing; must be linux or darwin")
+	default:
+		v.add(p+".os", "must be linux or darwin, got %q", t.OS)
+	}
+	if t.LaunchdDomain != "" {
+		switch {
+		case t.OS != OSDarwin:
+			v.add(p+".launchd_domain", "only allowed when os is darwin")
+		case t.LaunchdDomain != "system" && !domainUID.MatchString(t.LaunchdDomain):
+			v.add(p+".launchd_domain", "must be system, gui/<uid> or user/<uid>, got %q", t.LaunchdDomain)
+		}
+	}
+	alerts := map[string]int{}
+	for i := range t.Alerts {
+		v.alert(&t.Alerts[i], fmt.Sprintf("%s.alerts[%d]", p, i), alerts, i)
+	}
+	names := map[string]int{}
+	units := map[string]int{}
+	for i := range t.Services {
+		s := &t.Services[i]
+		sp := fmt.Sprintf("%s.services[%d]", p, i)
+		v.service(s, t.OS, sp)
+		if s.Name != "" {
+			if j, dup := names[s.Name]; dup {
+				v.add(sp+".name", "duplicate service %q on this target (first at %s.services[%d])", s.Name, p, j)
+			} else {
+				names[s.Name] = i
+			}
+		}
+		if s.Unit != "" {
+			if j, dup := units[s.Unit]; dup {
+				v.add(sp+".unit", "unit %q is already declared by %s.services[%d]", s.Unit, p, j)
+			} else {
+				units[s.Unit] = i
+			}
+		}
+	}
+}
+
+func (v *validator) alert(a *AlertChannel, p string, names map[string]int, i int) {
+	switch {
+	case a.Name == "":
+		v.add(p+".name", "missing")
+	case !alertName.MatchString(a.Name):
+		v.add(p+".name", "%q is not a channel name (letters, digits, '_', '.', '-'; at most 64)", a.Name)
+	default:
+		if j, dup := names[a.Name]; dup {
+			v.add(p+".name", "duplicate alert channel %q (first at index %d)", a.Name, j)
+		} else {
+			names[a.Name] = i
+		}
+	}
+	switch {
+	case a.Webhook == nil && a.Command == nil:
+		v.add(p, "needs exactly one of webhook or command, has neither")
+	case a.Webhook != nil && a.Command != nil:
+		v.add(p, "needs exactly one of webhook or command, has both")
+	case a.Webhook != nil:
+		u, err := url.Parse(a.Webhook.URL)
+		switch {
+		case a.Webhook.URL == "":
+			v.add(p+".webhook.url", "missing")
+		case err != nil:
+			v.add(p+".webhook.url", "not a URL: %v", stripURLErr(err))
+		case u.Scheme != "http" && u.Scheme != "https":
+			v.add(p+".webhook.url", "scheme must be http or https, got %q", u.Scheme)
+		case u.Host == "" || u.Hostname() == "":
+			v.add(p+".webhook.url", "has no host")
+		}
+	case a.Command != nil:
+		if len(a.Command.Argv) == 0 {
+			v.add(p+".command.argv", "missing; argv[0] is the absolute program")
+			break
+		}
+		if msg := absCleanProblem(a.Command.Argv[0]); msg != "" {
+			v.add(p+".command.argv[0]", "%s", msg)
+		}
+		for k, arg := range a.Command.Argv[1:] {
+			if msg := argProblem(arg); msg != "" {
+				v.add(fmt.Sprintf("%s.command.argv[%d]", p, k+1), "%s", msg)
+			}
+		}
+	}
+}
+
+func stripURLErr(err error) string {
+	if ue, ok := err.(*url.Error); ok {
+		return ue.Err.Error()
+	}
+	return err.Error()
+}
+
+func (v *validator) service(s *Service, os, p string) {
+	switch {
+	case s.Name == "":
+		v.add(p+".name", "missing")
+	case !serviceName.MatchString(s.Name):
+		v.add(p+".name", "%q is not a service name (letters, digits, '_', '.', '@', '-'; at most 128)", s.Name)
+	}
+	if s.Unit == "" {
+		v.add(p+".unit", "missing; the systemd unit name or launchd label")
+	} else if msg := UnitProblem(os, s.Unit); msg != "" {
+		v.add(p+".unit", "%s", msg)
+	}
+	scopeOK := true
+	switch s.Scope {
+	case "", ScopeSystem, ScopeUser:
+	default:
+		scopeOK = false
+		v.add(p+".scope", "must be system or user, got %q", s.Scope)
+	}
+	if s.UnitPath != "" {
+		if msg := absCleanProblem(s.UnitPath); msg != "" {
+			v.add(p+".unit_path", "%s", msg)
+		} else if scopeOK && (os == OSLinux || os == OSDarwin) {
+			if msg := UnitPathProblem(os, s.EffectiveScope(), s.Unit, s.UnitPath); msg != "" {
+				v.add(p+".unit_path", "%s", msg)
+			}
+		}
+	}
+	if s.Program != "" {
+		if msg := absCleanProblem(s.Program); msg != "" {
+			v.add(p+".program", "%s", msg)
+		}
+	} else if len(s.Args) > 0 {
+		v.add(p+".args", "given without program; args[0] is not the program, set program")
+	}
+	for i, a := range s.Args {
+		if msg := argProblem(a); msg != "" {
+			v.add(fmt.Sprintf("%s.args[%d]", p, i), "%s", msg)
+		}
+	}
+	names := make([]string, 0, len(s.Env))
+	for k := range s.Env {
+		names = append(names, k)
+	}
+	sort.Strings(names)
+	for _, k := range names {
+		if !envName.MatchString(k) {
+			v.add(fmt.Sprintf("%s.env[%q]", p, k), "not an environment variable name ([A-Za-z_][A-Za-z0-9_]*)")
+			continue
+		}
+		val := s.Env[k]
+		switch {
+		case strings.ContainsAny(val, "\x00\n\r"):
+			v.add(p+".env."+k, "value contains NUL or a line break")
+		case !utf8.ValidString(val):
+			v.add(p+".env."+k, "value is not valid UTF-8")
+		}
+	}
+	if s.Product != "" && !productName.MatchString(s.Product) {
+		v.add(p+".product", "%q is not a product name (lowercase letters, digits, '_', '.', '-')", s.Product)
+	}
+	if s.IncompleteReason != "" {
+		switch {
+		case s.Program != "":
+			v.add(p+".incomplete_reason", "set on a complete declaration (program is set)")
+		case strings.ContainsRune(s.IncompleteReason, 0) || !utf8.ValidString(s.IncompleteReason):
+			v.add(p+".incomplete_reason", "contains NUL or invalid UTF-8")
+		}
+	}
+}
+
+// absCleanProblem says why p is not an absolute, clean path, or "".
+func absCleanProblem(p string) string {
+	switch {
+	case strings.ContainsAny(p, "\x00\n\r"):
+		return "path contains NUL or a line break"
+	case !utf8.ValidString(p):
+		return "path is not valid UTF-8"
+	case !strings.HasPrefix(p, "/"):
+		return fmt.Sprintf("%q is not an absolute path", p)
+	case hasDotDot(p):
+		return fmt.Sprintf("%q contains '..'", p)
+	case path.Clean(p) != p:
+		return fmt.Sprintf("%q is not clean (want %q)", p, path.Clean(p))
+	}
+	return ""
+}
+
+func hasDotDot(p string) bool {
+	for _, seg := range strings.Split(p, "/") {
+		if seg == ".." {
+			return true
+		}
+	}
+	return false
+}
+
+func argProblem(a string) string {
+	switch {
+	case strings.ContainsRune(a, 0):
+		return "contains NUL"
+	case !utf8.ValidString(a):
+		return "is not valid UTF-8"
+	}
+	return ""
+}
+
+// UnitProblem says why unit is not a valid unit identity on os (a systemd
+// unit name on linux, a reverse-DNS launchd label on darwin), or "".
+func UnitProblem(os, unit string) string {
+	switch os {
+	case OSLinux:
+		return systemdUnitProblem(unit)
+	case OSDarwin:
+		return launchdLabelProblem(unit)
+	}
+	return "" // the target's os is reported on its own
+}
+
+func systemdUnitProblem(u string) string {
+	if len(u) > 255 {
+		return fmt.Sprintf("systemd unit name is %d bytes, at most 255", len(u))
+	}
+	if !systemdUnit.MatchString(u) {
+		return fmt.Sprintf("%q is not a systemd unit name (letters, digits, ':', '_', '.', '\\', '@', '-')", u)
+	}
+	if strings.HasPrefix(u, "-") {
+		return fmt.Sprintf("%q starts with '-'", u)
+	}
+	suffix := ""
+	for _, s := range systemdSuffixes {
+		if strings.HasSuffix(u, s) {
+			suffix = s
+			break
+		}
+	}
+	if suffix == "" {
+		return fmt.Sprintf("%q has no unit type suffix (.service, .timer, .socket, ...)", u)
+	}
+	prefix := strings.TrimSuffix(u, suffix)
+	if prefix == "" || strings.HasSuffix(prefix, ".") {
+		return fmt.Sprintf("%q has an empty name before %s", u, suffix)
+	}
+	if at := strings.IndexByte(prefix, '@'); at >= 0 {
+		if at == 0 {
+			return fmt.Sprintf("%q has an empty template name", u)
+		}
+		if at == len(prefix)-1 {
+			return fmt.Sprintf("%q is a template; declare an instance such as %s", u, prefix+"NAME"+suffix)
+		}
+	}
+	return ""
+}
+
+func launchdLabelProblem(l string) string {
+	if len(l) > 255 {
+		return fmt.Sprintf("launchd label is %d bytes, at most 255", len(l))
+	}
+	parts := strings.Split(l, ".")
+	if len(parts) < 2 {
+		return fmt.Sprintf("%q is not a reverse-DNS launchd label (such as com.example.name)", l)
+	}
+	for _, part := range parts {
+		if !launchdPart.MatchString(part) {
+			return fmt.Sprintf("%q is not a reverse-DNS launchd label (dot-separated parts of letters, digits, '_', '+', '@', '-')", l)
+		}
+	}
+	return ""
+}
+
+// UnitPathProblem says why unitPath (already absolute and clean) is not
+// where os and scope keep unit, or "". Allowed directories: linux system
+// /etc/systemd/system, linux user <home>/.config/systemd/user, darwin
+// system /Library/LaunchDaemons, darwin user <home>/Library/LaunchAgents or
+// /Library/LaunchAgents. The file name must be the unit (linux) or the
+// label plus ".plist" (darwin).
+func UnitPathProblem(os, scope, unit, unitPath string) string {
+	dir, base := path.Split(unitPath)
+	dir = strings.TrimSuffix(dir, "/")
+	var ok bool
+	var want, wantBase string
+	switch {
+	case os == OSLinux && scope == ScopeSystem:
+		ok, want = dir == SystemdSystemDir, SystemdSystemDir
+	case os == OSLinux && scope == ScopeUser:
+		ok, want = strings.HasSuffix(dir, SystemdUserSuffix) && len(dir) > len(SystemdUserSuffix), "<home>"+SystemdUserSuffix
+	case os == OSDarwin && scope == ScopeSystem:
+		ok, want = dir == LaunchDaemonsDir, LaunchDaemonsDir
+	case os == OSDarwin && scope == ScopeUser:
+		ok, want = strings.HasSuffix(dir, LaunchAgentsTail), "<home>"+LaunchAgentsTail
+	}
+	if !ok {
+		return fmt.Sprintf("%q is outside %s, where %s %s units live", unitPath, want, os, scope)
+	}
+	if unit == "" {
+		return ""
+	}
+	wantBase = unit
+	if os == OSDarwin {
+		wantBase = unit + ".plist"
+	}
+	if base != wantBase {
+		return fmt.Sprintf("file name %q does not match the unit (want %q)", base, wantBase)
+	}
+	return ""
+}
