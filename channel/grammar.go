@@ -1,0 +1,433 @@
+package channel
+
+import (
+	"path"
+	"regexp"
+	"strconv"
+	"strings"
+)
+
+// Verb is one of the closed set of things the remote program does.
+type Verb string
+
+// The verbs of `stado host channel`.
+const (
+	VerbUnitInstall Verb = "unit-install" // SCOPE UNIT PATH, unit content on stdin
+	VerbUnitRemove  Verb = "unit-remove"  // SCOPE UNIT PATH
+	VerbUnitStart   Verb = "unit-start"   // SCOPE UNIT
+	VerbUnitStop    Verb = "unit-stop"    // SCOPE UNIT
+	VerbUnitRestart Verb = "unit-restart" // SCOPE UNIT
+	VerbUnitShow    Verb = "unit-show"    // SCOPE UNIT [UNIT...]
+	VerbUnitLogs    Verb = "unit-logs"    // SCOPE UNIT LINES
+	VerbUnitEnv     Verb = "unit-env"     // SCOPE UNIT
+	VerbUnitList    Verb = "unit-list"    // SCOPE
+	VerbPortOwner   Verb = "port-owner"   // PORT
+	VerbRepairStep  Verb = "repair-step"  // STEP [KEY=VALUE...]
+	VerbVersion     Verb = "version"      // (no arguments)
+)
+
+// Verbs lists every verb in the order docs/channel.md describes them.
+var Verbs = []Verb{
+	VerbUnitInstall, VerbUnitRemove, VerbUnitStart, VerbUnitStop, VerbUnitRestart,
+	VerbUnitShow, VerbUnitLogs, VerbUnitEnv, VerbUnitList, VerbPortOwner,
+	VerbRepairStep, VerbVersion,
+}
+
+// Bounds of verb arguments.
+const (
+	MaxLogLines      = 10000   // unit-logs LINES upper bound
+	MaxShowUnits     = 64      // unit-show units per call
+	MaxUnitBytes     = 1 << 20 // unit-install content on stdin
+	MaxEnvPairs      = 32      // repair-step KEY=VALUE pairs
+	MaxEnvValueBytes = 4096    // one repair-step value
+	maxNameBytes     = 255     // unit names, labels, step names
+)
+
+// Scopes of a unit.
+const (
+	ScopeSystem = "system"
+	ScopeUser   = "user"
+)
+
+// EnvVar is one KEY=VALUE pair of repair-step, in the order given.
+type EnvVar struct {
+	Name  string `json:"name"`
+	Value string `json:"value"`
+}
+
+// Command is one validated call of the remote program. Only the fields its
+// verb uses are set.
+type Command struct {
+	Verb  Verb     `json:"verb"`
+	Scope string   `json:"scope,omitempty"`
+	Units []string `json:"units,omitempty"` // one unit, or 1..MaxShowUnits for unit-show
+	Path  string   `json:"path,omitempty"`
+	Lines int      `json:"lines,omitempty"`
+	Port  int      `json:"port,omitempty"`
+	Step  string   `json:"step,omitempty"`
+	Env   []EnvVar `json:"env,omitempty"`
+}
+
+// Unit returns the command's unit, or "" when it has none.
+func (c Command) Unit() string {
+	if len(c.Units) == 0 {
+		return ""
+	}
+	return c.Units[0]
+}
+
+// EnvMap returns the repair-step pairs as a map (names are unique).
+func (c Command) EnvMap() map[string]string {
+	m := make(map[string]string, len(c.Env))
+	for _, e := range c.Env {
+		m[e.Name] = e.Value
+	}
+	return m
+}
+
+// Argv returns the command's words, verb first, such that ParseArgv(c.Argv())
+// yields c again. It does not validate: build Commands with the constructors
+// below or ParseArgv.
+func (c Command) Argv() []string {
+	argv := []string{string(c.Verb)}
+	switch c.Verb {
+	case VerbUnitInstall, VerbUnitRemove:
+		argv = append(argv, c.Scope, c.Unit(), c.Path)
+	case VerbUnitStart, VerbUnitStop, VerbUnitRestart, VerbUnitEnv:
+		argv = append(argv, c.Scope, c.Unit())
+	case VerbUnitShow:
+		argv = append(append(argv, c.Scope), c.Units...)
+	case VerbUnitLogs:
+		argv = append(argv, c.Scope, c.Unit(), strconv.Itoa(c.Lines))
+	case VerbUnitList:
+		argv = append(argv, c.Scope)
+	case VerbPortOwner:
+		argv = append(argv, strconv.Itoa(c.Port))
+	case VerbRepairStep:
+		argv = append(argv, c.Step)
+		for _, e := range c.Env {
+			argv = append(argv, e.Name+"="+e.Value)
+		}
+	}
+	return argv
+}
+
+// ParseCommand splits an SSH_ORIGINAL_COMMAND by the channel's quoting
+// grammar (plain words and single quotes only) and validates it as one verb
+// call. A leading "stado host channel" (or "/abs/path/stado host channel")
+// is dropped, so a client may send the same line whether or not the key is
+// restricted to the forced command. Every error is a *Refusal.
+func ParseCommand(original string) (Command, error) {
+	words, err := splitWords(original)
+	if err != nil {
+		return Command{}, err
+	}
+	return parseWords(stripProgram(words))
+}
+
+// ParseArgv validates argv (verb first, no program prefix) as one verb
+// call, for `stado host channel VERB ARGS...` run directly. Words are held to
+// the same byte rules as a quoted command line. Every error is a *Refusal.
+func ParseArgv(argv []string) (Command, error) {
+	if len(argv) == 0 {
+		return Command{}, refusef(CodeEmptyCommand, "no command: the channel runs one of its verbs, never a login shell")
+	}
+	if len(argv) > MaxWords {
+		return Command{}, refusef(CodeTooLong, "more than %d words", MaxWords)
+	}
+	for i, w := range argv {
+		if err := checkWordBytes(w); err != nil {
+			return Command{}, err
+		}
+		if strings.IndexByte(w, '\'') >= 0 {
+			return Command{}, refusef(CodeForbiddenCharacter, "word %d holds a single quote", i+1)
+		}
+		if hasDotDotSegment(w) {
+			return Command{}, refusef(CodePathTraversal, "word %d %s holds a \"..\" segment", i+1, strconv.Quote(w))
+		}
+	}
+	return parseWords(argv)
+}
+
+var programPath = regexp.MustCompile(`^(/[A-Za-z0-9._+-]+)*/stado$`)
+
+func stripProgram(words []string) []string {
+	if len(words) >= 3 && (words[0] == "stado" || programPath.MatchString(words[0])) &&
+		words[1] == "host" && words[2] == "channel" {
+		return words[3:]
+	}
+	return words
+}
+
+func parseWords(words []string) (Command, error) {
+	if len(words) == 0 {
+		return Command{}, refusef(CodeEmptyCommand, "no verb after the program name")
+	}
+	verb, args := Verb(words[0]), words[1:]
+	c := Command{Verb: verb}
+	need := func(n int, form string) error {
+		if len(args) != n {
+			return refusef(CodeInvalidArguments, "%s takes %s, got %d argument(s)", verb, form, len(args))
+		}
+		return nil
+	}
+	var err error
+	switch verb {
+	case VerbUnitInstall, VerbUnitRemove:
+		if err = need(3, "SCOPE UNIT PATH"); err != nil {
+			return Command{}, err
+		}
+		if c.Scope, err = parseScope(args[0]); err != nil {
+			return Command{}, err
+		}
+		if err = checkUnit(args[1]); err != nil {
+			return Command{}, err
+		}
+		c.Units = []string{args[1]}
+		if err = checkUnitPath(c.Scope, args[1], args[2]); err != nil {
+			return Command{}, err
+		}
+		c.Path = args[2]
+	case VerbUnitStart, VerbUnitStop, VerbUnitRestart, VerbUnitEnv:
+		if err = need(2, "SCOPE UNIT"); err != nil {
+			return Command{}, err
+		}
+		if c.Scope, err = parseScope(args[0]); err != nil {
+			return Command{}, err
+		}
+		if err = checkUnit(args[1]); err != nil {
+			return Command{}, err
+		}
+		c.Units = []string{args[1]}
+	case VerbUnitShow:
+		if len(args) < 2 || len(args) > MaxShowUnits+1 {
+			return Command{}, refusef(CodeInvalidArguments, "%s takes SCOPE and 1 to %d units, got %d argument(s)", verb, MaxShowUnits, len(args))
+		}
+		if c.Scope, err = parseScope(args[0]); err != nil {
+			return Command{}, err
+		}
+		for _, u := range args[1:] {
+			if err = checkUnit(u); err != nil {
+				return Command{}, err
+			}
+		}
+		c.Units = append([]string(nil), args[1:]...)
+	case VerbUnitLogs:
+		if err = need(3, "SCOPE UNIT LINES"); err != nil {
+			return Command{}, err
+		}
+		if c.Scope, err = parseScope(args[0]); err != nil {
+			return Command{}, err
+		}
+		if err = checkUnit(args[1]); err != nil {
+			return Command{}, err
+		}
+		c.Units = []string{args[1]}
+		n, ok := parseDecimal(args[2], MaxLogLines)
+		if !ok {
+			return Command{}, refusef(CodeInvalidLines, "lines %s is not a whole number from 1 to %d", strconv.Quote(args[2]), MaxLogLines)
+		}
+		c.Lines = n
+	case VerbUnitList:
+		if err = need(1, "SCOPE"); err != nil {
+			return Command{}, err
+		}
+		if c.Scope, err = parseScope(args[0]); err != nil {
+			return Command{}, err
+		}
+	case VerbPortOwner:
+		if err = need(1, "PORT"); err != nil {
+			return Command{}, err
+		}
+		n, ok := parseDecimal(args[0], 65535)
+		if !ok {
+			return Command{}, refusef(CodeInvalidPort, "port %s is not a whole number from 1 to 65535", strconv.Quote(args[0]))
+		}
+		c.Port = n
+	case VerbRepairStep:
+		if len(args) < 1 || len(args) > MaxEnvPairs+1 {
+			return Command{}, refusef(CodeInvalidArguments, "%s takes STEP and up to %d KEY=VALUE pairs, got %d argument(s)", verb, MaxEnvPairs, len(args))
+		}
+		if !stepName.MatchString(args[0]) {
+			return Command{}, refusef(CodeInvalidStep, "repair step %s is not a step name (lowercase letters, digits and '-', starting with a letter)", strconv.Quote(args[0]))
+		}
+		c.Step = args[0]
+		seen := map[string]bool{}
+		for _, kv := range args[1:] {
+			e, err := parseEnvVar(kv)
+			if err != nil {
+				return Command{}, err
+			}
+			if seen[e.Name] {
+				return Command{}, refusef(CodeInvalidEnv, "environment name %s given twice", e.Name)
+			}
+			seen[e.Name] = true
+			c.Env = append(c.Env, e)
+		}
+	case VerbVersion:
+		if err = need(0, "no arguments"); err != nil {
+			return Command{}, err
+		}
+	default:
+		return Command{}, refusef(CodeUnknownVerb, "unknown verb %s: the channel runs only %s", strconv.Quote(string(verb)), verbList())
+	}
+	return c, nil
+}
+
+func verbList() string {
+	s := make([]string, len(Verbs))
+	for i, v := range Verbs {
+		s[i] = string(v)
+	}
+	return strings.Join(s, ", ")
+}
+
+func parseScope(s string) (string, error) {
+	if s == ScopeSystem || s == ScopeUser {
+		return s, nil
+	}
+	return "", refusef(CodeInvalidScope, "scope %s is neither system nor user", strconv.Quote(s))
+}
+
+// parseDecimal accepts 1..max written without sign or leading zeros.
+func parseDecimal(s string, max int) (int, bool) {
+	if len(s) == 0 || len(s) > 6 || s[0] == '0' {
+		return 0, false
+	}
+	n := 0
+	for i := 0; i < len(s); i++ {
+		if s[i] < '0' || s[i] > '9' {
+			return 0, false
+		}
+		n = n*10 + int(s[i]-'0')
+	}
+	return n, n >= 1 && n <= max
+}
+
+var (
+	systemdUnit   = regexp.MustCompile(`^[A-Za-z0-9_][A-Za-z0-9:_.@-]*\.(service|socket|timer|target|path|mount)$`)
+	launchdLabel  = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_-]*(\.[A-Za-z0-9][A-Za-z0-9_-]*)+$`)
+	stepName      = regexp.MustCompile(`^[a-z][a-z0-9-]{0,63}$`)
+	envName       = regexp.MustCompile(`^[A-Z_][A-Z0-9_]{0,127}$`)
+	pathSegment   = regexp.MustCompile(`^[A-Za-z0-9._@:+,%=-]+$`)
+	forbiddenEnvs = map[string]bool{"PATH": true, "IFS": true, "ENV": true, "BASH_ENV": true, "SHELLOPTS": true, "HOME": true}
+)
+
+// IsSystemdUnit reports whether s is a systemd unit name the channel accepts.
+func IsSystemdUnit(s string) bool { return len(s) <= maxNameBytes && systemdUnit.MatchString(s) }
+
+// IsLaunchdLabel reports whether s is a reverse-DNS launchd label the
+// channel accepts.
+func IsLaunchdLabel(s string) bool { return len(s) <= maxNameBytes && launchdLabel.MatchString(s) }
+
+func checkUnit(u string) error {
+	if IsSystemdUnit(u) || IsLaunchdLabel(u) {
+		return nil
+	}
+	return refusef(CodeInvalidUnit, "unit %s is neither a systemd unit name (name.service, .socket, .timer, .target, .path, .mount) nor a reverse-DNS launchd label", strconv.Quote(u))
+}
+
+// Unit-file directories the channel writes and removes in.
+const (
+	SystemdSystemDir = "/etc/systemd/system"
+	SystemdUserDir   = "/.config/systemd/user" // below a home directory
+	LaunchDaemonsDir = "/Library/LaunchDaemons"
+	LaunchAgentsDir  = "/Library/LaunchAgents" // below a home directory, or at /
+)
+
+// checkUnitPath holds a unit path to the allowed directories: the file is
+// named after the unit and lies directly in the directory its scope and
+// init system call for.
+func checkUnitPath(scope, unit, p string) error {
+	bad := func(why string) error {
+		return refusef(CodeInvalidPath, "path %s: %s", strconv.Quote(p), why)
+	}
+	if !strings.HasPrefix(p, "/") || path.Clean(p) != p {
+		return bad("not a clean absolute path")
+	}
+	for _, seg := range strings.Split(p[1:], "/") {
+		if !pathSegment.MatchString(seg) || strings.HasPrefix(seg, "-") {
+			return bad("a path segment holds a character outside letters, digits and ._@:+,%=-")
+		}
+	}
+	dir, base := path.Split(p)
+	dir = strings.TrimSuffix(dir, "/")
+	switch {
+	case dir == SystemdSystemDir:
+		if scope != ScopeSystem {
+			return bad("system units belong to scope system")
+		}
+		if !IsSystemdUnit(unit) || base != unit {
+			return bad("a file in " + SystemdSystemDir + " must be named after its systemd unit")
+		}
+	case strings.HasSuffix(dir, SystemdUserDir) && strings.HasPrefix(dir, "/") && dir != SystemdUserDir:
+		if scope != ScopeUser {
+			return bad("user units belong to scope user")
+		}
+		if !IsSystemdUnit(unit) || base != unit {
+			return bad("a file in ~" + SystemdUserDir + " must be named after its systemd unit")
+		}
+	case dir == LaunchDaemonsDir:
+		if scope != ScopeSystem {
+			return bad("launch daemons belong to scope system")
+		}
+		if !IsLaunchdLabel(unit) || base != unit+".plist" {
+			return bad("a file in " + LaunchDaemonsDir + " must be named LABEL.plist after its launchd label")
+		}
+	case strings.HasSuffix(dir, LaunchAgentsDir):
+		if scope != ScopeUser {
+			return bad("launch agents belong to scope user")
+		}
+		if !IsLaunchdLabel(unit) || base != unit+".plist" {
+			return bad("a file in ~" + LaunchAgentsDir + " must be named LABEL.plist after its launchd label")
+		}
+	default:
+		return bad("not in " + SystemdSystemDir + ", ~" + SystemdUserDir + ", " + LaunchDaemonsDir + " or ~" + LaunchAgentsDir)
+	}
+	return nil
+}
+
+func parseEnvVar(kv string) (EnvVar, error) {
+	name, value, ok := strings.Cut(kv, "=")
+	if !ok {
+		return EnvVar{}, refusef(CodeInvalidEnv, "argument %s is not KEY=VALUE", strconv.Quote(kv))
+	}
+	if !envName.MatchString(name) {
+		return EnvVar{}, refusef(CodeInvalidEnv, "environment name %s is not upper-case letters, digits and '_'", strconv.Quote(name))
+	}
+	if forbiddenEnvs[name] || strings.HasPrefix(name, "LD_") || strings.HasPrefix(name, "DYLD_") {
+		return EnvVar{}, refusef(CodeInvalidEnv, "environment name %s may not be set through the channel", name)
+	}
+	if len(value) > MaxEnvValueBytes {
+		return EnvVar{}, refusef(CodeInvalidEnv, "value of %s is %d bytes, the bound is %d", name, len(value), MaxEnvValueBytes)
+	}
+	return EnvVar{Name: name, Value: value}, nil
+}
+
+// CheckOS refuses a command whose unit identity or path belongs to the other
+// init system: systemd names and directories on linux, launchd labels and
+// directories on darwin.
+func (c Command) CheckOS(goos string) error {
+	for _, u := range c.Units {
+		switch goos {
+		case "linux":
+			if !IsSystemdUnit(u) {
+				return refusef(CodeInvalidUnit, "unit %s is not a systemd unit name, and this host runs systemd", strconv.Quote(u))
+			}
+		case "darwin":
+			if !IsLaunchdLabel(u) {
+				return refusef(CodeInvalidUnit, "unit %s is not a launchd label, and this host runs launchd", strconv.Quote(u))
+			}
+		default:
+			return refusef(CodeInvalidUnit, "this host's OS %s has no init system the channel knows", strconv.Quote(goos))
+		}
+	}
+	if c.Path != "" {
+		dir := path.Dir(c.Path)
+		launchd := strings.HasSuffix(dir, LaunchAgentsDir) || dir == LaunchDaemonsDir
+		if launchd != (goos == "darwin") {
+			return refusef(CodeInvalidPath, "path %s is not a unit directory of this host's init system", strconv.Quote(c.Path))
+		}
+	}
+	return nil
+}

@@ -1,0 +1,463 @@
+package channel
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"reflect"
+	"strings"
+	"testing"
+)
+
+func TestParseCommandAcceptsEveryVerbWithValidArguments(t *testing.T) {
+	tests := []struct {
+		name     string
+		original string
+		want     Command
+	}{
+		// a system unit installed into /etc/systemd/system under its own name
+		{"install system unit", "unit-install system brama.service /etc/systemd/system/brama.service",
+			Command{Verb: VerbUnitInstall, Scope: "system", Units: []string{"brama.service"}, Path: "/etc/systemd/system/brama.service"}},
+		// a user unit below a home directory
+		{"install user unit", "unit-install user web@1.service /home/op/.config/systemd/user/web@1.service",
+			Command{Verb: VerbUnitInstall, Scope: "user", Units: []string{"web@1.service"}, Path: "/home/op/.config/systemd/user/web@1.service"}},
+		// a launch daemon plist named after its label
+		{"install launch daemon", "unit-install system com.wisent.stado /Library/LaunchDaemons/com.wisent.stado.plist",
+			Command{Verb: VerbUnitInstall, Scope: "system", Units: []string{"com.wisent.stado"}, Path: "/Library/LaunchDaemons/com.wisent.stado.plist"}},
+		// a launch agent in a user's Library
+		{"remove launch agent", "unit-remove user com.wisent.brama-grant-sync /Users/op/Library/LaunchAgents/com.wisent.brama-grant-sync.plist",
+			Command{Verb: VerbUnitRemove, Scope: "user", Units: []string{"com.wisent.brama-grant-sync"}, Path: "/Users/op/Library/LaunchAgents/com.wisent.brama-grant-sync.plist"}},
+		// the program prefix a client sends is dropped
+		{"program prefix", "/usr/local/bin/stado host channel unit-start system brama.service",
+			Command{Verb: VerbUnitStart, Scope: "system", Units: []string{"brama.service"}}},
+		// a bare program name is dropped too
+		{"bare program prefix", "stado host channel version", Command{Verb: VerbVersion}},
+		// quoted plain words mean the same as unquoted ones
+		{"quoted words", "'unit-stop' 'system' 'brama.service'",
+			Command{Verb: VerbUnitStop, Scope: "system", Units: []string{"brama.service"}}},
+		// runs of spaces separate words, leading and trailing ones are ignored
+		{"extra spaces", "  unit-restart   user  a.timer ", Command{Verb: VerbUnitRestart, Scope: "user", Units: []string{"a.timer"}}},
+		// unit-show takes several units
+		{"show several", "unit-show system a.service b.socket c.mount",
+			Command{Verb: VerbUnitShow, Scope: "system", Units: []string{"a.service", "b.socket", "c.mount"}}},
+		// the log window at its upper bound
+		{"logs max lines", "unit-logs system a.service 10000", Command{Verb: VerbUnitLogs, Scope: "system", Units: []string{"a.service"}, Lines: 10000}},
+		// the log window at its lower bound
+		{"logs one line", "unit-logs user com.x.y 1", Command{Verb: VerbUnitLogs, Scope: "user", Units: []string{"com.x.y"}, Lines: 1}},
+		{"env", "unit-env system a.service", Command{Verb: VerbUnitEnv, Scope: "system", Units: []string{"a.service"}}},
+		{"list", "unit-list user", Command{Verb: VerbUnitList, Scope: "user"}},
+		{"port lower bound", "port-owner 1", Command{Verb: VerbPortOwner, Port: 1}},
+		{"port upper bound", "port-owner 65535", Command{Verb: VerbPortOwner, Port: 65535}},
+		// a repair step without environment
+		{"repair step bare", "repair-step audit-lock", Command{Verb: VerbRepairStep, Step: "audit-lock"}},
+		// environment values may hold spaces and operators inside quotes: they are data
+		{"repair step env", "repair-step crypto SKARBIEC_READY_WITHIN_SECONDS=30 'NOTE=a b;c' EMPTY=",
+			Command{Verb: VerbRepairStep, Step: "crypto", Env: []EnvVar{{"SKARBIEC_READY_WITHIN_SECONDS", "30"}, {"NOTE", "a b;c"}, {"EMPTY", ""}}}},
+		// a word may join plain and quoted segments
+		{"joined segments", "repair-step crypto A='x y'z", Command{Verb: VerbRepairStep, Step: "crypto", Env: []EnvVar{{"A", "x yz"}}}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := ParseCommand(tt.original)
+			if err != nil {
+				t.Fatalf("ParseCommand(%q): %v", tt.original, err)
+			}
+			if !reflect.DeepEqual(got, tt.want) {
+				t.Fatalf("ParseCommand(%q)\n got %#v\nwant %#v", tt.original, got, tt.want)
+			}
+			// round trip: quoting the words gives back the same command
+			q, err := Quote(got.Argv())
+			if err != nil {
+				t.Fatalf("Quote(%q): %v", got.Argv(), err)
+			}
+			again, err := ParseCommand(q)
+			if err != nil || !reflect.DeepEqual(again, got) {
+				t.Fatalf("round trip through %q: %#v, %v", q, again, err)
+			}
+			// and argv given directly parses the same
+			direct, err := ParseArgv(got.Argv())
+			if err != nil || !reflect.DeepEqual(direct, got) {
+				t.Fatalf("ParseArgv(%q): %#v, %v", got.Argv(), direct, err)
+			}
+		})
+	}
+}
+
+// refusedCommands is shared by the grammar table and the "runs nothing" test.
+var refusedCommands = []struct {
+	name     string
+	original string
+	code     string
+}{
+	// a forced command opened without a command is not a login shell
+	{"empty", "", CodeEmptyCommand},
+	{"only spaces", "   ", CodeEmptyCommand},
+	// the program prefix alone names no verb
+	{"prefix only", "stado host channel", CodeEmptyCommand},
+	// an ordinary program is not a verb
+	{"id", "id", CodeUnknownVerb},
+	// a shell is not a verb, with or without quoting
+	{"sh -c", "sh -c 'touch /tmp/marker'", CodeUnknownVerb},
+	{"bash", "bash", CodeUnknownVerb},
+	// a command separator after a valid verb
+	{"semicolon", "version; id", CodeForbiddenCharacter},
+	{"semicolon spaced", "unit-start system a.service ; id", CodeForbiddenCharacter},
+	{"pipe", "version | sh", CodeForbiddenCharacter},
+	{"and", "version && id", CodeForbiddenCharacter},
+	{"background", "version &", CodeForbiddenCharacter},
+	// command substitution in both spellings
+	{"dollar paren", "unit-show system $(id).service", CodeForbiddenCharacter},
+	{"dollar var", "unit-show system $HOME", CodeForbiddenCharacter},
+	{"backquote", "unit-show system `id`.service", CodeForbiddenCharacter},
+	{"subshell", "(id)", CodeForbiddenCharacter},
+	// redirections
+	{"redirect out", "version > /tmp/x", CodeForbiddenCharacter},
+	{"redirect in", "version < /etc/passwd", CodeForbiddenCharacter},
+	// globs
+	{"star", "unit-show system *.service", CodeForbiddenCharacter},
+	{"question", "unit-show system a?.service", CodeForbiddenCharacter},
+	// newline, tab, NUL anywhere, even inside quotes
+	{"newline", "version\nid", CodeForbiddenCharacter},
+	{"newline quoted", "repair-step crypto 'A=x\ny'", CodeForbiddenCharacter},
+	{"nul", "version\x00", CodeForbiddenCharacter},
+	{"tab separator", "unit-list\tsystem", CodeForbiddenCharacter},
+	// double quotes and backslashes are not part of the grammar
+	{"double quote", `unit-list "system"`, CodeForbiddenCharacter},
+	{"backslash", `unit-list sys\tem`, CodeForbiddenCharacter},
+	{"tilde", "unit-install user a.service ~/.config/systemd/user/a.service", CodeForbiddenCharacter},
+	{"non-ascii unquoted", "unit-list systém", CodeForbiddenCharacter},
+	{"invalid utf-8", "unit-list '\xff'", CodeForbiddenCharacter},
+	// a quote opened and never closed
+	{"unbalanced", "unit-list 'system", CodeUnbalancedQuote},
+	{"unbalanced late", "unit-show system a.service 'b", CodeUnbalancedQuote},
+	// path traversal, quoted or not
+	{"dotdot", "unit-install system a.service /etc/systemd/system/../../root/a.service", CodePathTraversal},
+	{"dotdot quoted", "unit-remove system a.service '/etc/systemd/system/../a.service'", CodePathTraversal},
+	{"dotdot env", "repair-step crypto DIR=../etc", CodePathTraversal},
+	// verbs outside the closed set
+	{"unknown verb", "unit-delete system a.service", CodeUnknownVerb},
+	{"verb case", "VERSION", CodeUnknownVerb},
+	// argument counts
+	{"version extra", "version now", CodeInvalidArguments},
+	{"start missing unit", "unit-start system", CodeInvalidArguments},
+	{"start too many", "unit-start system a.service b.service", CodeInvalidArguments},
+	{"install missing path", "unit-install system a.service", CodeInvalidArguments},
+	{"show no units", "unit-show system", CodeInvalidArguments},
+	{"show too many", "unit-show system" + strings.Repeat(" a.service", MaxShowUnits+1), CodeInvalidArguments},
+	{"logs missing lines", "unit-logs system a.service", CodeInvalidArguments},
+	// scope outside its set
+	{"bad scope", "unit-start global a.service", CodeInvalidScope},
+	// unit names outside the grammar
+	{"no suffix", "unit-start system brama", CodeInvalidUnit},
+	{"leading dash", "unit-start system -a.service", CodeInvalidUnit},
+	{"leading dash option", "unit-start system --now", CodeInvalidUnit},
+	{"trailing dot", "unit-start system a.service.", CodeInvalidUnit},
+	{"single component", "unit-start system com", CodeInvalidUnit},
+	{"quoted space in unit", "unit-start system 'a b.service'", CodeInvalidUnit},
+	{"quoted operator in unit", "unit-start system 'a;id.service'", CodeInvalidUnit},
+	{"slash in unit", "unit-start system a/b.service", CodeInvalidUnit},
+	{"too long unit", "unit-start system " + strings.Repeat("a", 250) + ".service", CodeInvalidUnit},
+	// bad log windows
+	{"zero lines", "unit-logs system a.service 0", CodeInvalidLines},
+	{"too many lines", "unit-logs system a.service 10001", CodeInvalidLines},
+	{"negative lines", "unit-logs system a.service -5", CodeInvalidLines},
+	{"leading zero lines", "unit-logs system a.service 010", CodeInvalidLines},
+	{"word lines", "unit-logs system a.service all", CodeInvalidLines},
+	// bad ports
+	{"zero port", "port-owner 0", CodeInvalidPort},
+	{"big port", "port-owner 65536", CodeInvalidPort},
+	{"hex port", "port-owner 0x50", CodeInvalidPort},
+	// paths outside the allowed directories or not named after the unit
+	{"path elsewhere", "unit-install system a.service /etc/a.service", CodeInvalidPath},
+	{"path wrong base", "unit-install system a.service /etc/systemd/system/b.service", CodeInvalidPath},
+	{"path nested", "unit-install system a.service /etc/systemd/system/x/a.service", CodeInvalidPath},
+	{"path relative", "unit-install system a.service etc/systemd/system/a.service", CodeInvalidPath},
+	{"path unclean", "unit-install system a.service /etc/systemd//system/a.service", CodeInvalidPath},
+	{"path dot segment", "unit-install system a.service /etc/systemd/./system/a.service", CodeInvalidPath},
+	{"path scope mismatch", "unit-install user a.service /etc/systemd/system/a.service", CodeInvalidPath},
+	{"user path no home", "unit-install user a.service /.config/systemd/user/a.service", CodeInvalidPath},
+	{"plist without suffix", "unit-install system com.x.y /Library/LaunchDaemons/com.x.y", CodeInvalidPath},
+	{"path quoted space", "unit-install user a.service '/home/a b/.config/systemd/user/a.service'", CodeInvalidPath},
+	// repair step names and environment
+	{"step upper", "repair-step Crypto", CodeInvalidStep},
+	{"step path", "repair-step /bin/sh", CodeInvalidStep},
+	{"step missing", "repair-step", CodeInvalidArguments},
+	{"env not pair", "repair-step crypto VALUE", CodeInvalidEnv},
+	{"env lower name", "repair-step crypto path=/x", CodeInvalidEnv},
+	{"env loader", "repair-step crypto LD_PRELOAD=/tmp/x.so", CodeInvalidEnv},
+	{"env path", "repair-step crypto PATH=/tmp", CodeInvalidEnv},
+	{"env twice", "repair-step crypto A=1 A=2", CodeInvalidEnv},
+	// bounds of the whole line
+	{"too many words", "unit-show system" + strings.Repeat(" a.service", MaxWords), CodeTooLong},
+	{"too long", "version " + strings.Repeat("a", MaxCommandBytes), CodeTooLong},
+}
+
+func TestParseCommandRefusesEverythingOutsideTheGrammar(t *testing.T) {
+	for _, tt := range refusedCommands {
+		t.Run(tt.name, func(t *testing.T) {
+			cmd, err := ParseCommand(tt.original)
+			var r *Refusal
+			if !errors.As(err, &r) {
+				t.Fatalf("ParseCommand(%q) = %#v, %v; want a refusal %s", tt.original, cmd, err, tt.code)
+			}
+			if r.Code != tt.code {
+				t.Fatalf("ParseCommand(%q) refused with %s (%s); want %s", tt.original, r.Code, r.Message, tt.code)
+			}
+			if r.Message == "" {
+				t.Fatal("refusal has no message")
+			}
+		})
+	}
+}
+
+func TestServeOfARefusedCommandRunsNothingAndPrintsOneRefusal(t *testing.T) {
+	for _, tt := range refusedCommands {
+		t.Run(tt.name, func(t *testing.T) {
+			host := &recordingHost{}
+			var stdout, stderr bytes.Buffer
+			code := Serve(context.Background(), tt.original, strings.NewReader("[Unit]\n"), &stdout, &stderr, host)
+			if code != ExitRefused {
+				t.Fatalf("exit %d, want %d; stdout %s", code, ExitRefused, stdout.String())
+			}
+			if calls := host.Calls(); len(calls) != 0 {
+				t.Fatalf("a refused command reached the host: %+v", calls)
+			}
+			doc := decodeOne[RefusalDocument](t, stdout.Bytes())
+			if doc.Kind != KindRefusal || doc.Code != tt.code || doc.Protocol != ProtocolVersion {
+				t.Fatalf("refusal document %+v, want kind %s code %s", doc, KindRefusal, tt.code)
+			}
+		})
+	}
+}
+
+// decodeOne decodes stdout as exactly one JSON document.
+func decodeOne[T any](t *testing.T, b []byte) T {
+	t.Helper()
+	var v T
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&v); err != nil {
+		t.Fatalf("decode %q: %v", b, err)
+	}
+	if dec.More() {
+		t.Fatalf("stdout holds more than one document: %q", b)
+	}
+	return v
+}
+
+func TestServeCallsTheHostOnceWithTheValidatedArguments(t *testing.T) {
+	tests := []struct {
+		name     string
+		original string
+		stdin    string
+		want     hostCall
+	}{
+		// the unit content is read from stdin and handed over whole
+		{"install", "unit-install system a.service /etc/systemd/system/a.service", "[Unit]\nDescription=a\n",
+			hostCall{Method: "UnitInstall", Scope: "system", Units: []string{"a.service"}, Path: "/etc/systemd/system/a.service", Content: "[Unit]\nDescription=a\n"}},
+		{"remove", "unit-remove system a.service /etc/systemd/system/a.service", "",
+			hostCall{Method: "UnitRemove", Scope: "system", Units: []string{"a.service"}, Path: "/etc/systemd/system/a.service"}},
+		{"start", "unit-start user a.service", "", hostCall{Method: "UnitStart", Scope: "user", Units: []string{"a.service"}}},
+		{"stop", "unit-stop system a.service", "", hostCall{Method: "UnitStop", Scope: "system", Units: []string{"a.service"}}},
+		{"restart", "unit-restart system a.service", "", hostCall{Method: "UnitRestart", Scope: "system", Units: []string{"a.service"}}},
+		{"show", "unit-show system a.service b.service", "", hostCall{Method: "UnitShow", Scope: "system", Units: []string{"a.service", "b.service"}}},
+		{"logs", "unit-logs system a.service 200", "", hostCall{Method: "UnitLogs", Scope: "system", Units: []string{"a.service"}, Lines: 200}},
+		{"env", "unit-env system a.service", "", hostCall{Method: "UnitEnv", Scope: "system", Units: []string{"a.service"}}},
+		{"list", "unit-list system", "", hostCall{Method: "UnitList", Scope: "system"}},
+		{"port", "port-owner 8080", "", hostCall{Method: "PortOwner", Port: 8080}},
+		{"repair", "repair-step crypto SKARBIEC_READY_WITHIN_SECONDS=30", "",
+			hostCall{Method: "RepairStep", Step: "crypto", Env: map[string]string{"SKARBIEC_READY_WITHIN_SECONDS": "30"}}},
+		{"version", "version", "", hostCall{Method: "Version"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			host := &recordingHost{}
+			var stdout, stderr bytes.Buffer
+			code := Serve(context.Background(), tt.original, strings.NewReader(tt.stdin), &stdout, &stderr, host)
+			if code != ExitOK {
+				t.Fatalf("exit %d; stdout %s stderr %s", code, stdout.String(), stderr.String())
+			}
+			calls := host.Calls()
+			if len(calls) != 1 || !reflect.DeepEqual(calls[0], tt.want) {
+				t.Fatalf("host calls %+v, want exactly %+v", calls, tt.want)
+			}
+			doc := decodeOne[ResultDocument](t, stdout.Bytes())
+			if doc.Kind != KindResult || string(doc.Verb) != strings.Fields(tt.original)[0] {
+				t.Fatalf("result document %+v", doc)
+			}
+			if stderr.Len() != 0 {
+				t.Fatalf("stderr on success: %q", stderr.String())
+			}
+		})
+	}
+}
+
+func TestServeRefusesUnitInstallContentOutsideItsBounds(t *testing.T) {
+	tests := []struct {
+		name  string
+		stdin string
+		code  string
+	}{
+		// nothing on stdin: nothing to install
+		{"empty", "", CodeInvalidContent},
+		// one byte above the bound
+		{"too large", strings.Repeat("x", MaxUnitBytes+1), CodeContentTooLarge},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			host := &recordingHost{}
+			var stdout, stderr bytes.Buffer
+			code := Serve(context.Background(), "unit-install system a.service /etc/systemd/system/a.service", strings.NewReader(tt.stdin), &stdout, &stderr, host)
+			if code != ExitRefused || len(host.Calls()) != 0 {
+				t.Fatalf("exit %d, calls %+v", code, host.Calls())
+			}
+			if doc := decodeOne[RefusalDocument](t, stdout.Bytes()); doc.Code != tt.code {
+				t.Fatalf("code %s, want %s", doc.Code, tt.code)
+			}
+		})
+	}
+}
+
+func TestServeRefusesUnitsOfTheOtherInitSystem(t *testing.T) {
+	tests := []struct {
+		name     string
+		os       string
+		original string
+		code     string
+	}{
+		// a launchd label on a systemd host
+		{"label on linux", "linux", "unit-start system com.wisent.stado", CodeInvalidUnit},
+		// a suffix systemd does not know, which only a label grammar accepts
+		{"device on linux", "linux", "unit-start system a.device", CodeInvalidUnit},
+		// a systemd instance unit on a launchd host ('@' is no label character)
+		{"unit on darwin", "darwin", "unit-start system web@1.service", CodeInvalidUnit},
+		// a plist path on linux even though the label is also a valid unit name
+		{"plist path on linux", "linux", "unit-install system a.service /Library/LaunchDaemons/a.service.plist", CodeInvalidPath},
+		// a systemd path on darwin, with a unit name that is also a label
+		{"systemd path on darwin", "darwin", "unit-remove system com.x.service /etc/systemd/system/com.x.service", CodeInvalidPath},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			host := &recordingHost{os: tt.os}
+			var stdout, stderr bytes.Buffer
+			code := Serve(context.Background(), tt.original, strings.NewReader("x"), &stdout, &stderr, host)
+			if code != ExitRefused || len(host.Calls()) != 0 {
+				t.Fatalf("exit %d, calls %+v", code, host.Calls())
+			}
+			if doc := decodeOne[RefusalDocument](t, stdout.Bytes()); doc.Code != tt.code {
+				t.Fatalf("code %s (%s), want %s", doc.Code, doc.Message, tt.code)
+			}
+		})
+	}
+}
+
+func TestServeReportsAHostFailureAsOneErrorDocumentWithExit1(t *testing.T) {
+	host := &recordingHost{err: errHostBroken}
+	var stdout, stderr bytes.Buffer
+	code := Serve(context.Background(), "unit-restart system a.service", nil, &stdout, &stderr, host)
+	if code != ExitFailure {
+		t.Fatalf("exit %d, want %d", code, ExitFailure)
+	}
+	doc := decodeOne[ErrorDocument](t, stdout.Bytes())
+	if doc.Kind != KindError || doc.Message != errHostBroken.Error() || doc.Verb != VerbUnitRestart {
+		t.Fatalf("error document %+v", doc)
+	}
+	if !strings.Contains(stderr.String(), errHostBroken.Error()) {
+		t.Fatalf("stderr %q does not carry the cause", stderr.String())
+	}
+}
+
+func TestServeReportsAHostRefusalWithItsCode(t *testing.T) {
+	host := &recordingHost{err: notLoaded{"a.service"}}
+	var stdout, stderr bytes.Buffer
+	code := Serve(context.Background(), "unit-show system a.service", nil, &stdout, &stderr, host)
+	if code != ExitRefused {
+		t.Fatalf("exit %d, want %d", code, ExitRefused)
+	}
+	if doc := decodeOne[RefusalDocument](t, stdout.Bytes()); doc.Code != "not_found" || doc.Verb != VerbUnitShow {
+		t.Fatalf("refusal document %+v", doc)
+	}
+}
+
+func TestMainServesArgvOrTheOriginalCommandAndNeverALoginShell(t *testing.T) {
+	env := func(m map[string]string) func(string) (string, bool) {
+		return func(k string) (string, bool) { v, ok := m[k]; return v, ok }
+	}
+	tests := []struct {
+		name   string
+		args   []string
+		env    map[string]string
+		exit   int
+		method string
+	}{
+		// run directly with a verb
+		{"argv", []string{"unit-list", "system"}, nil, ExitOK, "UnitList"},
+		// run as the forced command: the client's request is in the environment
+		{"forced", nil, map[string]string{"SSH_ORIGINAL_COMMAND": "unit-start system a.service"}, ExitOK, "UnitStart"},
+		// a forced command opened for a login: nothing to run
+		{"login", nil, nil, ExitRefused, ""},
+		// argv is held to the same word rules as a quoted line
+		{"argv traversal", []string{"unit-remove", "system", "a.service", "/etc/systemd/system/../a.service"}, nil, ExitRefused, ""},
+		{"argv newline", []string{"repair-step", "crypto", "A=1\nB=2"}, nil, ExitRefused, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			host := &recordingHost{}
+			var stdout, stderr bytes.Buffer
+			code := Main(context.Background(), tt.args, env(tt.env), nil, &stdout, &stderr, host)
+			if code != tt.exit {
+				t.Fatalf("exit %d, want %d: %s", code, tt.exit, stdout.String())
+			}
+			calls := host.Calls()
+			if tt.method == "" && len(calls) != 0 || tt.method != "" && (len(calls) != 1 || calls[0].Method != tt.method) {
+				t.Fatalf("calls %+v, want %q", calls, tt.method)
+			}
+		})
+	}
+}
+
+func TestQuoteRefusesWordsTheGrammarCannotCarry(t *testing.T) {
+	tests := []struct {
+		name string
+		argv []string
+	}{
+		// nothing to send
+		{"empty argv", nil},
+		// a single quote cannot be written inside single quotes
+		{"single quote", []string{"repair-step", "crypto", "A=it's"}},
+		// control bytes are refused on both sides
+		{"newline", []string{"version\n"}},
+		{"nul", []string{"a\x00b"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if q, err := Quote(tt.argv); err == nil {
+				t.Fatalf("Quote(%q) = %q, want a refusal", tt.argv, q)
+			}
+		})
+	}
+}
+
+func TestQuoteRoundTripsEveryAcceptedArgv(t *testing.T) {
+	argvs := [][]string{
+		{"version"},
+		{"unit-show", "system", "a.service", "b@x.service"},
+		{"repair-step", "crypto", "A=", "B=x y", "C=;|&$`()<>*?", "D=naïve", "E=\"\\"},
+		{"unit-install", "user", "com.x.y", "/Users/o/Library/LaunchAgents/com.x.y.plist"},
+		{"/usr/local/bin/stado", "host", "channel", "unit-logs", "system", "a.service", "50"},
+	}
+	for _, argv := range argvs {
+		q, err := Quote(argv)
+		if err != nil {
+			t.Fatalf("Quote(%q): %v", argv, err)
+		}
+		words, err := splitWords(q)
+		if err != nil || !reflect.DeepEqual(words, argv) {
+			t.Fatalf("splitWords(Quote(%q)) = %q, %v via %q", argv, words, err, q)
+		}
+		if _, err := ParseCommand(q); err != nil {
+			t.Fatalf("ParseCommand(%q): %v", q, err)
+		}
+	}
+}
