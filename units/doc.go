@@ -1,0 +1,20 @@
+// Package units turns a service declaration into the unit its init system
+// runs, reads existing units back into declarations, and drives the init
+// system on the host it runs on.
+//
+// It owns four things:
+//
+//   - rendering: a registry.Service to a systemd unit (RenderSystemd) or a
+//     launchd property list (RenderLaunchd), pure and byte-deterministic;
+//   - parsing: a systemd unit with its drop-ins (ParseSystemd) or a property
+//     list (ParsePlist) to a declaration, complete or incomplete with the
+//     exact reason it cannot be represented;
+//   - the Manager: install, remove, start, stop, restart, show and logs on
+//     this host, over D-Bus for systemd and over launchctl for launchd;
+//   - the Verdict: one vocabulary (active, inactive, missing, failed,
+//     failing) for both init systems, including the crash-loop sentence.
+//
+// units imports registry and nothing else of stado. It must not import
+// channel, beacon or repair: the read half (beacon) imports units, and the
+// SSH channel wraps the local commands built on it, never the other way.
+package units
