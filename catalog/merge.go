@@ -66,6 +66,14 @@ func Shipped() *Catalog {
 // product takes a recovery entry's name. Errors: *registry.ValidationError
 // naming the fragment's field paths. c and site are not modified.
 func (c *Catalog) Extend(site *Catalog) (*Catalog, error) {
+	m, vs := c.extend(site)
+	if len(vs) > 0 {
+		return nil, &registry.ValidationError{Source: site.source, Violations: vs}
+	}
+	return m, nil
+}
+
+func (c *Catalog) extend(site *Catalog) (*Catalog, []registry.Violation) {
 	m := &Catalog{
 		products: maps.Clone(c.products),
 		recovery: slices.Clone(c.recovery),
@@ -109,10 +117,7 @@ func (c *Catalog) Extend(site *Catalog) (*Catalog, error) {
 			chk.add(join(r.path, "name"), nil, "%q is also the name of a product", r.Name)
 		}
 	}
-	if len(chk.out) > 0 {
-		return nil, &registry.ValidationError{Source: site.source, Violations: chk.out}
-	}
-	return m, nil
+	return m, chk.out
 }
 
 func joinNames(names []string) string {
@@ -132,12 +137,12 @@ func joinNames(names []string) string {
 // `stado catalog validate` runs and what a site document must pass before
 // it is stored.
 func ValidateSite(data []byte, source string) (*Catalog, error) {
-	frag, err := Parse(data, source)
-	if err != nil {
-		return nil, err
+	frag, vs := parseFragment(data, source, OriginSite)
+	m, more := Shipped().extend(frag)
+	if vs = append(vs, more...); len(vs) > 0 {
+		return nil, &registry.ValidationError{Source: source, Violations: vs}
 	}
-	frag.source = source
-	return Shipped().Extend(frag)
+	return m, nil
 }
 
 // Load returns the shipped catalog merged with the site catalog document

@@ -47,6 +47,17 @@ func Parse(data []byte, source string) (*Catalog, error) {
 }
 
 func parse(data []byte, source, origin string) (*Catalog, error) {
+	frag, vs := parseFragment(data, source, origin)
+	if len(vs) > 0 {
+		return nil, &registry.ValidationError{Source: source, Violations: vs}
+	}
+	return frag, nil
+}
+
+// parseFragment returns the entries that passed every rule together with
+// the violations of the others, so that a caller can still check the valid
+// entries against the merged catalog and report everything at once.
+func parseFragment(data []byte, source, origin string) (*Catalog, []registry.Violation) {
 	c := &checker{}
 	frag := newCatalog()
 	frag.source = source
@@ -54,10 +65,7 @@ func parse(data []byte, source, origin string) (*Catalog, error) {
 	if root != nil {
 		c.document(root, origin, frag)
 	}
-	if len(c.out) > 0 {
-		return nil, &registry.ValidationError{Source: source, Violations: c.out}
-	}
-	return frag, nil
+	return frag, c.out
 }
 
 func (c *checker) document(root *yaml.Node, origin string, frag *Catalog) {
@@ -80,8 +88,9 @@ func (c *checker) document(root *yaml.Node, origin string, frag *Catalog) {
 			for i, it := range items {
 				pp := index("products", i)
 				if prod := c.product(it, pp, SourceProduct, origin); prod != nil {
-					c.unique(prod, it, names, units)
-					frag.list = append(frag.list, prod)
+					if c.unique(prod, it, names, units) {
+						frag.list = append(frag.list, prod)
+					}
 				}
 			}
 		}
@@ -95,8 +104,9 @@ func (c *checker) document(root *yaml.Node, origin string, frag *Catalog) {
 			for i, it := range items {
 				pp := index("recovery", i)
 				if prod := c.product(it, pp, SourceRecovery, origin); prod != nil {
-					c.unique(prod, it, names, units)
-					frag.recovery = append(frag.recovery, prod)
+					if c.unique(prod, it, names, units) {
+						frag.recovery = append(frag.recovery, prod)
+					}
 				}
 			}
 		}
@@ -119,7 +129,8 @@ func (c *checker) document(root *yaml.Node, origin string, frag *Catalog) {
 
 // unique reports a product whose name or unit identity repeats an earlier
 // entry of the same list.
-func (c *checker) unique(p *Product, n *yaml.Node, names, units map[string]string) {
+func (c *checker) unique(p *Product, n *yaml.Node, names, units map[string]string) bool {
+	before := len(c.out)
 	if prev, dup := names[p.Name]; dup {
 		c.add(join(p.path, "name"), n, "product %q is already declared at %s", p.Name, prev)
 	} else {
@@ -135,6 +146,7 @@ func (c *checker) unique(p *Product, n *yaml.Node, names, units map[string]strin
 			units[u.id] = p.path
 		}
 	}
+	return len(c.out) == before
 }
 
 // product validates one product (or recovery) entry.
