@@ -35,7 +35,7 @@ bench: deps build
 	@bash scripts/bench.sh
 
 testbed-up: deps build
-	@bash tests/testbed/testbed.sh up $(N)
+	@STADO_BIN=$(BIN) bash tests/testbed/testbed.sh up $(N)
 
 testbed-down:
 	@bash tests/testbed/testbed.sh down
