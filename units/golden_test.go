@@ -16,10 +16,10 @@ var update = flag.Bool("update", false, "rewrite the golden files under testdata
 // goldenCase is one declaration rendered for both OSes; the unit identity
 // differs per OS (a systemd unit name, a launchd label).
 type goldenCase struct {
-	name        string
-	s           registry.Service
-	unitLinux   string
-	unitDarwin  string
+	name       string
+	s          registry.Service
+	unitLinux  string
+	unitDarwin string
 }
 
 func boolp(b bool) *bool { return &b }
