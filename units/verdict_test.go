@@ -81,7 +81,7 @@ func TestLaunchctlPrintParsesRealOutputs(t *testing.T) {
 		// Loaded, not running, last exit 0: inactive; nested endpoint fields ignored.
 		{"not-running-user-icloudhelper.txt", LaunchdState{Found: true, Label: "com.apple.iCloudHelper", State: "not running", Exited: true, Runs: 882,
 			Program: "/System/Library/PrivateFrameworks/AOSKit.framework/Versions/A/XPCServices/com.apple.iCloudHelper.xpc/Contents/MacOS/com.apple.iCloudHelper",
-			Path: "/System/Library/PrivateFrameworks/AOSKit.framework/Versions/A/XPCServices/com.apple.iCloudHelper.xpc", Domain: "user/501"}, StateInactive},
+			Path:    "/System/Library/PrivateFrameworks/AOSKit.framework/Versions/A/XPCServices/com.apple.iCloudHelper.xpc", Domain: "user/501"}, StateInactive},
 		// Between respawns after a clean exit: inactive, not failing.
 		{"spawn-scheduled-exit0-agenix.txt", LaunchdState{Found: true, Label: "org.nix-community.home.activate-agenix", State: "spawn scheduled", Exited: true, Runs: 640,
 			Path: "/Users/pluto/Library/LaunchAgents/org.nix-community.home.activate-agenix.plist"}, StateInactive},
