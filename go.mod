@@ -2,16 +2,19 @@ module github.com/wisent/stado
 
 go 1.26.8
 
-require github.com/urfave/cli/v2 v2.27.7
+require (
+	github.com/coreos/go-systemd/v22 v22.7.0
+	github.com/urfave/cli/v2 v2.27.7
+	golang.org/x/crypto v0.59.0
+	gopkg.in/yaml.v3 v3.0.1
+	howett.net/plist v1.0.1
+)
 
 require (
-	github.com/coreos/go-systemd/v22 v22.7.0 // indirect
 	github.com/cpuguy83/go-md2man/v2 v2.0.7 // indirect
+	github.com/godbus/dbus/v5 v5.1.0 // indirect
 	github.com/russross/blackfriday/v2 v2.1.0 // indirect
 	github.com/xrash/smetrics v0.0.0-20240521201337-686a1a2994c1 // indirect
-	golang.org/x/crypto v0.59.0 // indirect
 	golang.org/x/sys v0.50.0 // indirect
 	golang.org/x/term v0.48.0 // indirect
-	gopkg.in/yaml.v3 v3.0.1 // indirect
-	howett.net/plist v1.0.1 // indirect
 )

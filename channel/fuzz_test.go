@@ -11,7 +11,9 @@ import (
 // whatever it accepts re-quotes to a line that parses to the same Command.
 func FuzzParseCommand(f *testing.F) {
 	for _, tt := range refusedCommands {
-		f.Add(tt.original)
+		if len(tt.original) <= 4096 { // the bound cases are covered by the table
+			f.Add(tt.original)
+		}
 	}
 	f.Fuzz(func(t *testing.T, original string) {
 		cmd, err := ParseCommand(original)

@@ -1,0 +1,410 @@
+package channel
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"net"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"golang.org/x/crypto/ssh"
+	"golang.org/x/crypto/ssh/agent"
+
+	"github.com/wisent/stado/registry"
+)
+
+// Stage names where a call to a host failed.
+type Stage string
+
+const (
+	StageConnect       Stage = "connect"        // TCP, key exchange, or the connection dropped
+	StageHostKey       Stage = "host_key"       // the host key was unknown, changed or revoked
+	StageAuth          Stage = "auth"           // no identity, or the server accepted none
+	StageRemoteRefusal Stage = "remote_refusal" // the remote program refused (exit 3, refusal document)
+	StageRemoteExit    Stage = "remote_exit"    // the remote command exited nonzero otherwise
+)
+
+// RemoteError is a failed call to one host. Err is the cause: a
+// *HostKeyError at StageHostKey, a *Refusal at StageRemoteRefusal (both carry
+// a RefusalCode, so the CLI reports them as refusals), the transport error
+// otherwise. ExitStatus and StderrTail are set at the remote stages.
+type RemoteError struct {
+	Host       string `json:"host"`
+	Address    string `json:"address,omitempty"`
+	Stage      Stage  `json:"stage"`
+	ExitStatus int    `json:"exit_status,omitempty"`
+	StderrTail string `json:"stderr_tail,omitempty"`
+	Err        error  `json:"-"`
+}
+
+func (e *RemoteError) Error() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s: %s", e.Host, strings.ReplaceAll(string(e.Stage), "_", " "))
+	if e.Stage == StageRemoteExit {
+		fmt.Fprintf(&b, " %d", e.ExitStatus)
+	}
+	if e.Err != nil {
+		fmt.Fprintf(&b, ": %v", e.Err)
+	}
+	if e.StderrTail != "" {
+		fmt.Fprintf(&b, "\nstderr: %s", strings.ReplaceAll(e.StderrTail, "\n", "\nstderr: "))
+	}
+	return b.String()
+}
+
+func (e *RemoteError) Unwrap() error { return e.Err }
+
+// MarshalJSON carries the cause's message and, when it has one, its code.
+func (e *RemoteError) MarshalJSON() ([]byte, error) {
+	type plain RemoteError
+	doc := struct {
+		*plain
+		Code    string `json:"code,omitempty"`
+		Message string `json:"message"`
+	}{plain: (*plain)(e), Message: e.Error()}
+	var coded interface{ RefusalCode() string }
+	if errors.As(e.Err, &coded) {
+		doc.Code = coded.RefusalCode()
+	}
+	return json.Marshal(doc)
+}
+
+// Dialer opens SSH connections to registry targets. The zero value is
+// usable: every path defaults below $HOME/.ssh, the agent to $SSH_AUTH_SOCK.
+// A Dialer is safe for concurrent use once its fields are set.
+type Dialer struct {
+	// KnownHostsPath is the known_hosts file; default ~/.ssh/known_hosts.
+	// Host keys are always checked against it.
+	KnownHostsPath string
+	// IdentityFiles are private keys tried after the ssh_config's
+	// IdentityFile entries. Each must exist. When neither names one, the
+	// defaults ~/.ssh/id_ed25519, id_ecdsa and id_rsa that exist are tried.
+	IdentityFiles []string
+	// SSHConfigPath is the ssh_config read for the target name; default
+	// ~/.ssh/config. A missing file is an empty config.
+	SSHConfigPath string
+	// AcceptNewHostKey records an unknown host key instead of refusing it.
+	// A changed key is refused regardless.
+	AcceptNewHostKey bool
+	// AgentSocket is the ssh-agent socket; default $SSH_AUTH_SOCK. NoAgent
+	// disables the agent.
+	AgentSocket string
+	NoAgent     bool
+	// ConnectTimeout bounds TCP connect, handshake and authentication;
+	// default 10s.
+	ConnectTimeout time.Duration
+	// KeepAlive is the interval of keepalive@openssh.com requests; default
+	// 15s, negative disables. After KeepAliveMissed unanswered intervals
+	// (default 3) the connection is closed.
+	KeepAlive       time.Duration
+	KeepAliveMissed int
+}
+
+// Endpoint is where and as whom a target is reached, after the registry and
+// ssh_config are applied.
+type Endpoint struct {
+	Host          string   // the target name
+	Address       string   // host name or IP to connect to
+	Port          int      //
+	User          string   //
+	IdentityFiles []string // expanded, in the order tried
+	explicit      int      // IdentityFiles[len-explicit:] came from the Dialer and must exist
+}
+
+// HostPort is Address:Port.
+func (e Endpoint) HostPort() string { return net.JoinHostPort(e.Address, strconv.Itoa(e.Port)) }
+
+func (d *Dialer) home() string {
+	h, err := os.UserHomeDir()
+	if err != nil {
+		return "/"
+	}
+	return h
+}
+
+func (d *Dialer) knownHostsPath() string {
+	if d.KnownHostsPath != "" {
+		return d.KnownHostsPath
+	}
+	return filepath.Join(d.home(), ".ssh", "known_hosts")
+}
+
+// Resolve applies the registry target and ssh_config: a value the registry
+// sets wins, ssh_config (matched on the target name) fills what it leaves
+// empty, then the defaults apply (address: the target name, port 22, user
+// root). Errors are *ConfigError or I/O errors reading the config.
+func (d *Dialer) Resolve(t registry.Target) (Endpoint, error) {
+	cfgPath := d.SSHConfigPath
+	if cfgPath == "" {
+		cfgPath = filepath.Join(d.home(), ".ssh", "config")
+	}
+	cfg, err := LoadSSHConfig(cfgPath)
+	if err != nil {
+		return Endpoint{}, err
+	}
+	hc := cfg.Lookup(t.Name)
+	ep := Endpoint{Host: t.Name, Address: t.SSH.Address, Port: t.SSH.Port, User: t.SSH.User}
+	if ep.Address == "" {
+		ep.Address = hc.HostName
+	}
+	if ep.Address == "" {
+		ep.Address = t.Name
+	} else if strings.Contains(ep.Address, "%") {
+		ep.Address = strings.NewReplacer("%h", t.Name, "%%", "%").Replace(ep.Address)
+	}
+	if ep.Port == 0 {
+		ep.Port = hc.Port
+	}
+	if ep.Port == 0 {
+		ep.Port = 22
+	}
+	if ep.User == "" {
+		ep.User = hc.User
+	}
+	if ep.User == "" {
+		ep.User = "root"
+	}
+	for _, f := range hc.IdentityFiles {
+		p, err := expandTokens(f, t.Name, ep.Address, ep.User)
+		if err != nil {
+			return Endpoint{}, fmt.Errorf("ssh config %s: IdentityFile: %w", cfgPath, err)
+		}
+		ep.IdentityFiles = append(ep.IdentityFiles, p)
+	}
+	for _, f := range d.IdentityFiles {
+		ep.IdentityFiles = append(ep.IdentityFiles, expandTilde(f))
+		ep.explicit++
+	}
+	if len(ep.IdentityFiles) == 0 {
+		for _, n := range []string{"id_ed25519", "id_ecdsa", "id_rsa"} {
+			ep.IdentityFiles = append(ep.IdentityFiles, filepath.Join(d.home(), ".ssh", n))
+		}
+	}
+	return ep, nil
+}
+
+// Dial connects and authenticates to t, checking its host key strictly. The
+// returned client sends keepalives until it is closed. Every error is a
+// *RemoteError naming the host and stage; Dial does not retry.
+func (d *Dialer) Dial(ctx context.Context, t registry.Target) (*ssh.Client, error) {
+	ep, err := d.Resolve(t)
+	if err != nil {
+		return nil, &RemoteError{Host: t.Name, Stage: StageConnect, Err: err}
+	}
+	fail := func(stage Stage, err error) error {
+		return &RemoteError{Host: ep.Host, Address: ep.HostPort(), Stage: stage, Err: err}
+	}
+	timeout := d.ConnectTimeout
+	if timeout <= 0 {
+		timeout = 10 * time.Second
+	}
+	addr := ep.HostPort()
+	conn, err := (&net.Dialer{Timeout: timeout}).DialContext(ctx, "tcp", addr)
+	if err != nil {
+		return nil, fail(StageConnect, err)
+	}
+	_ = conn.SetDeadline(time.Now().Add(timeout))
+	stop := context.AfterFunc(ctx, func() { conn.Close() })
+
+	checker := &hostKeyChecker{host: ep.Host, path: d.knownHostsPath(), acceptNew: d.AcceptNewHostKey}
+	algos, err := knownAlgorithms(checker.path, addr, conn.RemoteAddr())
+	if err != nil {
+		stop()
+		conn.Close()
+		return nil, fail(StageHostKey, err)
+	}
+	auth, closeAgent, err := d.authMethod(ep)
+	if err != nil {
+		stop()
+		conn.Close()
+		return nil, fail(StageAuth, err)
+	}
+	cfg := &ssh.ClientConfig{
+		User:              ep.User,
+		Auth:              []ssh.AuthMethod{auth.method},
+		HostKeyCallback:   checker.callback,
+		HostKeyAlgorithms: algos,
+		Timeout:           timeout,
+	}
+	c, chans, reqs, err := ssh.NewClientConn(conn, addr, cfg)
+	closeAgent()
+	stopped := stop()
+	if err == nil && !stopped {
+		err = ctx.Err()
+		c.Close()
+	}
+	if err != nil {
+		conn.Close()
+		switch {
+		case checker.refused != nil:
+			return nil, fail(StageHostKey, checker.refused)
+		case ctx.Err() != nil:
+			return nil, fail(StageConnect, ctx.Err())
+		case checker.checked:
+			return nil, fail(StageAuth, auth.explain(err))
+		default:
+			return nil, fail(StageConnect, err)
+		}
+	}
+	_ = conn.SetDeadline(time.Time{})
+	client := ssh.NewClient(c, chans, reqs)
+	if every := d.keepAliveInterval(); every > 0 {
+		missed := d.KeepAliveMissed
+		if missed <= 0 {
+			missed = 3
+		}
+		go keepAlive(client, every, missed)
+	}
+	return client, nil
+}
+
+func (d *Dialer) keepAliveInterval() time.Duration {
+	switch {
+	case d.KeepAlive < 0:
+		return 0
+	case d.KeepAlive == 0:
+		return 15 * time.Second
+	}
+	return d.KeepAlive
+}
+
+// keepAlive sends keepalive@openssh.com every interval and closes the
+// client after missed intervals without a reply (any reply, even a
+// refusal, proves the peer alive).
+func keepAlive(c *ssh.Client, every time.Duration, missed int) {
+	done := make(chan struct{})
+	go func() { _ = c.Wait(); close(done) }()
+	tick := time.NewTicker(every)
+	defer tick.Stop()
+	reply := make(chan error, 1)
+	waiting, silent := false, 0
+	for {
+		select {
+		case <-done:
+			return
+		case err := <-reply:
+			waiting, silent = false, 0
+			if err != nil {
+				c.Close()
+				return
+			}
+		case <-tick.C:
+			if waiting {
+				if silent++; silent >= missed {
+					c.Close()
+					return
+				}
+				continue
+			}
+			waiting = true
+			go func() {
+				_, _, err := c.SendRequest("keepalive@openssh.com", true, nil)
+				reply <- err
+			}()
+		}
+	}
+}
+
+// authSet is the one public-key method of a dial, and what it knows to
+// explain a failure.
+type authSet struct {
+	method    ssh.AuthMethod
+	tried     []string // identities offered
+	encrypted []string // identity files skipped for a passphrase
+	agentNote string   // why the agent was not used, if it was not
+}
+
+func (a authSet) explain(err error) error {
+	msg := fmt.Sprintf("%v (offered %s)", err, strings.Join(a.tried, ", "))
+	if len(a.encrypted) > 0 {
+		msg += fmt.Sprintf("; skipped encrypted %s", strings.Join(a.encrypted, ", "))
+	}
+	if a.agentNote != "" {
+		msg += "; " + a.agentNote
+	}
+	return errors.New(msg)
+}
+
+// authMethod gathers the agent's keys, then the identity files'. An
+// encrypted file is skipped (the agent may hold its key); with no usable
+// key at all the error says why.
+func (d *Dialer) authMethod(ep Endpoint) (authSet, func(), error) {
+	var set authSet
+	var signers []ssh.Signer
+	seen := map[string]bool{}
+	add := func(s ssh.Signer, name string) {
+		k := string(s.PublicKey().Marshal())
+		if !seen[k] {
+			seen[k] = true
+			signers = append(signers, s)
+			set.tried = append(set.tried, name)
+		}
+	}
+	closeAgent := func() {}
+	sock := d.AgentSocket
+	if sock == "" {
+		sock = os.Getenv("SSH_AUTH_SOCK")
+	}
+	switch {
+	case d.NoAgent:
+		set.agentNote = "ssh-agent disabled"
+	case sock == "":
+		set.agentNote = "no ssh-agent (SSH_AUTH_SOCK is not set)"
+	default:
+		conn, err := net.Dial("unix", sock)
+		if err != nil {
+			set.agentNote = fmt.Sprintf("ssh-agent at %s unreachable: %v", sock, err)
+			break
+		}
+		closeAgent = func() { conn.Close() }
+		agentSigners, err := agent.NewClient(conn).Signers()
+		if err != nil {
+			set.agentNote = fmt.Sprintf("ssh-agent at %s: %v", sock, err)
+			break
+		}
+		for _, s := range agentSigners {
+			add(s, "agent key "+ssh.FingerprintSHA256(s.PublicKey()))
+		}
+		if len(agentSigners) == 0 {
+			set.agentNote = "ssh-agent holds no keys"
+		}
+	}
+	for i, f := range ep.IdentityFiles {
+		mustExist := i >= len(ep.IdentityFiles)-ep.explicit
+		b, err := os.ReadFile(f)
+		if err != nil {
+			if errors.Is(err, fs.ErrNotExist) && !mustExist {
+				continue
+			}
+			closeAgent()
+			return set, nil, fmt.Errorf("read identity file: %w", err)
+		}
+		s, err := ssh.ParsePrivateKey(b)
+		var missing *ssh.PassphraseMissingError
+		switch {
+		case errors.As(err, &missing):
+			set.encrypted = append(set.encrypted, f)
+			continue
+		case err != nil:
+			closeAgent()
+			return set, nil, fmt.Errorf("identity file %s: %w", f, err)
+		}
+		add(s, f)
+	}
+	if len(signers) == 0 {
+		closeAgent()
+		if len(set.encrypted) > 0 {
+			return set, nil, fmt.Errorf("identity file %s is encrypted and no agent holds a key (%s): add it with ssh-add, or use an unencrypted key",
+				strings.Join(set.encrypted, ", "), set.agentNote)
+		}
+		return set, nil, fmt.Errorf("no identity to offer: %s, and none of %s exists", set.agentNote, strings.Join(ep.IdentityFiles, ", "))
+	}
+	set.method = ssh.PublicKeys(signers...)
+	return set, closeAgent, nil
+}
