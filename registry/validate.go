@@ -5,26 +5,99 @@ import (
 	"net"
 	"net/url"
 	"path"
-	"regexp"
 	"sort"
+	"strconv"
 	"strings"
 	"unicode/utf8"
 )
 
+// charset is a set of bytes; names are checked against charsets rather
+// than regular expressions because Validate runs over every declaration of
+// a large fleet on every read-modify-write.
+type charset [256]bool
+
+// chars builds a charset from ranges such as "a-z0-9-" (a '-' that ends
+// the spec is literal).
+func chars(spec string) *charset {
+	var c charset
+	for i := 0; i < len(spec); i++ {
+		if i+2 < len(spec) && spec[i+1] == '-' {
+			for b := int(spec[i]); b <= int(spec[i+2]); b++ {
+				c[b] = true
+			}
+			i += 2
+			continue
+		}
+		c[spec[i]] = true
+	}
+	return &c
+}
+
+// grammar reports whether s is 1..max bytes, its first byte in first and
+// every other byte in rest.
+func grammar(s string, first, rest *charset, max int) bool {
+	if len(s) == 0 || len(s) > max || !first[s[0]] {
+		return false
+	}
+	for i := 1; i < len(s); i++ {
+		if !rest[s[i]] {
+			return false
+		}
+	}
+	return true
+}
+
 var (
-	// hostLabel is one label of a lowercase host name.
-	hostLabel = regexp.MustCompile(`^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$`)
-	// addrLabel is one label of an ssh address host name (any case).
-	addrLabel   = regexp.MustCompile(`^[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?$`)
-	userName    = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_.-]{0,31}$`)
-	serviceName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.@-]{0,127}$`)
-	productName = regexp.MustCompile(`^[a-z0-9][a-z0-9_.-]{0,63}$`)
-	alertName   = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$`)
-	systemdUnit = regexp.MustCompile(`^[A-Za-z0-9:_.\\@-]+$`)
-	launchdPart = regexp.MustCompile(`^[A-Za-z0-9_+@][A-Za-z0-9_+@-]*$`)
-	envName     = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
-	domainUID   = regexp.MustCompile(`^(gui|user)/[0-9]{1,10}$`)
+	lowerAlnum    = chars("a-z0-9")
+	lowerAlnumDsh = chars("a-z0-9-")
+	anyAlnum      = chars("A-Za-z0-9")
+	anyAlnumDsh   = chars("A-Za-z0-9-")
+	userFirst     = chars("A-Za-z_")
+	userRest      = chars("A-Za-z0-9_.-")
+	serviceRest   = chars("A-Za-z0-9_.@-")
+	productRest   = chars("a-z0-9_.-")
+	alertRest     = chars("A-Za-z0-9_.-")
+	systemdChars  = chars("A-Za-z0-9:_.\\@-")
+	launchdFirst  = chars("A-Za-z0-9_+@")
+	launchdRest   = chars("A-Za-z0-9_+@-")
+	envFirst      = chars("A-Za-z_")
+	envRest       = chars("A-Za-z0-9_")
+	digits        = chars("0-9")
 )
+
+// label reports whether l is a DNS label of 1-63 bytes: inner bytes from
+// inner, first and last from edge.
+func label(l string, edge, inner *charset) bool {
+	return grammar(l, edge, inner, 63) && edge[l[len(l)-1]]
+}
+
+func validServiceName(s string) bool { return grammar(s, anyAlnum, serviceRest, 128) }
+
+func validEnvName(s string) bool { return grammar(s, envFirst, envRest, 1<<20) }
+
+func validDomain(d string) bool {
+	if d == "system" {
+		return true
+	}
+	_, uid, ok := strings.Cut(d, "/")
+	return ok && (strings.HasPrefix(d, "gui/") || strings.HasPrefix(d, "user/")) && grammar(uid, digits, digits, 10)
+}
+
+// dotted calls ok on each '.'-separated part of s, without allocating.
+func dotted(s string, ok func(string) bool) bool {
+	for {
+		part, rest, more := strings.Cut(s, ".")
+		if !ok(part) {
+			return false
+		}
+		if !more {
+			return true
+		}
+		s = rest
+	}
+}
+
+func at(base, field string, i int) string { return base + "." + field + "[" + strconv.Itoa(i) + "]" }
 
 // systemdSuffixes are the unit types systemd knows.
 var systemdSuffixes = []string{
@@ -73,10 +146,10 @@ func (v *validator) document(d *Document) {
 	if d.ServiceResolver.RefreshSeconds < 0 {
 		v.add("service_resolver.refresh_seconds", "must be greater than 0, got %d", d.ServiceResolver.RefreshSeconds)
 	}
-	targets := map[string]int{}
+	targets := make(map[string]int, len(d.Targets))
 	for i := range d.Targets {
 		t := &d.Targets[i]
-		p := fmt.Sprintf("targets[%d]", i)
+		p := "targets[" + strconv.Itoa(i) + "]"
 		v.target(t, p)
 		if t.Name == "" {
 			continue
@@ -87,15 +160,19 @@ func (v *validator) document(d *Document) {
 		}
 		targets[t.Name] = i
 	}
-	services := map[string]int{}
-	bound := map[string]int{}
+	services := make(map[string]int, len(d.Directory))
+	type hostPort struct {
+		host string
+		port int
+	}
+	bound := make(map[hostPort]int, len(d.Directory))
 	for i := range d.Directory {
 		e := &d.Directory[i]
-		p := fmt.Sprintf("directory[%d]", i)
+		p := "directory[" + strconv.Itoa(i) + "]"
 		switch {
 		case e.Service == "":
 			v.add(p+".service", "missing")
-		case !serviceName.MatchString(e.Service):
+		case !validServiceName(e.Service):
 			v.add(p+".service", "%q is not a service name (letters, digits, '_', '.', '@', '-'; at most 128)", e.Service)
 		default:
 			if j, dup := services[e.Service]; dup {
@@ -116,7 +193,7 @@ func (v *validator) document(d *Document) {
 		if e.Port < 1 || e.Port > 65535 {
 			v.add(p+".port", "must be 1-65535, got %d", e.Port)
 		} else if hostOK {
-			key := fmt.Sprintf("%s:%d", e.Host, e.Port)
+			key := hostPort{e.Host, e.Port}
 			if j, dup := bound[key]; dup {
 				v.add(p+".port", "port %d on %q is already bound by directory[%d]", e.Port, e.Host, j)
 			} else {
@@ -125,7 +202,7 @@ func (v *validator) document(d *Document) {
 		}
 		seen := map[string]bool{}
 		for k, c := range e.Callers {
-			cp := fmt.Sprintf("%s.callers[%d]", p, k)
+			cp := at(p, "callers", k)
 			switch {
 			case c == "":
 				v.add(cp, "empty caller")
@@ -157,12 +234,7 @@ func ValidTargetName(name string) bool {
 	if name == "" || len(name) > 253 {
 		return false
 	}
-	for _, l := range strings.Split(name, ".") {
-		if !hostLabel.MatchString(l) {
-			return false
-		}
-	}
-	return true
+	return dotted(name, func(l string) bool { return label(l, lowerAlnum, lowerAlnumDsh) })
 }
 
 func validAddress(a string) bool {
@@ -172,12 +244,7 @@ func validAddress(a string) bool {
 	if len(a) > 253 {
 		return false
 	}
-	for _, l := range strings.Split(a, ".") {
-		if !addrLabel.MatchString(l) {
-			return false
-		}
-	}
-	return true
+	return dotted(a, func(l string) bool { return label(l, anyAlnum, anyAlnumDsh) })
 }
 
 func (v *validator) target(t *Target, p string) {
@@ -193,7 +260,7 @@ func (v *validator) target(t *Target, p string) {
 	if t.SSH.Port < 0 || t.SSH.Port > 65535 {
 		v.add(p+".ssh.port", "must be 1-65535, got %d", t.SSH.Port)
 	}
-	if t.SSH.User != "" && !userName.MatchString(t.SSH.User) {
+	if t.SSH.User != "" && !grammar(t.SSH.User, userFirst, userRest, 32) {
 		v.add(p+".ssh.user", "%q is not a user name (letter or '_' first, then letters, digits, '_', '.', '-'; at most 32)", t.SSH.User)
 	}
 	switch t.OS {
@@ -207,19 +274,19 @@ func (v *validator) target(t *Target, p string) {
 		switch {
 		case t.OS != OSDarwin:
 			v.add(p+".launchd_domain", "only allowed when os is darwin")
-		case t.LaunchdDomain != "system" && !domainUID.MatchString(t.LaunchdDomain):
+		case !validDomain(t.LaunchdDomain):
 			v.add(p+".launchd_domain", "must be system, gui/<uid> or user/<uid>, got %q", t.LaunchdDomain)
 		}
 	}
 	alerts := map[string]int{}
 	for i := range t.Alerts {
-		v.alert(&t.Alerts[i], fmt.Sprintf("%s.alerts[%d]", p, i), alerts, i)
+		v.alert(&t.Alerts[i], at(p, "alerts", i), alerts, i)
 	}
-	names := map[string]int{}
-	units := map[string]int{}
+	names := make(map[string]int, len(t.Services))
+	units := make(map[string]int, len(t.Services))
 	for i := range t.Services {
 		s := &t.Services[i]
-		sp := fmt.Sprintf("%s.services[%d]", p, i)
+		sp := at(p, "services", i)
 		v.service(s, t.OS, sp)
 		if s.Name != "" {
 			if j, dup := names[s.Name]; dup {
@@ -242,7 +309,7 @@ func (v *validator) alert(a *AlertChannel, p string, names map[string]int, i int
 	switch {
 	case a.Name == "":
 		v.add(p+".name", "missing")
-	case !alertName.MatchString(a.Name):
+	case !grammar(a.Name, anyAlnum, alertRest, 64):
 		v.add(p+".name", "%q is not a channel name (letters, digits, '_', '.', '-'; at most 64)", a.Name)
 	default:
 		if j, dup := names[a.Name]; dup {
@@ -295,7 +362,7 @@ func (v *validator) service(s *Service, os, p string) {
 	switch {
 	case s.Name == "":
 		v.add(p+".name", "missing")
-	case !serviceName.MatchString(s.Name):
+	case !validServiceName(s.Name):
 		v.add(p+".name", "%q is not a service name (letters, digits, '_', '.', '@', '-'; at most 128)", s.Name)
 	}
 	if s.Unit == "" {
@@ -331,25 +398,28 @@ func (v *validator) service(s *Service, os, p string) {
 			v.add(fmt.Sprintf("%s.args[%d]", p, i), "%s", msg)
 		}
 	}
-	names := make([]string, 0, len(s.Env))
-	for k := range s.Env {
-		names = append(names, k)
+	var names []string
+	if len(s.Env) > 0 {
+		names = make([]string, 0, len(s.Env))
+		for k := range s.Env {
+			names = append(names, k)
+		}
+		sort.Strings(names)
 	}
-	sort.Strings(names)
 	for _, k := range names {
-		if !envName.MatchString(k) {
+		if !validEnvName(k) {
 			v.add(fmt.Sprintf("%s.env[%q]", p, k), "not an environment variable name ([A-Za-z_][A-Za-z0-9_]*)")
 			continue
 		}
 		val := s.Env[k]
 		switch {
-		case strings.ContainsAny(val, "\x00\n\r"):
+		case hasControl(val):
 			v.add(p+".env."+k, "value contains NUL or a line break")
 		case !utf8.ValidString(val):
 			v.add(p+".env."+k, "value is not valid UTF-8")
 		}
 	}
-	if s.Product != "" && !productName.MatchString(s.Product) {
+	if s.Product != "" && !grammar(s.Product, lowerAlnum, productRest, 64) {
 		v.add(p+".product", "%q is not a product name (lowercase letters, digits, '_', '.', '-')", s.Product)
 	}
 	if s.IncompleteReason != "" {
@@ -365,7 +435,7 @@ func (v *validator) service(s *Service, os, p string) {
 // absCleanProblem says why p is not an absolute, clean path, or "".
 func absCleanProblem(p string) string {
 	switch {
-	case strings.ContainsAny(p, "\x00\n\r"):
+	case hasControl(p):
 		return "path contains NUL or a line break"
 	case !utf8.ValidString(p):
 		return "path is not valid UTF-8"
@@ -379,13 +449,30 @@ func absCleanProblem(p string) string {
 	return ""
 }
 
-func hasDotDot(p string) bool {
-	for _, seg := range strings.Split(p, "/") {
-		if seg == ".." {
+// hasControl reports whether s holds NUL, CR or LF.
+func hasControl(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c == 0 || c == '\n' || c == '\r' {
 			return true
 		}
 	}
 	return false
+}
+
+func hasDotDot(p string) bool {
+	if !strings.Contains(p, "..") {
+		return false
+	}
+	for {
+		seg, rest, more := strings.Cut(p, "/")
+		if seg == ".." {
+			return true
+		}
+		if !more {
+			return false
+		}
+		p = rest
+	}
 }
 
 func argProblem(a string) string {
@@ -414,7 +501,7 @@ func systemdUnitProblem(u string) string {
 	if len(u) > 255 {
 		return fmt.Sprintf("systemd unit name is %d bytes, at most 255", len(u))
 	}
-	if !systemdUnit.MatchString(u) {
+	if !grammar(u, systemdChars, systemdChars, 255) {
 		return fmt.Sprintf("%q is not a systemd unit name (letters, digits, ':', '_', '.', '\\', '@', '-')", u)
 	}
 	if strings.HasPrefix(u, "-") {
@@ -449,14 +536,11 @@ func launchdLabelProblem(l string) string {
 	if len(l) > 255 {
 		return fmt.Sprintf("launchd label is %d bytes, at most 255", len(l))
 	}
-	parts := strings.Split(l, ".")
-	if len(parts) < 2 {
+	if !strings.Contains(l, ".") {
 		return fmt.Sprintf("%q is not a reverse-DNS launchd label (such as com.example.name)", l)
 	}
-	for _, part := range parts {
-		if !launchdPart.MatchString(part) {
-			return fmt.Sprintf("%q is not a reverse-DNS launchd label (dot-separated parts of letters, digits, '_', '+', '@', '-')", l)
-		}
+	if !dotted(l, func(part string) bool { return grammar(part, launchdFirst, launchdRest, 255) }) {
+		return fmt.Sprintf("%q is not a reverse-DNS launchd label (dot-separated parts of letters, digits, '_', '+', '@', '-')", l)
 	}
 	return ""
 }
