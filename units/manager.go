@@ -1,0 +1,181 @@
+package units
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path/filepath"
+
+	"github.com/wisent/stado/registry"
+)
+
+// Install actions.
+const (
+	ActionInstalled = "installed" // no unit file was there
+	ActionUpdated   = "updated"   // the file held other bytes
+	ActionUnchanged = "unchanged" // the file held exactly these bytes; nothing was touched
+)
+
+// InstallResult says what Install did and where.
+type InstallResult struct {
+	Action string `json:"action"`
+	Path   string `json:"path"`
+}
+
+// Manager drives this host's init system. Every method touches the host.
+// Implementations are safe for concurrent use.
+type Manager interface {
+	// Install writes content (a rendering of s) to s's unit path atomically
+	// and makes the init system read it. Equal bytes on disk change nothing:
+	// no reload, no restart, ActionUnchanged.
+	Install(ctx context.Context, s registry.Service, content []byte) (InstallResult, error)
+	// Remove stops and unloads s's unit and deletes its file. Removing a unit
+	// that is not there succeeds.
+	Remove(ctx context.Context, s registry.Service) error
+	// Start starts the unit, clearing a failed or start-limited state
+	// first, and waits for the result.
+	Start(ctx context.Context, unit string) error
+	// Stop stops the unit and waits for the result.
+	Stop(ctx context.Context, unit string) error
+	// Restart restarts the unit (starting it if it is stopped), clearing a
+	// failed state first, and waits for the result.
+	Restart(ctx context.Context, unit string) error
+	// Show reads the unit's verdict; a unit the init system does not hold
+	// is StateMissing, not an error.
+	Show(ctx context.Context, unit string) (Verdict, error)
+	// ShowMany reads many verdicts in as few round trips as the init system
+	// allows, in the order of units.
+	ShowMany(ctx context.Context, units []string) ([]Verdict, error)
+	// Logs returns the last lines the unit's program printed, oldest first.
+	Logs(ctx context.Context, unit string, lines int) ([]string, error)
+	// ListLoaded names the services the init system holds.
+	ListLoaded(ctx context.Context) ([]string, error)
+}
+
+// Runner runs a command given as an argv array, never through a shell, and
+// returns its standard output. A nonzero exit is an *ExitError.
+type Runner interface {
+	Run(ctx context.Context, argv []string) ([]byte, error)
+}
+
+// ExecRunner runs commands on this machine with os/exec.
+type ExecRunner struct{}
+
+// Run implements Runner.
+func (ExecRunner) Run(ctx context.Context, argv []string) ([]byte, error) {
+	if len(argv) == 0 {
+		return nil, errors.New("run: empty argv")
+	}
+	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	var ee *exec.ExitError
+	if errors.As(err, &ee) {
+		return out, &ExitError{Argv: argv, Code: ee.ExitCode(), Stderr: lastLines(stderr.String(), 5)}
+	}
+	if err != nil {
+		return out, fmt.Errorf("run %s: %w", argv[0], err)
+	}
+	return out, nil
+}
+
+func lastLines(s string, n int) string {
+	lines := splitLines([]byte(s))
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return string(bytes.Join(toBytes(lines), []byte("\n")))
+}
+
+func toBytes(ss []string) [][]byte {
+	out := make([][]byte, len(ss))
+	for i, s := range ss {
+		out[i] = []byte(s)
+	}
+	return out
+}
+
+func splitLines(b []byte) []string {
+	b = bytes.TrimRight(b, "\n")
+	if len(b) == 0 {
+		return nil
+	}
+	parts := bytes.Split(b, []byte("\n"))
+	out := make([]string, len(parts))
+	for i, p := range parts {
+		out[i] = string(bytes.TrimRight(p, "\r"))
+	}
+	return out
+}
+
+// writeIfChanged replaces path with content atomically unless it already
+// holds exactly content, and says which it did.
+func writeIfChanged(path string, content []byte, perm fs.FileMode) (string, error) {
+	old, err := os.ReadFile(path)
+	switch {
+	case err == nil && bytes.Equal(old, content):
+		return ActionUnchanged, nil
+	case err == nil:
+		if err := WriteFileAtomic(path, content, perm); err != nil {
+			return "", err
+		}
+		return ActionUpdated, nil
+	case errors.Is(err, fs.ErrNotExist):
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+			return "", fmt.Errorf("create %s: %w", filepath.Dir(path), err)
+		}
+		if err := WriteFileAtomic(path, content, perm); err != nil {
+			return "", err
+		}
+		return ActionInstalled, nil
+	default:
+		return "", fmt.Errorf("read %s: %w", path, err)
+	}
+}
+
+// WriteFileAtomic replaces path with data: a temporary file in the same
+// directory is written, synced and renamed over path, then the directory is
+// synced. On error the temporary file is removed and path is untouched.
+func WriteFileAtomic(path string, data []byte, perm fs.FileMode) (err error) {
+	dir := filepath.Dir(path)
+	f, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp-*")
+	if err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	tmp := f.Name()
+	defer func() {
+		if err != nil {
+			_ = f.Close()
+			_ = os.Remove(tmp)
+		}
+	}()
+	if _, err = f.Write(data); err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	if err = f.Chmod(perm); err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	if err = f.Sync(); err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	if err = f.Close(); err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	if err = os.Rename(tmp, path); err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	d, err := os.Open(dir)
+	if err != nil {
+		return fmt.Errorf("sync %s: %w", dir, err)
+	}
+	defer d.Close()
+	if err = d.Sync(); err != nil {
+		return fmt.Errorf("sync %s: %w", dir, err)
+	}
+	return nil
+}

@@ -1,0 +1,251 @@
+package units
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+
+	sdbus "github.com/coreos/go-systemd/v22/dbus"
+
+	"github.com/wisent/stado/registry"
+)
+
+// Systemd is the Manager for systemd, over its D-Bus API (system manager or
+// the user manager of the calling user). Logs come from journalctl through
+// Runner.
+type Systemd struct {
+	conn   *sdbus.Conn
+	scope  string
+	home   string
+	runner Runner
+}
+
+var _ Manager = (*Systemd)(nil)
+
+// NewSystemd connects to the system manager (scope "system") or the calling
+// user's manager (scope "user"); home places user unit files. Close it when
+// done.
+func NewSystemd(ctx context.Context, scope, home string, r Runner) (*Systemd, error) {
+	var conn *sdbus.Conn
+	var err error
+	if scope == registry.ScopeUser {
+		conn, err = sdbus.NewUserConnectionContext(ctx)
+	} else {
+		scope = registry.ScopeSystem
+		conn, err = sdbus.NewSystemConnectionContext(ctx)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("connect to the systemd %s manager: %w", scope, err)
+	}
+	if r == nil {
+		r = ExecRunner{}
+	}
+	return &Systemd{conn: conn, scope: scope, home: home, runner: r}, nil
+}
+
+// Close closes the D-Bus connection.
+func (m *Systemd) Close() { m.conn.Close() }
+
+// Install writes the unit file atomically; only when its bytes changed does
+// it reload systemd and enable the unit (for its WantedBy target).
+func (m *Systemd) Install(ctx context.Context, s registry.Service, content []byte) (InstallResult, error) {
+	if s.Scope == "" {
+		s.Scope = m.scope
+	}
+	path := UnitPath(s, registry.OSLinux, m.home)
+	action, err := writeIfChanged(path, content, 0o644)
+	if err != nil {
+		return InstallResult{}, fmt.Errorf("install %s: %w", s.Unit, err)
+	}
+	res := InstallResult{Action: action, Path: path}
+	if action == ActionUnchanged {
+		return res, nil
+	}
+	if err := m.conn.ReloadContext(ctx); err != nil {
+		return res, fmt.Errorf("install %s: daemon-reload: %w", s.Unit, err)
+	}
+	if _, _, err := m.conn.EnableUnitFilesContext(ctx, []string{s.Unit}, false, true); err != nil {
+		return res, fmt.Errorf("install %s: enable: %w", s.Unit, err)
+	}
+	return res, nil
+}
+
+// Remove stops and disables the unit, deletes its file and reloads.
+func (m *Systemd) Remove(ctx context.Context, s registry.Service) error {
+	if s.Scope == "" {
+		s.Scope = m.scope
+	}
+	v, err := m.Show(ctx, s.Unit)
+	if err != nil {
+		return err
+	}
+	if v.State != StateMissing {
+		if err := m.Stop(ctx, s.Unit); err != nil {
+			return err
+		}
+		if _, err := m.conn.DisableUnitFilesContext(ctx, []string{s.Unit}, false); err != nil {
+			return fmt.Errorf("remove %s: disable: %w", s.Unit, err)
+		}
+	}
+	path := UnitPath(s, registry.OSLinux, m.home)
+	if err := os.Remove(path); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("remove %s: %w", path, err)
+	}
+	if err := m.conn.ReloadContext(ctx); err != nil {
+		return fmt.Errorf("remove %s: daemon-reload: %w", s.Unit, err)
+	}
+	_ = m.conn.ResetFailedUnitContext(ctx, s.Unit)
+	return nil
+}
+
+type jobFunc func(ctx context.Context, name, mode string, ch chan<- string) (int, error)
+
+// job runs a start/stop/restart job and waits for its result.
+func (m *Systemd) job(ctx context.Context, op, unit string, f jobFunc) error {
+	ch := make(chan string, 1)
+	if _, err := f(ctx, unit, "replace", ch); err != nil {
+		return fmt.Errorf("%s %s: %w", op, unit, err)
+	}
+	select {
+	case res := <-ch:
+		if res != "done" {
+			return &JobError{Unit: unit, Op: op, Result: res}
+		}
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("%s %s: %w", op, unit, ctx.Err())
+	}
+}
+
+// resetFailed clears a failed or start-limited state, so a start is not
+// refused; a unit with nothing to reset is fine.
+func (m *Systemd) resetFailed(ctx context.Context, unit string) {
+	_ = m.conn.ResetFailedUnitContext(ctx, unit)
+}
+
+// Start resets a failed state, starts the unit and waits for the job.
+func (m *Systemd) Start(ctx context.Context, unit string) error {
+	m.resetFailed(ctx, unit)
+	return m.job(ctx, "start", unit, m.conn.StartUnitContext)
+}
+
+// Stop stops the unit and waits for the job.
+func (m *Systemd) Stop(ctx context.Context, unit string) error {
+	return m.job(ctx, "stop", unit, m.conn.StopUnitContext)
+}
+
+// Restart resets a failed state, restarts the unit and waits for the job.
+func (m *Systemd) Restart(ctx context.Context, unit string) error {
+	m.resetFailed(ctx, unit)
+	return m.job(ctx, "restart", unit, m.conn.RestartUnitContext)
+}
+
+// Show reads one unit's verdict.
+func (m *Systemd) Show(ctx context.Context, unit string) (Verdict, error) {
+	vs, err := m.ShowMany(ctx, []string{unit})
+	if err != nil {
+		return Verdict{}, err
+	}
+	return vs[0], nil
+}
+
+// showParallel bounds the Service property reads in flight at once on the
+// one connection.
+const showParallel = 8
+
+// ShowMany reads the load and active states of every unit in one
+// ListUnitsByNames call, then the service properties (MainPID,
+// ExecMainStatus, ExecMainCode, NRestarts, Result) of each loaded unit with
+// one GetAll call per unit, several in flight at once on the connection.
+func (m *Systemd) ShowMany(ctx context.Context, units []string) ([]Verdict, error) {
+	if len(units) == 0 {
+		return nil, nil
+	}
+	statuses, err := m.conn.ListUnitsByNamesContext(ctx, units)
+	if err != nil {
+		return nil, fmt.Errorf("read units: %w", err)
+	}
+	byName := make(map[string]sdbus.UnitStatus, len(statuses))
+	for _, st := range statuses {
+		byName[st.Name] = st
+	}
+	props := make([]SystemdProperties, len(units))
+	errs := make([]error, len(units))
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, showParallel)
+	for i, u := range units {
+		st := byName[u]
+		props[i] = SystemdProperties{LoadState: st.LoadState, ActiveState: st.ActiveState, SubState: st.SubState}
+		if st.LoadState != "loaded" || !strings.HasSuffix(u, ".service") {
+			continue
+		}
+		wg.Add(1)
+		go func(i int, u string) {
+			defer wg.Done()
+			sem <- struct{}{}
+			defer func() { <-sem }()
+			all, err := m.conn.GetUnitTypePropertiesContext(ctx, u, "Service")
+			if err != nil {
+				errs[i] = fmt.Errorf("read %s: %w", u, err)
+				return
+			}
+			p := &props[i]
+			p.MainPID, _ = all["MainPID"].(uint32)
+			p.ExecMainCode, _ = all["ExecMainCode"].(int32)
+			p.ExecMainStatus, _ = all["ExecMainStatus"].(int32)
+			p.NRestarts, _ = all["NRestarts"].(uint32)
+			p.Result, _ = all["Result"].(string)
+		}(i, u)
+	}
+	wg.Wait()
+	out := make([]Verdict, len(units))
+	for i, u := range units {
+		if errs[i] != nil {
+			return nil, errs[i]
+		}
+		out[i] = VerdictFromSystemd(u, props[i])
+	}
+	return out, nil
+}
+
+// JournalArgv is the journalctl command Logs runs for unit.
+func JournalArgv(scope, unit string, lines int) []string {
+	argv := []string{"journalctl"}
+	if scope == registry.ScopeUser {
+		argv = append(argv, "--user")
+	}
+	return append(argv, "-u", unit, "-n", strconv.Itoa(lines), "-o", "short-iso", "--no-pager")
+}
+
+// Logs reads the unit's last lines from the journal.
+func (m *Systemd) Logs(ctx context.Context, unit string, lines int) ([]string, error) {
+	out, err := m.runner.Run(ctx, JournalArgv(m.scope, unit, lines))
+	if err != nil {
+		return nil, fmt.Errorf("logs of %s: %w", unit, err)
+	}
+	ls := splitLines(out)
+	if len(ls) == 1 && ls[0] == "-- No entries --" {
+		return nil, nil
+	}
+	return ls, nil
+}
+
+// ListLoaded names the loaded service units.
+func (m *Systemd) ListLoaded(ctx context.Context) ([]string, error) {
+	sts, err := m.conn.ListUnitsByPatternsContext(ctx, nil, []string{"*.service"})
+	if err != nil {
+		return nil, fmt.Errorf("list units: %w", err)
+	}
+	names := make([]string, 0, len(sts))
+	for _, st := range sts {
+		if st.LoadState == "loaded" {
+			names = append(names, st.Name)
+		}
+	}
+	return names, nil
+}
