@@ -156,6 +156,7 @@ func defaultHosts(t testing.TB) int {
 // takeLock takes LockPath, waiting (with one log line) while another test
 // process holds it. Called with shared.mu held.
 func takeLock(t testing.TB) error {
+	t.Helper()
 	f, err := os.OpenFile(LockPath, os.O_RDWR|os.O_CREATE, 0o600)
 	if err != nil {
 		return fmt.Errorf("open lock: %w", err)
