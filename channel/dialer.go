@@ -205,8 +205,13 @@ func (d *Dialer) Dial(ctx context.Context, t registry.Target) (*ssh.Client, erro
 		timeout = 10 * time.Second
 	}
 	addr := ep.HostPort()
+	auth, closeAgent, err := d.authMethod(ep)
+	if err != nil {
+		return nil, fail(StageAuth, err)
+	}
 	conn, err := (&net.Dialer{Timeout: timeout}).DialContext(ctx, "tcp", addr)
 	if err != nil {
+		closeAgent()
 		return nil, fail(StageConnect, err)
 	}
 	_ = conn.SetDeadline(time.Now().Add(timeout))
@@ -217,13 +222,8 @@ func (d *Dialer) Dial(ctx context.Context, t registry.Target) (*ssh.Client, erro
 	if err != nil {
 		stop()
 		conn.Close()
+		closeAgent()
 		return nil, fail(StageHostKey, err)
-	}
-	auth, closeAgent, err := d.authMethod(ep)
-	if err != nil {
-		stop()
-		conn.Close()
-		return nil, fail(StageAuth, err)
 	}
 	cfg := &ssh.ClientConfig{
 		User:              ep.User,

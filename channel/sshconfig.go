@@ -53,7 +53,9 @@ type ConfigError struct {
 	Msg  string
 }
 
-func (e *ConfigError) Error() string { return fmt.Sprintf("ssh config %s:%d: %s", e.File, e.Line, e.Msg) }
+func (e *ConfigError) Error() string {
+	return fmt.Sprintf("ssh config %s:%d: %s", e.File, e.Line, e.Msg)
+}
 
 const maxIncludeDepth = 16
 

@@ -1,0 +1,578 @@
+package channel
+
+import (
+	"bytes"
+	"context"
+	"crypto/ecdsa"
+	"crypto/ed25519"
+	"crypto/elliptic"
+	"crypto/rand"
+	"encoding/json"
+	"encoding/pem"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"golang.org/x/crypto/ssh"
+	"golang.org/x/crypto/ssh/agent"
+
+	"github.com/wisent/stado/registry"
+)
+
+// fixture is one server, one authorised identity file and a known_hosts
+// recording the server's key, under an isolated $HOME.
+type fixture struct {
+	home       string
+	srv        *testServer
+	identity   string
+	knownHosts string
+}
+
+func newFixture(t *testing.T) *fixture {
+	t.Helper()
+	home := isolatedHome(t)
+	srv := startServer(t)
+	id, pub := clientKey(t, home, "id_test")
+	srv.authorize(pub)
+	kh := filepath.Join(home, ".ssh", "known_hosts")
+	knownHostsWith(t, kh, srv.hostSigner.PublicKey(), srv.hostPort())
+	return &fixture{home: home, srv: srv, identity: id, knownHosts: kh}
+}
+
+func (f *fixture) dialer() *Dialer {
+	return &Dialer{KnownHostsPath: f.knownHosts, IdentityFiles: []string{f.identity}, ConnectTimeout: 5 * time.Second}
+}
+
+// remoteErr asserts err is a *RemoteError at stage naming host.
+func remoteErr(t *testing.T, err error, host string, stage Stage) *RemoteError {
+	t.Helper()
+	var re *RemoteError
+	if !errors.As(err, &re) {
+		t.Fatalf("error %v (%T) is not a *RemoteError", err, err)
+	}
+	if re.Stage != stage || re.Host != host {
+		t.Fatalf("failure at %s on %q, want %s on %q: %v", re.Stage, re.Host, stage, host, err)
+	}
+	if !strings.HasPrefix(re.Error(), host+": ") {
+		t.Fatalf("message %q does not name the host first", re.Error())
+	}
+	return re
+}
+
+func TestRunOverAKnownHostKeyReachesTheHost(t *testing.T) {
+	f := newFixture(t)
+	pool := NewPool(f.dialer())
+	defer pool.Close()
+	stdout, _, err := pool.Run(context.Background(), f.srv.target("web1"), []string{"version"}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(stdout) != "version" {
+		t.Fatalf("stdout %q", stdout)
+	}
+}
+
+func TestRunSendsArgvAsOneLineTheGrammarSplitsBack(t *testing.T) {
+	f := newFixture(t)
+	got := make(chan string, 1)
+	f.srv.setHandler(func(cmd string, _ io.Reader, _, _ io.Writer) int { got <- cmd; return 0 })
+	pool := NewPool(f.dialer())
+	defer pool.Close()
+	argv := []string{"/usr/local/bin/stado", "host", "channel", "repair-step", "crypto", "NOTE=a b; $(id) `x` | &", "EMPTY="}
+	if _, _, err := pool.Run(context.Background(), f.srv.target("web1"), argv, nil); err != nil {
+		t.Fatal(err)
+	}
+	line := <-got
+	words, err := splitWords(line)
+	if err != nil || !reflect.DeepEqual(words, argv) {
+		t.Fatalf("the server received %q, which splits to %q (%v); want %q", line, words, err, argv)
+	}
+}
+
+func TestUnknownHostKeyIsRefusedWithItsFingerprint(t *testing.T) {
+	f := newFixture(t)
+	os.Remove(f.knownHosts)
+	pool := NewPool(f.dialer())
+	defer pool.Close()
+	_, _, err := pool.Run(context.Background(), f.srv.target("web1"), []string{"version"}, nil)
+	remoteErr(t, err, "web1", StageHostKey)
+	var he *HostKeyError
+	if !errors.As(err, &he) {
+		t.Fatalf("%v carries no *HostKeyError", err)
+	}
+	want := ssh.FingerprintSHA256(f.srv.hostSigner.PublicKey())
+	if he.Kind != HostKeyUnknown || he.Fingerprint != want || he.RefusalCode() != "host_key_unknown" {
+		t.Fatalf("host key error %+v, want unknown %s", he, want)
+	}
+	if !strings.Contains(err.Error(), want) {
+		t.Fatalf("message %q lacks the fingerprint", err)
+	}
+	if f.srv.commands.Load() != 0 {
+		t.Fatal("a command ran on a host whose key is unknown")
+	}
+	if _, err := os.Stat(f.knownHosts); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("known_hosts was written without --accept-new-host-key: %v", err)
+	}
+}
+
+func TestAcceptNewHostKeyRecordsItAndTheNextConnectNeedsNoFlag(t *testing.T) {
+	f := newFixture(t)
+	os.Remove(f.knownHosts)
+	d := f.dialer()
+	d.AcceptNewHostKey = true
+	pool := NewPool(d)
+	if _, _, err := pool.Run(context.Background(), f.srv.target("web1"), []string{"version"}, nil); err != nil {
+		t.Fatal(err)
+	}
+	pool.Close()
+	b, err := os.ReadFile(f.knownHosts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(b), "[127.0.0.1]:") || strings.Count(string(b), "\n") != 1 {
+		t.Fatalf("known_hosts holds %q, want one plain line for [127.0.0.1]:port", b)
+	}
+	if st, _ := os.Stat(f.knownHosts); st.Mode().Perm() != 0o600 {
+		t.Fatalf("known_hosts mode %v", st.Mode().Perm())
+	}
+	entries, _ := os.ReadDir(filepath.Dir(f.knownHosts))
+	for _, e := range entries {
+		if strings.HasPrefix(e.Name(), ".tmp~") {
+			t.Fatalf("temporary file %s left behind", e.Name())
+		}
+	}
+	again := NewPool(f.dialer()) // no AcceptNewHostKey
+	defer again.Close()
+	if _, _, err := again.Run(context.Background(), f.srv.target("web1"), []string{"version"}, nil); err != nil {
+		t.Fatalf("second connect without the flag: %v", err)
+	}
+}
+
+func TestAcceptNewHostKeyFromManyHostsAtOnceKeepsEveryKey(t *testing.T) {
+	f := newFixture(t)
+	os.Remove(f.knownHosts)
+	var targets []registry.Target
+	for i := range 6 {
+		s := startServer(t)
+		s.authorize(mustPublicKey(t, f.identity))
+		targets = append(targets, s.target(fmt.Sprintf("h%d", i)))
+	}
+	d := f.dialer()
+	d.AcceptNewHostKey = true
+	pool := NewPool(d)
+	defer pool.Close()
+	FanOut(context.Background(), targets, 6, func(ctx context.Context, h registry.Target) Result {
+		_, _, err := pool.Run(ctx, h, []string{"version"}, nil)
+		return Result{Err: err}
+	}, func(r Result) {
+		if r.Err != nil {
+			t.Errorf("%s: %v", r.Host, r.Err)
+		}
+	})
+	b, _ := os.ReadFile(f.knownHosts)
+	if n := strings.Count(string(b), "\n"); n != len(targets) {
+		t.Fatalf("known_hosts holds %d lines after accepting %d hosts concurrently:\n%s", n, len(targets), b)
+	}
+}
+
+func mustPublicKey(t *testing.T, identity string) ssh.PublicKey {
+	t.Helper()
+	b, err := os.ReadFile(identity)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := ssh.ParsePrivateKey(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s.PublicKey()
+}
+
+func TestChangedHostKeyIsRefusedEvenWithAcceptNewHostKey(t *testing.T) {
+	f := newFixture(t)
+	knownHostsWith(t, f.knownHosts, newSigner(t).PublicKey(), f.srv.hostPort())
+	before, _ := os.ReadFile(f.knownHosts)
+	d := f.dialer()
+	d.AcceptNewHostKey = true
+	pool := NewPool(d)
+	defer pool.Close()
+	_, _, err := pool.Run(context.Background(), f.srv.target("web1"), []string{"version"}, nil)
+	remoteErr(t, err, "web1", StageHostKey)
+	var he *HostKeyError
+	if !errors.As(err, &he) || he.Kind != HostKeyChanged || he.RefusalCode() != "host_key_mismatch" {
+		t.Fatalf("want a changed-key refusal, got %v", err)
+	}
+	if he.Fingerprint != ssh.FingerprintSHA256(f.srv.hostSigner.PublicKey()) {
+		t.Fatalf("fingerprint %s is not the offered key's", he.Fingerprint)
+	}
+	after, _ := os.ReadFile(f.knownHosts)
+	if !bytes.Equal(before, after) {
+		t.Fatal("known_hosts changed after a refused key change")
+	}
+	if f.srv.commands.Load() != 0 {
+		t.Fatal("a command ran on a host whose key changed")
+	}
+}
+
+func TestAKnownKeyIsAskedForWhenTheServerPrefersAnotherType(t *testing.T) {
+	home := isolatedHome(t)
+	ecKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ecSigner, _ := ssh.NewSignerFromKey(ecKey)
+	edSigner := newSigner(t)
+	// x/crypto's client prefers ECDSA; known_hosts records only ed25519
+	srv := startServer(t, ecSigner, edSigner)
+	id, pub := clientKey(t, home, "id")
+	srv.authorize(pub)
+	kh := filepath.Join(home, ".ssh", "known_hosts")
+	knownHostsWith(t, kh, edSigner.PublicKey(), srv.hostPort())
+	pool := NewPool(&Dialer{KnownHostsPath: kh, IdentityFiles: []string{id}})
+	defer pool.Close()
+	if _, _, err := pool.Run(context.Background(), srv.target("web1"), []string{"version"}, nil); err != nil {
+		t.Fatalf("a host offering ECDSA first was refused although its ed25519 key is known: %v", err)
+	}
+}
+
+func TestAuthByAgentNeedsNoIdentityFile(t *testing.T) {
+	home := isolatedHome(t)
+	srv := startServer(t)
+	_, priv, _ := ed25519.GenerateKey(rand.Reader)
+	signer, _ := ssh.NewSignerFromKey(priv)
+	srv.authorize(signer.PublicKey())
+	kh := filepath.Join(home, ".ssh", "known_hosts")
+	knownHostsWith(t, kh, srv.hostSigner.PublicKey(), srv.hostPort())
+	t.Setenv("SSH_AUTH_SOCK", startAgent(t, agent.AddedKey{PrivateKey: priv}))
+	pool := NewPool(&Dialer{KnownHostsPath: kh})
+	defer pool.Close()
+	if _, _, err := pool.Run(context.Background(), srv.target("web1"), []string{"version"}, nil); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func encryptedKey(t *testing.T, dir string) (string, ed25519.PrivateKey) {
+	t.Helper()
+	_, priv, _ := ed25519.GenerateKey(rand.Reader)
+	block, err := ssh.MarshalPrivateKeyWithPassphrase(priv, "", []byte("secret"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := filepath.Join(dir, "id_encrypted")
+	if err := os.WriteFile(p, pem.EncodeToMemory(block), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return p, priv
+}
+
+func TestEncryptedIdentityWithoutAgentIsAClearAuthError(t *testing.T) {
+	f := newFixture(t)
+	enc, _ := encryptedKey(t, f.home)
+	pool := NewPool(&Dialer{KnownHostsPath: f.knownHosts, IdentityFiles: []string{enc}})
+	defer pool.Close()
+	_, _, err := pool.Run(context.Background(), f.srv.target("web1"), []string{"version"}, nil)
+	remoteErr(t, err, "web1", StageAuth)
+	if !strings.Contains(err.Error(), "encrypted") || !strings.Contains(err.Error(), enc) || !strings.Contains(err.Error(), "SSH_AUTH_SOCK") {
+		t.Fatalf("message %q does not say which key is encrypted and that no agent is there", err)
+	}
+}
+
+func TestEncryptedIdentityIsUsedThroughTheAgentHoldingIt(t *testing.T) {
+	f := newFixture(t)
+	enc, priv := encryptedKey(t, f.home)
+	signer, _ := ssh.NewSignerFromKey(priv)
+	f.srv.authorize(signer.PublicKey())
+	t.Setenv("SSH_AUTH_SOCK", startAgent(t, agent.AddedKey{PrivateKey: priv}))
+	pool := NewPool(&Dialer{KnownHostsPath: f.knownHosts, IdentityFiles: []string{enc}})
+	defer pool.Close()
+	if _, _, err := pool.Run(context.Background(), f.srv.target("web1"), []string{"version"}, nil); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestAnUnauthorisedKeyFailsAtStageAuth(t *testing.T) {
+	f := newFixture(t)
+	other, _ := clientKey(t, f.home, "id_other")
+	pool := NewPool(&Dialer{KnownHostsPath: f.knownHosts, IdentityFiles: []string{other}})
+	defer pool.Close()
+	_, _, err := pool.Run(context.Background(), f.srv.target("web1"), []string{"version"}, nil)
+	remoteErr(t, err, "web1", StageAuth)
+}
+
+func TestAMissingIdentityFileNamedByTheDialerIsAnAuthError(t *testing.T) {
+	f := newFixture(t)
+	missing := filepath.Join(f.home, "nope")
+	pool := NewPool(&Dialer{KnownHostsPath: f.knownHosts, IdentityFiles: []string{missing}})
+	defer pool.Close()
+	_, _, err := pool.Run(context.Background(), f.srv.target("web1"), []string{"version"}, nil)
+	remoteErr(t, err, "web1", StageAuth)
+	if f.srv.accepted.Load() != 0 {
+		t.Fatal("connected although no identity could be offered")
+	}
+}
+
+func TestPoolReusesOneConnectionForEveryCallToAHost(t *testing.T) {
+	f := newFixture(t)
+	pool := NewPool(f.dialer())
+	defer pool.Close()
+	target := f.srv.target("web1")
+	const calls = 12
+	var wg sync.WaitGroup
+	errs := make(chan error, calls)
+	for i := range calls {
+		if i == calls/2 {
+			wg.Wait() // half concurrent first calls, half after the dial
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			_, _, err := pool.Run(context.Background(), target, []string{"version"}, nil)
+			errs <- err
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n, c := f.srv.accepted.Load(), f.srv.commands.Load(); n != 1 || c != calls {
+		t.Fatalf("%d calls opened %d connections and ran %d commands; want 1 connection", calls, n, c)
+	}
+}
+
+func TestPoolRedialsAfterAFailedDial(t *testing.T) {
+	f := newFixture(t)
+	os.Remove(f.knownHosts)
+	pool := NewPool(f.dialer())
+	defer pool.Close()
+	target := f.srv.target("web1")
+	if _, _, err := pool.Run(context.Background(), target, []string{"version"}, nil); err == nil {
+		t.Fatal("unknown host key accepted")
+	}
+	knownHostsWith(t, f.knownHosts, f.srv.hostSigner.PublicKey(), f.srv.hostPort())
+	if _, _, err := pool.Run(context.Background(), target, []string{"version"}, nil); err != nil {
+		t.Fatalf("the pool kept a failed dial: %v", err)
+	}
+}
+
+func TestConnectFailureNamesTheHostAndStageConnect(t *testing.T) {
+	f := newFixture(t)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := ln.Addr().(*net.TCPAddr).Port
+	ln.Close() // nothing listens there now
+	pool := NewPool(f.dialer())
+	defer pool.Close()
+	target := registry.Target{Name: "web9", SSH: registry.SSH{Address: "127.0.0.1", Port: port}}
+	_, _, err = pool.Run(context.Background(), target, []string{"version"}, nil)
+	re := remoteErr(t, err, "web9", StageConnect)
+	if re.Address != fmt.Sprintf("127.0.0.1:%d", port) {
+		t.Fatalf("address %q", re.Address)
+	}
+}
+
+func TestRemoteExitCarriesItsStatusAndTheTailOfStderr(t *testing.T) {
+	f := newFixture(t)
+	f.srv.setHandler(func(_ string, _ io.Reader, stdout, stderr io.Writer) int {
+		io.WriteString(stdout, "partial")
+		for i := 1; i <= 30; i++ {
+			fmt.Fprintf(stderr, "line %d\n", i)
+		}
+		return 7
+	})
+	pool := NewPool(f.dialer())
+	defer pool.Close()
+	stdout, _, err := pool.Run(context.Background(), f.srv.target("web1"), []string{"systemctl", "restart", "a.service"}, nil)
+	re := remoteErr(t, err, "web1", StageRemoteExit)
+	if re.ExitStatus != 7 {
+		t.Fatalf("exit status %d", re.ExitStatus)
+	}
+	if !strings.HasSuffix(re.StderrTail, "line 30") || strings.Contains(re.StderrTail, "line 10\n") || strings.Count(re.StderrTail, "\n") != stderrTailRows-1 {
+		t.Fatalf("stderr tail %q, want the last %d lines", re.StderrTail, stderrTailRows)
+	}
+	if string(stdout) != "partial" {
+		t.Fatalf("stdout %q", stdout)
+	}
+	if !strings.Contains(err.Error(), "stderr: line 30") {
+		t.Fatalf("message %q lacks the stderr tail", err)
+	}
+}
+
+func TestCallReturnsTheHostResultThroughTheRemoteProgram(t *testing.T) {
+	f := newFixture(t)
+	host := &recordingHost{}
+	f.srv.serveChannel(host)
+	pool := NewPool(f.dialer())
+	defer pool.Close()
+	cmd := Command{Verb: VerbUnitInstall, Scope: ScopeSystem, Units: []string{"a.service"}, Path: "/etc/systemd/system/a.service"}
+	res, err := pool.Call(context.Background(), f.srv.target("web1"), cmd, []byte("[Unit]\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got map[string]string
+	if err := json.Unmarshal(res, &got); err != nil || got["method"] != "UnitInstall" {
+		t.Fatalf("result %s, %v", res, err)
+	}
+	calls := host.Calls()
+	if len(calls) != 1 || calls[0].Content != "[Unit]\n" || calls[0].Path != cmd.Path {
+		t.Fatalf("host calls %+v", calls)
+	}
+}
+
+func TestARefusedCommandIsARemoteRefusalAndRunsNothing(t *testing.T) {
+	f := newFixture(t)
+	host := &recordingHost{}
+	f.srv.serveChannel(host)
+	pool := NewPool(f.dialer())
+	defer pool.Close()
+	for _, argv := range [][]string{{"id"}, {"sh", "-c", "touch /tmp/marker"}, {"unit-start", "system", "../a.service"}} {
+		_, _, err := pool.Run(context.Background(), f.srv.target("web1"), argv, nil)
+		re := remoteErr(t, err, "web1", StageRemoteRefusal)
+		var r *Refusal
+		if !errors.As(err, &r) || r.Code == "" || re.ExitStatus != ExitRefused {
+			t.Fatalf("%q: %v, want a coded refusal with exit 3", argv, err)
+		}
+		var coded interface{ RefusalCode() string }
+		if !errors.As(err, &coded) {
+			t.Fatal("a remote refusal does not map to a refusal code")
+		}
+	}
+	if calls := host.Calls(); len(calls) != 0 {
+		t.Fatalf("refused commands reached the host: %+v", calls)
+	}
+}
+
+func TestAFailedHostActionIsARemoteExitWithTheHostMessage(t *testing.T) {
+	f := newFixture(t)
+	f.srv.serveChannel(&recordingHost{err: errHostBroken})
+	pool := NewPool(f.dialer())
+	defer pool.Close()
+	_, err := pool.Call(context.Background(), f.srv.target("web1"), Command{Verb: VerbUnitRestart, Scope: ScopeSystem, Units: []string{"a.service"}}, nil)
+	re := remoteErr(t, err, "web1", StageRemoteExit)
+	if re.ExitStatus != ExitFailure || !strings.Contains(err.Error(), errHostBroken.Error()) {
+		t.Fatalf("%v", err)
+	}
+	b, _ := json.Marshal(re)
+	var doc map[string]any
+	if json.Unmarshal(b, &doc) != nil || doc["host"] != "web1" || doc["stage"] != "remote_exit" || doc["message"] == "" {
+		t.Fatalf("JSON form %s", b)
+	}
+}
+
+func TestCallRefusesAnInvalidCommandBeforeConnecting(t *testing.T) {
+	f := newFixture(t)
+	pool := NewPool(f.dialer())
+	defer pool.Close()
+	bad := Command{Verb: VerbUnitStart, Scope: ScopeSystem, Units: []string{"$(id).service"}}
+	_, err := pool.Call(context.Background(), f.srv.target("web1"), bad, nil)
+	var r *Refusal
+	if !errors.As(err, &r) || r.Code != CodeInvalidUnit {
+		t.Fatalf("%v, want an invalid_unit refusal", err)
+	}
+	if f.srv.accepted.Load() != 0 {
+		t.Fatal("an invalid command was sent to the host")
+	}
+}
+
+func TestKeepalivesAreSentOnAnIdleConnection(t *testing.T) {
+	f := newFixture(t)
+	d := f.dialer()
+	d.KeepAlive = 10 * time.Millisecond
+	pool := NewPool(d)
+	defer pool.Close()
+	if _, err := pool.Client(context.Background(), f.srv.target("web1")); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for f.srv.keepalives.Load() < 2 {
+		if time.Now().After(deadline) {
+			t.Fatalf("no keepalives seen (%d)", f.srv.keepalives.Load())
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+func TestSSHConfigHostNamePortUserAndIdentityFileAreHonoured(t *testing.T) {
+	f := newFixture(t)
+	f.srv.user = "deploy"
+	cfg := filepath.Join(f.home, ".ssh", "config")
+	writeFile(t, cfg, fmt.Sprintf("Host web1\n  HostName 127.0.0.1\n  Port %d\n  User deploy\n  IdentityFile %s\n", f.srv.port, "~/id_test"))
+	d := &Dialer{KnownHostsPath: f.knownHosts} // no identity given: the config names it
+	ep, err := d.Resolve(registry.Target{Name: "web1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := Endpoint{Host: "web1", Address: "127.0.0.1", Port: f.srv.port, User: "deploy", IdentityFiles: []string{f.identity}}
+	if !reflect.DeepEqual(ep, want) {
+		t.Fatalf("endpoint %+v, want %+v", ep, want)
+	}
+	pool := NewPool(d)
+	defer pool.Close()
+	if _, _, err := pool.Run(context.Background(), registry.Target{Name: "web1"}, []string{"version"}, nil); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func writeFile(t *testing.T, p, s string) {
+	t.Helper()
+	if err := os.MkdirAll(filepath.Dir(p), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(p, []byte(s), 0o600); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestFanOutOverThePoolCompletesTheOtherHostsWhenOneIsDown(t *testing.T) {
+	f := newFixture(t)
+	var targets []registry.Target
+	for i := range 3 {
+		s := startServer(t)
+		s.authorize(mustPublicKey(t, f.identity))
+		targets = append(targets, s.target(fmt.Sprintf("h%d", i)))
+		knownHostsAppend(t, f.knownHosts, s)
+	}
+	ln, _ := net.Listen("tcp", "127.0.0.1:0")
+	downPort := ln.Addr().(*net.TCPAddr).Port
+	ln.Close()
+	targets[1].SSH.Port = downPort
+	pool := NewPool(f.dialer())
+	defer pool.Close()
+	var lines []string
+	results := FanOut(context.Background(), targets, 0, func(ctx context.Context, h registry.Target) Result {
+		out, _, err := pool.Run(ctx, h, []string{"unit-restart", "system", "a.service"}, nil)
+		return Result{Value: string(out), Err: err}
+	}, func(r Result) { lines = append(lines, r.Host) })
+	if len(lines) != 3 {
+		t.Fatalf("result lines %q", lines)
+	}
+	for i, r := range results {
+		switch {
+		case i == 1:
+			remoteErr(t, r.Err, "h1", StageConnect)
+		case r.Err != nil || r.Value != "unit-restart system a.service":
+			t.Fatalf("%s: %v %v", r.Host, r.Value, r.Err)
+		}
+	}
+}
+
+func knownHostsAppend(t *testing.T, path string, s *testServer) {
+	t.Helper()
+	old, _ := os.ReadFile(path)
+	tmp := filepath.Join(t.TempDir(), "kh")
+	knownHostsWith(t, tmp, s.hostSigner.PublicKey(), s.hostPort())
+	line, _ := os.ReadFile(tmp)
+	writeFile(t, path, string(old)+string(line))
+}
