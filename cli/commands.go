@@ -15,6 +15,7 @@ func commands(env *Env) []*ucli.Command {
 	return []*ucli.Command{
 		newVersionCommand(env),
 		newCatalogCommand(env),
+		newHostCommand(env),
 	}
 }
 

@@ -1,0 +1,430 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
+	"sort"
+	"strconv"
+	"strings"
+
+	ucli "github.com/urfave/cli/v2"
+	"gopkg.in/yaml.v3"
+
+	"github.com/wisent/stado/registry"
+	"github.com/wisent/stado/units"
+)
+
+func newHostUnitCommand(env *Env) *ucli.Command {
+	return &ucli.Command{
+		Name:  "unit",
+		Usage: "render, parse, inspect and read the logs of units on this host",
+		Subcommands: []*ucli.Command{
+			newHostUnitShowCommand(env),
+			newHostUnitRenderCommand(env),
+			newHostUnitParseCommand(env),
+			newHostUnitLogsCommand(env),
+		},
+	}
+}
+
+// lateFlags takes flags written after the positional arguments out of args
+// (urfave/cli stops reading flags at the first argument). bools names flags
+// without a value, values flags that take one; anything else stays.
+func lateFlags(env *Env, c *ucli.Context, bools, values []string) ([]string, map[string]string, error) {
+	isBool := map[string]bool{"json": true}
+	for _, b := range bools {
+		isBool[b] = true
+	}
+	isValue := map[string]bool{}
+	for _, v := range values {
+		isValue[v] = true
+	}
+	got := map[string]string{}
+	var args []string
+	in := c.Args().Slice()
+	for i := 0; i < len(in); i++ {
+		a := in[i]
+		name, val, hasVal := strings.Cut(strings.TrimLeft(a, "-"), "=")
+		switch {
+		case !strings.HasPrefix(a, "-"):
+			args = append(args, a)
+		case isBool[name]:
+			got[name] = "true"
+			if name == "json" {
+				env.JSON = true
+			}
+		case isValue[name] && hasVal:
+			got[name] = val
+		case isValue[name]:
+			if i+1 >= len(in) {
+				return nil, nil, usagef("flag --%s needs a value", name)
+			}
+			got[name] = in[i+1]
+			i++
+		default:
+			args = append(args, a)
+		}
+	}
+	return args, got, nil
+}
+
+// flagValue is a flag's value written before or after the arguments.
+func flagValue(c *ucli.Context, late map[string]string, name string) string {
+	if v, ok := late[name]; ok {
+		return v
+	}
+	return c.String(name)
+}
+
+func homeDir(env *Env) string {
+	if h := env.Getenv("HOME"); h != "" {
+		return h
+	}
+	h, _ := os.UserHomeDir()
+	return h
+}
+
+// hostUnitManager opens the Manager of this host's init system.
+func hostUnitManager(ctx context.Context, env *Env, user bool) (units.Manager, func(), error) {
+	scope := registry.ScopeSystem
+	if user {
+		scope = registry.ScopeUser
+	}
+	switch runtime.GOOS {
+	case "linux":
+		m, err := units.NewSystemd(ctx, scope, homeDir(env), units.ExecRunner{})
+		if err != nil {
+			return nil, nil, err
+		}
+		return m, m.Close, nil
+	case "darwin":
+		domain := "system"
+		if user {
+			domain = "gui/" + strconv.Itoa(os.Getuid())
+		}
+		return units.NewLaunchd(units.ExecRunner{}, domain, homeDir(env)), func() {}, nil
+	default:
+		return nil, nil, fmt.Errorf("no init system stado drives on %s", runtime.GOOS)
+	}
+}
+
+// --- show ---
+
+type hostUnitShowOptions struct {
+	Unit string
+	User bool
+}
+
+func newHostUnitShowCommand(env *Env) *ucli.Command {
+	return withShared(env, &ucli.Command{
+		Name:      "show",
+		Usage:     "show a loaded unit's state on this host, with the failing verdict of a crash loop",
+		ArgsUsage: "UNIT",
+		UsageText: "stado host unit show UNIT [--user] [--json]\n\n" +
+			"Reads the unit from systemd (D-Bus) or launchd (launchctl print): active with its\n" +
+			"pid, inactive, failed, or failing when it runs no process, its last run exited\n" +
+			"nonzero and its supervisor keeps starting it. A unit the init system does not\n" +
+			"hold is refused with not_found.\n\n" +
+			"example:\n   stado host unit show brama.service --json",
+		Flags: []ucli.Flag{&ucli.BoolFlag{Name: "user", Usage: "read the user manager (systemd --user, launchd gui/<uid>)"}},
+		Action: func(c *ucli.Context) error {
+			args, late, err := lateFlags(env, c, []string{"user"}, nil)
+			if err != nil {
+				return err
+			}
+			if len(args) != 1 {
+				return usagef("host unit show takes one UNIT, got %d arguments", len(args))
+			}
+			return runHostUnitShow(c.Context, env, hostUnitShowOptions{Unit: args[0], User: c.Bool("user") || late["user"] != ""})
+		},
+	}, true)
+}
+
+func runHostUnitShow(ctx context.Context, env *Env, opts hostUnitShowOptions) error {
+	m, done, err := hostUnitManager(ctx, env, opts.User)
+	if err != nil {
+		return err
+	}
+	defer done()
+	v, err := m.Show(ctx, opts.Unit)
+	if err != nil {
+		return err
+	}
+	if v.State == units.StateMissing {
+		return &Refusal{Code: "not_found", Message: fmt.Sprintf("unit %s is not loaded on this host", opts.Unit),
+			Hint: "stado host unit parse FILE reads a unit file that is not loaded", Err: &units.NotLoadedError{Unit: opts.Unit}}
+	}
+	return printVerdict(env, v)
+}
+
+func printVerdict(env *Env, v units.Verdict) error {
+	if env.JSON {
+		return printJSON(env, struct {
+			Kind string `json:"kind"`
+			units.Verdict
+		}{"stado.host.unit", v})
+	}
+	line := fmt.Sprintf("%s  %s", v.Unit, v.State)
+	if v.PID > 0 {
+		line += fmt.Sprintf("  pid %d", v.PID)
+	}
+	if v.Starts > 0 {
+		line += fmt.Sprintf("  last exit %d  starts %d", v.LastExit, v.Starts)
+	}
+	if v.Detail != "" {
+		line += "  (" + v.Detail + ")"
+	}
+	fmt.Fprintln(env.Stdout, line)
+	if v.Sentence != "" {
+		fmt.Fprintln(env.Stdout, v.Sentence)
+	}
+	return nil
+}
+
+// --- render ---
+
+type hostUnitRenderOptions struct {
+	Service  string
+	OS       string // empty: the target's OS, else this machine's
+	Registry string // registry document file
+	Host     string // target name; empty searches every target
+}
+
+func newHostUnitRenderCommand(env *Env) *ucli.Command {
+	return withShared(env, &ucli.Command{
+		Name:      "render",
+		Usage:     "print exactly the unit file ensure would write for a declared service",
+		ArgsUsage: "SERVICE",
+		UsageText: "stado host unit render SERVICE --registry FILE [--host H] [--os linux|darwin]\n\n" +
+			"Finds SERVICE (a name or unit identity) among the targets of the registry\n" +
+			"document FILE (on target H when given) and prints its systemd unit or launchd\n" +
+			"property list. A declaration without a program is refused with\n" +
+			"declaration_incomplete.\n\n" +
+			"example:\n   stado host unit render brama --registry examples/fleet.yaml --host host1",
+		Flags: []ucli.Flag{
+			&ucli.StringFlag{Name: "os", Usage: "linux or darwin; default: the target's os"},
+			&ucli.StringFlag{Name: "registry", Usage: "registry document (YAML or JSON) to find SERVICE in"},
+			&ucli.StringFlag{Name: "host", Usage: "target whose declaration to render"},
+		},
+		Action: func(c *ucli.Context) error {
+			args, late, err := lateFlags(env, c, nil, []string{"os", "registry", "host"})
+			if err != nil {
+				return err
+			}
+			if len(args) != 1 {
+				return usagef("host unit render takes one SERVICE, got %d arguments", len(args))
+			}
+			return runHostUnitRender(c.Context, env, hostUnitRenderOptions{
+				Service: args[0], OS: flagValue(c, late, "os"), Registry: flagValue(c, late, "registry"), Host: flagValue(c, late, "host"),
+			})
+		},
+	}, false)
+}
+
+func runHostUnitRender(_ context.Context, env *Env, opts hostUnitRenderOptions) error {
+	if opts.OS != "" && opts.OS != registry.OSLinux && opts.OS != registry.OSDarwin {
+		return usagef("--os must be linux or darwin, not %q", opts.OS)
+	}
+	if opts.Registry == "" {
+		return &Refusal{Code: "not_found", Message: fmt.Sprintf("service %s: no registry document to find it in", opts.Service),
+			Hint: "pass --registry FILE naming the registry document that declares it"}
+	}
+	data, err := os.ReadFile(opts.Registry)
+	if err != nil {
+		return fmt.Errorf("read registry %s: %w", opts.Registry, err)
+	}
+	doc, err := registry.Parse(data, opts.Registry)
+	if err != nil {
+		return err
+	}
+	var found []*registry.Target
+	var svc *registry.Service
+	for i := range doc.Targets {
+		t := &doc.Targets[i]
+		if opts.Host != "" && t.Name != opts.Host {
+			continue
+		}
+		if s, ok := t.Service(opts.Service); ok {
+			found = append(found, t)
+			svc = s
+		}
+	}
+	switch {
+	case len(found) == 0 && opts.Host != "":
+		return refuse("not_found", "service %s is not declared on target %s in %s", opts.Service, opts.Host, opts.Registry)
+	case len(found) == 0:
+		return refuse("not_found", "service %s is not declared on any target in %s", opts.Service, opts.Registry)
+	case len(found) > 1:
+		names := make([]string, len(found))
+		for i, t := range found {
+			names[i] = t.Name
+		}
+		return &Refusal{Code: "ambiguous", Message: fmt.Sprintf("service %s is declared on %s", opts.Service, strings.Join(names, ", ")),
+			Hint: "name the target with --host"}
+	}
+	goos := opts.OS
+	if goos == "" {
+		goos = found[0].OS
+	}
+	out, err := units.Render(*svc, goos, homeDir(env))
+	if err != nil {
+		return err
+	}
+	_, err = env.Stdout.Write(out)
+	return err
+}
+
+// --- parse ---
+
+type hostUnitParseOptions struct {
+	File    string
+	Dropins string // directory of drop-ins; empty: FILE.d when it exists
+}
+
+func newHostUnitParseCommand(env *Env) *ucli.Command {
+	return withShared(env, &ucli.Command{
+		Name:      "parse",
+		Usage:     "print the declaration adopt would record from a unit file or property list",
+		ArgsUsage: "FILE",
+		UsageText: "stado host unit parse FILE [--dropins DIR] [--json]\n\n" +
+			"Reads a systemd unit (with the *.conf drop-ins of DIR, default FILE.d, in name\n" +
+			"order) or a launchd property list, XML or binary, on any OS. Prints a complete\n" +
+			"declaration, or the incomplete one with the reason it cannot be represented.\n\n" +
+			"example:\n   stado host unit parse /etc/systemd/system/brama.service --json",
+		Flags: []ucli.Flag{&ucli.StringFlag{Name: "dropins", Usage: "directory of *.conf drop-ins to apply"}},
+		Action: func(c *ucli.Context) error {
+			args, late, err := lateFlags(env, c, nil, []string{"dropins"})
+			if err != nil {
+				return err
+			}
+			if len(args) != 1 {
+				return usagef("host unit parse takes one FILE, got %d arguments", len(args))
+			}
+			return runHostUnitParse(c.Context, env, hostUnitParseOptions{File: args[0], Dropins: flagValue(c, late, "dropins")})
+		},
+	}, true)
+}
+
+func runHostUnitParse(_ context.Context, env *Env, opts hostUnitParseOptions) error {
+	data, err := os.ReadFile(opts.File)
+	if err != nil {
+		return fmt.Errorf("read %s: %w", opts.File, err)
+	}
+	var dropins [][]byte
+	if !units.IsPlist(data) {
+		dir := opts.Dropins
+		explicit := dir != ""
+		if !explicit {
+			dir = opts.File + ".d"
+		}
+		entries, err := os.ReadDir(dir)
+		if err != nil && (explicit || !errors.Is(err, os.ErrNotExist)) {
+			return fmt.Errorf("read drop-ins %s: %w", dir, err)
+		}
+		var names []string
+		for _, e := range entries {
+			if strings.HasSuffix(e.Name(), ".conf") && !e.IsDir() {
+				names = append(names, e.Name())
+			}
+		}
+		sort.Strings(names)
+		for _, n := range names {
+			d, err := os.ReadFile(filepath.Join(dir, n))
+			if err != nil {
+				return fmt.Errorf("read drop-in: %w", err)
+			}
+			dropins = append(dropins, d)
+		}
+	}
+	path := opts.File
+	if abs, err := filepath.Abs(path); err == nil {
+		path = abs
+	}
+	p, err := units.ParseFile(path, data, dropins)
+	if err != nil {
+		return err
+	}
+	if env.JSON {
+		return printJSON(env, struct {
+			Kind string `json:"kind"`
+			units.Parsed
+		}{"stado.host.unit.parse", p})
+	}
+	if p.Complete {
+		fmt.Fprintln(env.Stdout, "# complete: ensure can reinstall this unit from the declaration")
+	} else {
+		fmt.Fprintf(env.Stdout, "# incomplete: %s\n", p.Reason)
+	}
+	out, err := yaml.Marshal(p.Service)
+	if err != nil {
+		return err
+	}
+	_, err = env.Stdout.Write(out)
+	return err
+}
+
+// --- logs ---
+
+type hostUnitLogsOptions struct {
+	Unit  string
+	Lines int
+	User  bool
+}
+
+func newHostUnitLogsCommand(env *Env) *ucli.Command {
+	return withShared(env, &ucli.Command{
+		Name:      "logs",
+		Usage:     "print the last lines a unit's program wrote (journal, or the plist's log files)",
+		ArgsUsage: "UNIT",
+		UsageText: "stado host unit logs UNIT [--lines N] [--user] [--json]\n\n" +
+			"On Linux reads the journal of UNIT; on macOS the StandardOutPath and\n" +
+			"StandardErrorPath of its property list, or $HOME/.stado/logs/UNIT.log.\n\n" +
+			"example:\n   stado host unit logs brama.service --lines 100",
+		Flags: []ucli.Flag{
+			&ucli.IntFlag{Name: "lines", Value: 50, Usage: "how many lines to print"},
+			&ucli.BoolFlag{Name: "user", Usage: "read the user manager's unit"},
+		},
+		Action: func(c *ucli.Context) error {
+			args, late, err := lateFlags(env, c, []string{"user"}, []string{"lines"})
+			if err != nil {
+				return err
+			}
+			if len(args) != 1 {
+				return usagef("host unit logs takes one UNIT, got %d arguments", len(args))
+			}
+			lines := c.Int("lines")
+			if v, ok := late["lines"]; ok {
+				if lines, err = strconv.Atoi(v); err != nil {
+					return usagef("--lines must be a number, not %q", v)
+				}
+			}
+			if lines <= 0 {
+				return usagef("--lines must be positive, not %d", lines)
+			}
+			return runHostUnitLogs(c.Context, env, hostUnitLogsOptions{Unit: args[0], Lines: lines, User: c.Bool("user") || late["user"] != ""})
+		},
+	}, true)
+}
+
+func runHostUnitLogs(ctx context.Context, env *Env, opts hostUnitLogsOptions) error {
+	m, done, err := hostUnitManager(ctx, env, opts.User)
+	if err != nil {
+		return err
+	}
+	defer done()
+	lines, err := m.Logs(ctx, opts.Unit, opts.Lines)
+	if err != nil {
+		return err
+	}
+	if env.JSON {
+		return printJSON(env, map[string]any{"kind": "stado.host.unit.logs", "unit": opts.Unit, "lines": append([]string{}, lines...)})
+	}
+	for _, l := range lines {
+		fmt.Fprintln(env.Stdout, l)
+	}
+	return nil
+}
