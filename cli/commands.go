@@ -14,6 +14,7 @@ import (
 func commands(env *Env) []*ucli.Command {
 	return []*ucli.Command{
 		newVersionCommand(env),
+		newRegistryCommand(env),
 		newCatalogCommand(env),
 		newHostCommand(env),
 	}

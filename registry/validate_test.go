@@ -36,7 +36,6 @@ func violations(data []byte, source string) ([]registry.Violation, *registry.Doc
 	}
 }
 
-
 // Every file in testdata/bad is refused with exactly the violations its
 // .want file lists: one "PATH: MESSAGE-SUBSTRING" per line, exact path.
 func TestBadDocumentsAreRefusedAtTheirExactFieldPaths(t *testing.T) {
