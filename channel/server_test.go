@@ -1,7 +1,6 @@
 package channel
 
 import (
-	"bytes"
 	"context"
 	"crypto/ed25519"
 	"crypto/rand"
@@ -268,4 +267,3 @@ func (s *testServer) serveChannel(host Host) {
 	})
 }
 
-var _ = bytes.MinRead
