@@ -266,4 +266,3 @@ func (s *testServer) serveChannel(host Host) {
 		return Serve(context.Background(), cmd, stdin, stdout, stderr, host)
 	})
 }
-
