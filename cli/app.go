@@ -66,7 +66,7 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 // (as JSON on stderr under --json) here and nowhere else.
 func Run(ctx context.Context, env *Env, args []string) int {
 	app := NewApp(env)
-	err := app.RunContext(ctx, args)
+	err := app.RunContext(ctx, interspersed(app, args))
 	if err == nil && env.unknownCommand != "" {
 		err = usagef("unknown command %q; see stado --help", env.unknownCommand)
 	}

@@ -1,0 +1,288 @@
+package beacon
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/wisent/stado/registry"
+)
+
+// Observer reads unit state on this host. The units package's Manager is
+// adapted to it by cli; tests of the runner use the real systemd testbed.
+type Observer interface {
+	// Observe returns one report per unit, in the order given, reading
+	// them with as few queries as the init system allows. A unit that is
+	// not loaded is reported missing, not as an error.
+	Observe(ctx context.Context, units []string) ([]UnitReport, error)
+	// Loaded lists the service units the init system has loaded.
+	Loaded(ctx context.Context) ([]string, error)
+	// LastLine returns the last line a unit wrote to its log, "" if none.
+	LastLine(ctx context.Context, unit string) (string, error)
+}
+
+// Contributor adds to a pass: the answering probes and the peer pass of
+// package repair are contributors. Contribute must not block on a slow
+// service: it starts work in goroutines and reads their records next pass.
+type Contributor interface {
+	Contribute(ctx context.Context, p *Pass)
+}
+
+// Pass is one pass in progress, handed to every contributor.
+type Pass struct {
+	Number int64
+	At     time.Time
+	Host   string
+	// Document is the registry as read this pass; nil when unreadable.
+	Document *registry.Document
+	// Target is this host's target in Document; nil when not declared.
+	Target *registry.Target
+	// Beacon is the beacon being composed. Contributors add answering
+	// blocks to its units, peer recoveries and refusals.
+	Beacon *Beacon
+}
+
+// Unit returns the report of the declared service named service, or nil.
+func (p *Pass) Unit(service string) *UnitReport {
+	for i := range p.Beacon.Units {
+		if p.Beacon.Units[i].Service == service {
+			return &p.Beacon.Units[i]
+		}
+	}
+	return nil
+}
+
+// Refuse records something the pass could not do.
+func (p *Pass) Refuse(code, subject, format string, args ...any) {
+	p.Beacon.Refusals = append(p.Beacon.Refusals, Refusal{Code: code, Subject: subject, Message: fmt.Sprintf(format, args...)})
+}
+
+// Config holds the timing knobs of a runner; tests shrink them.
+type Config struct {
+	// Interval between passes; default 15 s.
+	Interval time.Duration
+	// StaleAfter is the age after which readers distrust the beacon;
+	// default 3 × Interval.
+	StaleAfter time.Duration
+	// TTL, when positive, makes the store expire the beacon by itself
+	// (an etcd lease). The file store keeps beacons so readers can show
+	// their age.
+	TTL time.Duration
+}
+
+func (c Config) withDefaults() Config {
+	if c.Interval <= 0 {
+		c.Interval = 15 * time.Second
+	}
+	if c.StaleAfter <= 0 {
+		c.StaleAfter = 3 * c.Interval
+	}
+	return c
+}
+
+// Runner composes and publishes this host's beacon, pass after pass.
+type Runner struct {
+	Host         string
+	Store        registry.Store
+	Observer     Observer
+	Contributors []Contributor
+	Config       Config
+	Identity     Identity
+	Version      string
+	Logger       *slog.Logger
+	// Now is the clock; nil means time.Now.
+	Now func() time.Time
+
+	mu      sync.Mutex
+	pass    int64
+	pending []Refusal // refusals met after the last publish
+	lastDoc *registry.Document
+}
+
+func (r *Runner) now() time.Time {
+	if r.Now != nil {
+		return r.Now()
+	}
+	return time.Now()
+}
+
+func (r *Runner) logger() *slog.Logger {
+	if r.Logger != nil {
+		return r.Logger
+	}
+	return slog.New(slog.DiscardHandler)
+}
+
+// Run runs a pass at once and then one per interval until ctx ends. It
+// returns nil when ctx is cancelled; a pass never ends it.
+func (r *Runner) Run(ctx context.Context) error {
+	cfg := r.Config.withDefaults()
+	t := time.NewTicker(cfg.Interval)
+	defer t.Stop()
+	for {
+		if _, err := r.RunPass(ctx); err != nil && ctx.Err() == nil {
+			r.logger().Warn("beacon pass", "err", err)
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-t.C:
+		}
+	}
+}
+
+// RunPass runs one pass: read the registry, observe the declared and the
+// loaded units in one batch, let every contributor add to the beacon, and
+// publish it under beacons/<host>. A store that cannot be written is kept
+// as a refusal for the next beacon; the returned error says so too.
+func (r *Runner) RunPass(ctx context.Context) (*Beacon, error) {
+	cfg := r.Config.withDefaults()
+	r.mu.Lock()
+	r.pass++
+	number := r.pass
+	carried := r.pending
+	r.pending = nil
+	r.mu.Unlock()
+
+	b := &Beacon{
+		Kind:              Kind,
+		Version:           FormatVersion,
+		Host:              r.Host,
+		Identity:          r.Identity,
+		Pass:              number,
+		At:                r.now().UTC(),
+		IntervalSeconds:   cfg.Interval.Seconds(),
+		StaleAfterSeconds: cfg.StaleAfter.Seconds(),
+		StadoVersion:      r.Version,
+		Units:             []UnitReport{},
+	}
+	b.Refusals = append(b.Refusals, carried...)
+	p := &Pass{Number: number, At: b.At, Host: r.Host, Beacon: b}
+
+	doc, _, err := registry.Load(ctx, r.Store)
+	switch {
+	case err == nil:
+		r.lastDoc = doc
+	case errors.Is(err, registry.ErrNotFound):
+		doc = &registry.Document{Version: 1}
+		r.lastDoc = doc
+	default:
+		p.Refuse("registry_unreadable", registry.RegistryKey, "read registry: %v", err)
+		doc = r.lastDoc // the last document read, if any
+	}
+	p.Document = doc
+	if doc != nil {
+		p.Target, _ = doc.Target(r.Host)
+	}
+	if p.Target == nil && doc != nil {
+		p.Refuse("host_not_declared", r.Host, "the registry declares no target %q", r.Host)
+	}
+	r.observe(ctx, p)
+	for _, c := range r.Contributors {
+		c.Contribute(ctx, p)
+	}
+	r.checkIdentity(ctx, p)
+	if err := r.publish(ctx, b, cfg); err != nil {
+		ref := Refusal{Code: "store_unwritable", Subject: registry.BeaconPrefix + r.Host, Message: err.Error()}
+		r.mu.Lock()
+		r.pending = append(r.pending, ref)
+		r.mu.Unlock()
+		return b, err
+	}
+	return b, nil
+}
+
+// observe fills the unit reports of the declared services and lists the
+// undeclared loaded units, all in one Observe call.
+func (r *Runner) observe(ctx context.Context, p *Pass) {
+	var declared []registry.Service
+	if p.Target != nil {
+		declared = p.Target.Services
+	}
+	covered := map[string]bool{}
+	names := make([]string, 0, len(declared))
+	for _, s := range declared {
+		covered[s.Unit] = true
+		names = append(names, s.Unit)
+	}
+	var undeclared []string
+	if r.Observer == nil {
+		p.Refuse("observer_unavailable", r.Host, "no init system to observe")
+		return
+	}
+	loaded, err := r.Observer.Loaded(ctx)
+	if err != nil {
+		p.Refuse("units_unreadable", r.Host, "list loaded units: %v", err)
+	}
+	for _, u := range loaded {
+		if !covered[u] {
+			undeclared = append(undeclared, u)
+		}
+	}
+	sort.Strings(undeclared)
+	all := append(append([]string(nil), names...), undeclared...)
+	if len(all) == 0 {
+		return
+	}
+	reports, err := r.Observer.Observe(ctx, all)
+	if err != nil || len(reports) != len(all) {
+		if err == nil {
+			err = fmt.Errorf("observer returned %d reports for %d units", len(reports), len(all))
+		}
+		p.Refuse("units_unreadable", r.Host, "observe units: %v", err)
+		return
+	}
+	for i, s := range declared {
+		rep := reports[i]
+		rep.Service = s.Name
+		rep.Unit = s.Unit
+		if rep.State == StateFailed || rep.State == StateFailing {
+			if line, err := r.Observer.LastLine(ctx, s.Unit); err == nil {
+				rep.LastStderr = line
+			}
+		}
+		p.Beacon.Units = append(p.Beacon.Units, rep)
+	}
+	for i := range undeclared {
+		rep := reports[len(declared)+i]
+		rep.Service = ""
+		p.Beacon.Undeclared = append(p.Beacon.Undeclared, rep)
+	}
+}
+
+// checkIdentity warns when another machine publishes as this host: a
+// fresh beacon under our key from another identity.
+func (r *Runner) checkIdentity(ctx context.Context, p *Pass) {
+	obj, err := r.Store.Get(ctx, registry.BeaconPrefix+r.Host)
+	if err != nil {
+		return
+	}
+	var prev Beacon
+	if json.Unmarshal(obj.Value, &prev) != nil {
+		return
+	}
+	same := prev.Identity.MachineID == r.Identity.MachineID && prev.Identity.PID == r.Identity.PID &&
+		prev.Identity.Started.Equal(r.Identity.Started) && prev.Identity.Hostname == r.Identity.Hostname
+	fresh := p.At.Sub(prev.At) < time.Duration(prev.StaleAfterSeconds*float64(time.Second))
+	if !same && fresh && prev.Identity.PID != 0 && (prev.Identity.MachineID != r.Identity.MachineID || prev.Identity.Hostname != r.Identity.Hostname) {
+		p.Refuse("identity_conflict", r.Host,
+			"another machine (hostname %s, machine-id %s, pid %d) published as %s %s ago",
+			prev.Identity.Hostname, prev.Identity.MachineID, prev.Identity.PID, r.Host, p.At.Sub(prev.At).Round(time.Second))
+	}
+}
+
+func (r *Runner) publish(ctx context.Context, b *Beacon, cfg Config) error {
+	data, err := json.Marshal(b)
+	if err != nil {
+		return fmt.Errorf("encode beacon: %w", err)
+	}
+	if _, err := r.Store.Put(ctx, registry.BeaconPrefix+r.Host, data, registry.PutOptions{TTL: cfg.TTL}); err != nil {
+		return fmt.Errorf("publish beacon %s: %w", registry.BeaconPrefix+r.Host, err)
+	}
+	return nil
+}

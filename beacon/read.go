@@ -1,0 +1,325 @@
+package beacon
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/wisent/stado/registry"
+)
+
+// View is the read half's picture of the fleet: the registry joined with
+// the latest beacon of every host. It never opens a connection to a host.
+type View struct {
+	Document *registry.Document
+	Meta     registry.Meta
+	// Beacons by host name; a host without one never published (or its
+	// beacon expired).
+	Beacons map[string]*Beacon
+	// Unreadable beacons by host name, with the decode error.
+	Unreadable map[string]string
+	Now        time.Time
+	// StaleAfter, when positive, overrides every beacon's own bound.
+	StaleAfter time.Duration
+}
+
+// LoadView reads the registry and every beacon from st. A store without a
+// registry yields an empty document, not an error.
+func LoadView(ctx context.Context, st registry.Store, now time.Time, staleAfter time.Duration) (*View, error) {
+	v := &View{Beacons: map[string]*Beacon{}, Unreadable: map[string]string{}, Now: now, StaleAfter: staleAfter}
+	doc, meta, err := registry.Load(ctx, st)
+	switch {
+	case errors.Is(err, registry.ErrNotFound):
+		doc = &registry.Document{Version: 1}
+	case err != nil:
+		return nil, fmt.Errorf("read registry: %w", err)
+	}
+	v.Document, v.Meta = doc, meta
+	objs, err := st.List(ctx, registry.BeaconPrefix)
+	if err != nil {
+		return nil, fmt.Errorf("list beacons: %w", err)
+	}
+	for _, o := range objs {
+		host := strings.TrimPrefix(o.Key, registry.BeaconPrefix)
+		var b Beacon
+		if err := json.Unmarshal(o.Value, &b); err != nil {
+			v.Unreadable[host] = err.Error()
+			continue
+		}
+		if b.Kind != Kind || b.Version != FormatVersion {
+			v.Unreadable[host] = fmt.Sprintf("kind %q version %d is not %s version %d", b.Kind, b.Version, Kind, FormatVersion)
+			continue
+		}
+		v.Beacons[host] = &b
+	}
+	return v, nil
+}
+
+// Freshness says how far a host's beacon can be trusted.
+type Freshness struct {
+	// Present is false when the host never published (or its beacon expired).
+	Present bool `json:"present"`
+	// Stale is true when the beacon is older than its bound, or unreadable.
+	Stale             bool       `json:"stale"`
+	At                *time.Time `json:"at,omitempty"`
+	AgeSeconds        float64    `json:"age_seconds,omitempty"`
+	StaleAfterSeconds float64    `json:"stale_after_seconds,omitempty"`
+	Pass              int64      `json:"pass,omitempty"`
+	// Reason says why rows of this host read unknown.
+	Reason string `json:"reason,omitempty"`
+}
+
+// Freshness of host's beacon at v.Now.
+func (v *View) Freshness(host string) Freshness {
+	if cause, ok := v.Unreadable[host]; ok {
+		return Freshness{Present: true, Stale: true, Reason: "beacon unreadable: " + cause}
+	}
+	b, ok := v.Beacons[host]
+	if !ok {
+		return Freshness{Reason: "no beacon from " + host}
+	}
+	bound := time.Duration(b.StaleAfterSeconds * float64(time.Second))
+	if v.StaleAfter > 0 {
+		bound = v.StaleAfter
+	}
+	if bound <= 0 {
+		bound = 3 * time.Duration(b.IntervalSeconds*float64(time.Second))
+	}
+	age := v.Now.Sub(b.At)
+	at := b.At
+	f := Freshness{Present: true, At: &at, AgeSeconds: round1(age.Seconds()), StaleAfterSeconds: bound.Seconds(), Pass: b.Pass}
+	if age > bound {
+		f.Stale = true
+		f.Reason = fmt.Sprintf("beacon is %s old, stale after %s", age.Round(time.Second), bound.Round(time.Second))
+	}
+	return f
+}
+
+func round1(x float64) float64 { return float64(int64(x*10+0.5)) / 10 }
+
+// Row is one declared service on one host as the read half reports it.
+type Row struct {
+	Host       string     `json:"host"`
+	Service    string     `json:"service,omitempty"`
+	Unit       string     `json:"unit"`
+	Product    string     `json:"product,omitempty"`
+	State      string     `json:"state"`
+	Sub        string     `json:"sub,omitempty"`
+	PID        int        `json:"pid,omitempty"`
+	LastExit   *int       `json:"last_exit,omitempty"`
+	Starts     int        `json:"starts,omitempty"`
+	Sentence   string     `json:"sentence,omitempty"`
+	LastStderr string     `json:"last_stderr,omitempty"`
+	Incomplete bool       `json:"declaration_incomplete,omitempty"`
+	Beacon     Freshness  `json:"beacon"`
+	Answering  *Answering `json:"answering,omitempty"`
+}
+
+// Rows joins every declaration (of host, or of all hosts when host is "")
+// with its host's beacon. A stale or absent beacon makes the row unknown.
+func (v *View) Rows(host string) []Row {
+	var rows []Row
+	for _, t := range v.Document.Targets {
+		if host != "" && t.Name != host {
+			continue
+		}
+		f := v.Freshness(t.Name)
+		b := v.Beacons[t.Name]
+		for _, s := range t.Services {
+			row := Row{Host: t.Name, Service: s.Name, Unit: s.Unit, Product: s.Product, Incomplete: s.Incomplete(), Beacon: f, State: StateUnknown}
+			if f.Present && !f.Stale && b != nil {
+				if rep, ok := findReport(b.Units, s); ok {
+					row.State, row.Sub, row.PID, row.LastExit = rep.State, rep.Sub, rep.PID, rep.LastExit
+					row.Starts, row.Sentence, row.LastStderr, row.Answering = rep.Starts, rep.Sentence, rep.LastStderr, rep.Answering
+				} else {
+					// The beacon is fresh but predates the declaration.
+					row.Beacon.Reason = "the beacon does not report this declaration yet"
+				}
+			}
+			rows = append(rows, row)
+		}
+	}
+	return rows
+}
+
+func findReport(reps []UnitReport, s registry.Service) (UnitReport, bool) {
+	for _, r := range reps {
+		if r.Service == s.Name && r.Unit == s.Unit {
+			return r, true
+		}
+	}
+	return UnitReport{}, false
+}
+
+// Undeclared lists, per fresh beacon, the loaded units no declaration
+// covers. Hosts whose beacon is stale contribute nothing (and say so in
+// their Freshness).
+func (v *View) Undeclared(host string) []Row {
+	var rows []Row
+	for _, name := range v.hostNames() {
+		if host != "" && name != host {
+			continue
+		}
+		f := v.Freshness(name)
+		b := v.Beacons[name]
+		if b == nil || f.Stale {
+			continue
+		}
+		for _, u := range b.Undeclared {
+			rows = append(rows, Row{Host: name, Unit: u.Unit, State: u.State, Sub: u.Sub, PID: u.PID, LastExit: u.LastExit, Starts: u.Starts, Sentence: u.Sentence, Beacon: f})
+		}
+	}
+	return rows
+}
+
+// hostNames lists declared targets and every host that published, sorted
+// with declared targets first in document order.
+func (v *View) hostNames() []string {
+	seen := map[string]bool{}
+	var names []string
+	for _, t := range v.Document.Targets {
+		seen[t.Name] = true
+		names = append(names, t.Name)
+	}
+	var extra []string
+	for h := range v.Beacons {
+		if !seen[h] {
+			extra = append(extra, h)
+		}
+	}
+	for h := range v.Unreadable {
+		if !seen[h] && v.Beacons[h] == nil {
+			extra = append(extra, h)
+		}
+	}
+	sort.Strings(extra)
+	return append(names, extra...)
+}
+
+// HostHealth is one host's line in `host health`.
+type HostHealth struct {
+	Host         string         `json:"host"`
+	Declared     bool           `json:"declared"`
+	Beacon       Freshness      `json:"beacon"`
+	StadoVersion string         `json:"stado_version,omitempty"`
+	Counts       map[string]int `json:"counts"`
+	Undeclared   int            `json:"undeclared"`
+	Refusals     []Refusal      `json:"refusals,omitempty"`
+	Identity     *Identity      `json:"identity,omitempty"`
+}
+
+// Health reports every host (or one).
+func (v *View) Health(host string) []HostHealth {
+	declared := map[string]bool{}
+	for _, t := range v.Document.Targets {
+		declared[t.Name] = true
+	}
+	var out []HostHealth
+	for _, name := range v.hostNames() {
+		if host != "" && name != host {
+			continue
+		}
+		h := HostHealth{Host: name, Declared: declared[name], Beacon: v.Freshness(name), Counts: map[string]int{}}
+		for _, r := range v.Rows(name) {
+			h.Counts[r.State]++
+		}
+		if b := v.Beacons[name]; b != nil {
+			h.StadoVersion = b.StadoVersion
+			h.Undeclared = len(b.Undeclared)
+			h.Refusals = b.Refusals
+			id := b.Identity
+			h.Identity = &id
+		}
+		out = append(out, h)
+	}
+	return out
+}
+
+// Finding is one thing `registry doctor` says needs attention.
+type Finding struct {
+	Host    string `json:"host"`
+	Service string `json:"service,omitempty"`
+	Unit    string `json:"unit,omitempty"`
+	// Code: missing, failing, failed, inactive, undeclared,
+	// declaration_incomplete, stale_beacon, no_beacon, unreadable_beacon,
+	// undeclared_host, host_refusal, answering_unsuccessful, answering_stood.
+	Code    string `json:"code"`
+	Message string `json:"message"`
+}
+
+// Doctor diffs declarations against observations for every host.
+func (v *View) Doctor() []Finding {
+	var out []Finding
+	add := func(f Finding) { out = append(out, f) }
+	declared := map[string]bool{}
+	for _, t := range v.Document.Targets {
+		declared[t.Name] = true
+		f := v.Freshness(t.Name)
+		switch {
+		case !f.Present:
+			add(Finding{Host: t.Name, Code: "no_beacon", Message: f.Reason})
+		case f.Stale && strings.HasPrefix(f.Reason, "beacon unreadable"):
+			add(Finding{Host: t.Name, Code: "unreadable_beacon", Message: f.Reason})
+		case f.Stale:
+			add(Finding{Host: t.Name, Code: "stale_beacon", Message: f.Reason})
+		}
+		for _, s := range t.Services {
+			if s.Incomplete() {
+				msg := "declaration names a unit but no program: it cannot be reinstalled"
+				if s.IncompleteReason != "" {
+					msg += " (" + s.IncompleteReason + ")"
+				}
+				add(Finding{Host: t.Name, Service: s.Name, Unit: s.Unit, Code: "declaration_incomplete", Message: msg})
+			}
+		}
+		for _, r := range v.Rows(t.Name) {
+			switch r.State {
+			case StateMissing:
+				add(Finding{Host: r.Host, Service: r.Service, Unit: r.Unit, Code: "missing", Message: "declared but not loaded on the host"})
+			case StateFailing:
+				add(Finding{Host: r.Host, Service: r.Service, Unit: r.Unit, Code: "failing", Message: r.Sentence})
+			case StateFailed:
+				add(Finding{Host: r.Host, Service: r.Service, Unit: r.Unit, Code: "failed", Message: failedMessage(r)})
+			case StateInactive:
+				add(Finding{Host: r.Host, Service: r.Service, Unit: r.Unit, Code: "inactive", Message: "declared but not running"})
+			}
+			if a := r.Answering; a != nil {
+				switch {
+				case a.State == AnswerStood:
+					add(Finding{Host: r.Host, Service: r.Service, Unit: r.Unit, Code: "answering_stood", Message: fmt.Sprintf("question unanswered for %.0fs (bound %.0fs)", a.WaitedSeconds, a.BoundSeconds)})
+				case a.Finished != nil && a.Finished.Answered != nil && !a.Finished.Answered.Successful:
+					add(Finding{Host: r.Host, Service: r.Service, Unit: r.Unit, Code: "answering_unsuccessful", Message: fmt.Sprintf("answered %d: %s", a.Finished.Answered.Status, a.Finished.Answered.Detail)})
+				}
+			}
+		}
+		if b := v.Beacons[t.Name]; b != nil && !f.Stale {
+			for _, ref := range b.Refusals {
+				add(Finding{Host: t.Name, Code: "host_refusal", Message: ref.Code + ": " + ref.Message})
+			}
+		}
+	}
+	for _, r := range v.Undeclared("") {
+		add(Finding{Host: r.Host, Unit: r.Unit, Code: "undeclared", Message: "loaded (" + r.State + ") but no declaration covers it"})
+	}
+	for _, name := range v.hostNames() {
+		if !declared[name] {
+			add(Finding{Host: name, Code: "undeclared_host", Message: "publishes a beacon but the registry declares no such target"})
+		}
+	}
+	return out
+}
+
+func failedMessage(r Row) string {
+	msg := "failed"
+	if r.LastExit != nil {
+		msg += fmt.Sprintf(": last exit %d", *r.LastExit)
+	}
+	if r.LastStderr != "" {
+		msg += ": " + r.LastStderr
+	}
+	return msg
+}

@@ -1,0 +1,36 @@
+package cli
+
+import (
+	"bytes"
+	"reflect"
+	"strings"
+	"testing"
+)
+
+func TestFlagsAfterArgumentsAreParsedAsFlags(t *testing.T) {
+	app := NewApp(NewEnv(strings.NewReader(""), &bytes.Buffer{}, &bytes.Buffer{}))
+	cases := []struct {
+		in, want []string
+	}{
+		// flags after the name move before it, values stay with their flag
+		{[]string{"stado", "service", "status", "brama", "--host", "h2", "--json"},
+			[]string{"stado", "service", "status", "--host", "h2", "--json", "brama"}},
+		// global flags before the command stay where they are
+		{[]string{"stado", "--json", "service", "list"},
+			[]string{"stado", "--json", "service", "list"}},
+		// an inline value is one word
+		{[]string{"stado", "service", "status", "x", "--lines=5"},
+			[]string{"stado", "service", "status", "--lines=5", "x"}},
+		// after -- everything is positional
+		{[]string{"stado", "service", "status", "--", "--host"},
+			[]string{"stado", "service", "status", "--", "--host"}},
+		// an unknown dash word is left as an argument for urfave to judge
+		{[]string{"stado", "service", "status", "x", "--nope"},
+			[]string{"stado", "service", "status", "x", "--nope"}},
+	}
+	for _, tc := range cases {
+		if got := interspersed(app, tc.in); !reflect.DeepEqual(got, tc.want) {
+			t.Errorf("interspersed(%q) = %q, want %q", tc.in, got, tc.want)
+		}
+	}
+}
