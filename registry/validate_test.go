@@ -164,3 +164,25 @@ func TestIncompleteDeclarationIsValidAndReportedIncomplete(t *testing.T) {
 		t.Fatal("worker has a program and is reported incomplete")
 	}
 }
+
+// The complete example in docs/registry.md is examples/fleet.yaml, byte
+// for byte.
+func TestDocsExampleIsTheExampleFleet(t *testing.T) {
+	doc, err := os.ReadFile("../docs/registry.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	fleet, err := os.ReadFile("../examples/fleet.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, rest, ok := strings.Cut(string(doc), "## A complete example")
+	_, block, ok2 := strings.Cut(rest, "```yaml\n")
+	block, _, ok3 := strings.Cut(block, "```\n")
+	if !ok || !ok2 || !ok3 {
+		t.Fatal("docs/registry.md has no yaml block under \"A complete example\"")
+	}
+	if block != string(fleet) {
+		t.Fatal("the example in docs/registry.md differs from examples/fleet.yaml")
+	}
+}
