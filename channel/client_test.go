@@ -525,7 +525,7 @@ func TestSSHConfigHostNamePortUserAndIdentityFileAreHonoured(t *testing.T) {
 	}
 }
 
-func writeFile(t *testing.T, p, s string) {
+func writeFile(t testing.TB, p, s string) {
 	t.Helper()
 	if err := os.MkdirAll(filepath.Dir(p), 0o700); err != nil {
 		t.Fatal(err)

@@ -55,7 +55,9 @@ func NewPool(d *Dialer) *Pool { return &Pool{Dialer: d} }
 var ErrPoolClosed = errors.New("channel: pool closed")
 
 // Client returns the pool's connection to t, dialing it on first use.
-// Errors are those of Dialer.Dial, or ErrPoolClosed.
+// Callers arriving while the dial is in flight wait for it and share its
+// outcome (the dial runs under the first caller's ctx). Errors are those of
+// Dialer.Dial, or ErrPoolClosed.
 func (p *Pool) Client(ctx context.Context, t registry.Target) (*ssh.Client, error) {
 	p.mu.Lock()
 	if p.closed {

@@ -27,7 +27,7 @@ import (
 // host key. It accepts public keys listed in authorized (for user, when
 // set), answers keepalives, and runs exec requests through handler.
 type testServer struct {
-	t           *testing.T
+	t           testing.TB
 	ln          net.Listener
 	port        int
 	hostSigner  ssh.Signer   // the first host key
@@ -43,7 +43,7 @@ type testServer struct {
 	commands   atomic.Int32 // exec requests run
 }
 
-func startServer(t *testing.T, hostKeys ...ssh.Signer) *testServer {
+func startServer(t testing.TB, hostKeys ...ssh.Signer) *testServer {
 	t.Helper()
 	if len(hostKeys) == 0 {
 		hostKeys = []ssh.Signer{newSigner(t)}
@@ -165,7 +165,7 @@ func (s *testServer) target(name string) registry.Target {
 
 func (s *testServer) hostPort() string { return net.JoinHostPort("127.0.0.1", strconv.Itoa(s.port)) }
 
-func newSigner(t *testing.T) ssh.Signer {
+func newSigner(t testing.TB) ssh.Signer {
 	t.Helper()
 	_, priv, err := ed25519.GenerateKey(rand.Reader)
 	if err != nil {
@@ -180,7 +180,7 @@ func newSigner(t *testing.T) ssh.Signer {
 
 // clientKey writes a new unencrypted ed25519 identity file and returns its
 // path and public key.
-func clientKey(t *testing.T, dir, name string) (string, ssh.PublicKey) {
+func clientKey(t testing.TB, dir, name string) (string, ssh.PublicKey) {
 	t.Helper()
 	pub, priv, err := ed25519.GenerateKey(rand.Reader)
 	if err != nil {
