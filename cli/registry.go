@@ -502,7 +502,7 @@ func runRegistryShow(ctx context.Context, env *Env, _ registryShowOptions) error
 	fmt.Fprintf(w, "\ntargets (%d):\n", len(res.Targets))
 	tw := tabwriter.NewWriter(w, 2, 4, 2, ' ', 0)
 	for _, t := range res.Targets {
-		fmt.Fprintf(tw, "  %s\t%s@%s:%d\t%s\t\t\n", t.Name, t.User, t.Address, t.Port, t.OS)
+		fmt.Fprintf(tw, "  %s\t%s@%s:%d\t%s\n", t.Name, t.User, t.Address, t.Port, t.OS)
 		for _, s := range t.Services {
 			what := s.Program
 			if s.Status == "declaration_incomplete" {
@@ -511,7 +511,7 @@ func runRegistryShow(ctx context.Context, env *Env, _ registryShowOptions) error
 					what += " (" + s.IncompleteReason + ")"
 				}
 			}
-			fmt.Fprintf(tw, "    %s\t%s\t%s\t%s\t\n", s.Name, s.Unit, s.Scope, what)
+			fmt.Fprintf(tw, "    %s\t%s\t%s\t%s\n", s.Name, s.Unit, s.Scope, what)
 		}
 	}
 	tw.Flush()
