@@ -131,8 +131,13 @@ func bindGlobals(env *Env, c *ucli.Context) error {
 		if ctx.IsSet("json") && ctx.Bool("json") {
 			env.JSON = true
 		}
-		if env.StoreURL == "" && ctx.IsSet("store") {
+	}
+	// The innermost context that names a store wins: a command's own
+	// --store overrides one written before the command name.
+	for _, ctx := range c.Lineage() {
+		if ctx.IsSet("store") && ctx.String("store") != "" {
 			env.StoreURL = ctx.String("store")
+			return nil
 		}
 	}
 	if env.StoreURL == "" {

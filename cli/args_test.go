@@ -34,3 +34,21 @@ func TestFlagsAfterArgumentsAreParsedAsFlags(t *testing.T) {
 		}
 	}
 }
+
+func TestStoreFlagAfterTheCommandNameWins(t *testing.T) {
+	dir := t.TempDir()
+	var out, errOut bytes.Buffer
+	e := NewEnv(strings.NewReader(""), &out, &errOut)
+	e.Getenv = func(k string) string {
+		if k == "HOME" {
+			return t.TempDir()
+		}
+		return ""
+	}
+	if code := Run(t.Context(), e, []string{"stado", "--store", "file:///nonexistent-first", "service", "list", "--store", "file://" + dir, "--json"}); code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut.String())
+	}
+	if e.StoreURL != "file://"+dir {
+		t.Fatalf("store %q, want the command's own file://%s", e.StoreURL, dir)
+	}
+}

@@ -13,6 +13,8 @@ func newHostCommand(env *Env) *ucli.Command {
 		Usage: "commands that act on the host they run on",
 		Subcommands: []*ucli.Command{
 			newHostUnitCommand(env),
+			newHostRunCommand(env),
+			newHostHealthCommand(env),
 		},
 	}
 }

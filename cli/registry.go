@@ -26,6 +26,7 @@ func newRegistryCommand(env *Env) *ucli.Command {
 			newRegistryShowCommand(env),
 			newRegistryHistoryCommand(env),
 			newRegistryValidateCommand(env),
+			newRegistryDoctorCommand(env),
 		},
 	}
 }
