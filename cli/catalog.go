@@ -24,6 +24,7 @@ func newCatalogCommand(env *Env) *ucli.Command {
 		Subcommands: []*ucli.Command{
 			newCatalogShowCommand(env),
 			newCatalogValidateCommand(env),
+			newCatalogPushCommand(env),
 		},
 	}
 }
