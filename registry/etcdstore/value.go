@@ -1,0 +1,84 @@
+package etcdstore
+
+import (
+	"bytes"
+	"compress/gzip"
+	"errors"
+	"fmt"
+	"io"
+)
+
+// Stored values. etcd refuses a request larger than its --max-request-bytes
+// (1.5 MiB by default), and the registry of a 1,000-host fleet is larger
+// than that as JSON. Values from CompressAbove bytes up are therefore kept
+// gzip-compressed behind a marker; smaller values are kept verbatim so that
+// etcdctl shows beacons and the like as they are. A value that happens to
+// begin with the marker is kept behind the marker too, so reading back is
+// never ambiguous.
+const (
+	// CompressAbove is the size from which values are stored compressed.
+	CompressAbove = 128 << 10
+	// MaxValueSize bounds a value once decompressed, so that a corrupt or
+	// hostile object cannot exhaust memory.
+	MaxValueSize = 512 << 20
+
+	valueMarker = "\x00stado-value\x00"
+	encRaw      = 'r'
+	encGzip     = 'z'
+)
+
+// encodeValue returns the bytes to store for value.
+func encodeValue(value []byte) ([]byte, error) {
+	switch {
+	case len(value) >= CompressAbove:
+		var b bytes.Buffer
+		b.Grow(len(value)/8 + len(valueMarker) + 1)
+		b.WriteString(valueMarker)
+		b.WriteByte(encGzip)
+		w := gzip.NewWriter(&b)
+		if _, err := w.Write(value); err != nil {
+			return nil, err
+		}
+		if err := w.Close(); err != nil {
+			return nil, err
+		}
+		return b.Bytes(), nil
+	case bytes.HasPrefix(value, []byte(valueMarker)):
+		out := make([]byte, 0, len(valueMarker)+1+len(value))
+		out = append(out, valueMarker...)
+		out = append(out, encRaw)
+		return append(out, value...), nil
+	default:
+		return value, nil
+	}
+}
+
+// decodeValue returns the value stored as b.
+func decodeValue(b []byte) ([]byte, error) {
+	rest, ok := bytes.CutPrefix(b, []byte(valueMarker))
+	if !ok {
+		return b, nil
+	}
+	if len(rest) == 0 {
+		return nil, errors.New("stored value has a marker but no encoding")
+	}
+	switch rest[0] {
+	case encRaw:
+		return rest[1:], nil
+	case encGzip:
+		r, err := gzip.NewReader(bytes.NewReader(rest[1:]))
+		if err != nil {
+			return nil, fmt.Errorf("compressed value: %w", err)
+		}
+		out, err := io.ReadAll(io.LimitReader(r, MaxValueSize+1))
+		if err != nil {
+			return nil, fmt.Errorf("compressed value: %w", err)
+		}
+		if len(out) > MaxValueSize {
+			return nil, fmt.Errorf("compressed value expands beyond %d bytes", MaxValueSize)
+		}
+		return out, nil
+	default:
+		return nil, fmt.Errorf("stored value has unknown encoding %q", rest[0])
+	}
+}
