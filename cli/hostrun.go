@@ -17,6 +17,7 @@ import (
 	ucli "github.com/urfave/cli/v2"
 
 	"github.com/wisent/stado/beacon"
+	"github.com/wisent/stado/catalog"
 	"github.com/wisent/stado/registry"
 	"github.com/wisent/stado/units"
 )
@@ -192,7 +193,9 @@ func readTrim(path string) string {
 	return strings.TrimSpace(string(b))
 }
 
-// defaultListen is the directory's address for the stado service on host.
+// defaultListen is where this host's stado serves HTTP: the directory's
+// port for it on this host, else the catalog's default port for the stado
+// product, at the target's address. No stado declaration: no listener.
 func defaultListen(ctx context.Context, st registry.Store, host string) string {
 	doc, _, err := registry.Load(ctx, st)
 	if err != nil {
@@ -202,17 +205,28 @@ func defaultListen(ctx context.Context, st registry.Store, host string) string {
 	if !ok {
 		return ""
 	}
-	for _, d := range doc.Directory {
-		if d.Host != host {
-			continue
+	addr := t.SSH.Address
+	if addr == "" {
+		addr = t.Name
+	}
+	var self *registry.Service
+	for i := range t.Services {
+		if s := &t.Services[i]; s.Product == "stado" || s.Unit == "stado.service" || s.Unit == "com.wisent.stado" {
+			self = s
 		}
-		if s, ok := t.Service(d.Service); ok && (s.Product == "stado" || s.Name == "stado") {
-			addr := t.SSH.Address
-			if addr == "" {
-				addr = t.Name
-			}
-			return net.JoinHostPort(addr, strconv.Itoa(d.Port))
-		}
+	}
+	if self == nil {
+		return ""
+	}
+	if d, ok := doc.DirectoryEntry(self.Name); ok && d.Host == host {
+		return net.JoinHostPort(addr, strconv.Itoa(d.Port))
+	}
+	cat, err := catalog.Load(ctx, st)
+	if err != nil {
+		return ""
+	}
+	if p, ok := cat.Lookup("stado"); ok && p.Port > 0 {
+		return net.JoinHostPort(addr, strconv.Itoa(p.Port))
 	}
 	return ""
 }
