@@ -1,0 +1,141 @@
+package etcdstore
+
+import (
+	"bytes"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+)
+
+func env(vals map[string]string) func(string) string {
+	return func(k string) string { return vals[k] }
+}
+
+func TestParseURLReadsEveryForm(t *testing.T) {
+	base := Config{DialTimeout: DefaultDialTimeout, RequestTimeout: DefaultRequestTimeout}
+	with := func(f func(*Config)) Config { c := base; f(&c); return c }
+	for _, tc := range []struct {
+		name string
+		url  string
+		env  map[string]string
+		want Config
+	}{
+		// One member and a simple prefix.
+		{"single", "etcd://127.0.0.1:2379/stado", nil, with(func(c *Config) {
+			c.Endpoints, c.Prefix = []string{"127.0.0.1:2379"}, "stado"
+		})},
+		// Three members, a nested prefix, a trailing slash dropped.
+		{"cluster", "etcd://127.0.0.1:1,127.0.0.2:2,localhost:3/fleets/prod/", nil, with(func(c *Config) {
+			c.Endpoints, c.Prefix = []string{"127.0.0.1:1", "127.0.0.2:2", "localhost:3"}, "fleets/prod"
+		})},
+		// User in the userinfo, password from the environment.
+		{"user-env-password", "etcd://ops@127.0.0.1:2379/stado", map[string]string{PasswordEnv: "pw"}, with(func(c *Config) {
+			c.Endpoints, c.Prefix, c.Username, c.Password = []string{"127.0.0.1:2379"}, "stado", "ops", "pw"
+		})},
+		// Password in the userinfo wins over the environment; escapes decoded.
+		{"userinfo-password", "etcd://ops:p%40ss@127.0.0.1:2379/stado", map[string]string{PasswordEnv: "other"}, with(func(c *Config) {
+			c.Endpoints, c.Prefix, c.Username, c.Password = []string{"127.0.0.1:2379"}, "stado", "ops", "p@ss"
+		})},
+		// User as an option.
+		{"user-option", "etcd://127.0.0.1:2379/stado?user=ops", map[string]string{PasswordEnv: "pw"}, with(func(c *Config) {
+			c.Endpoints, c.Prefix, c.Username, c.Password = []string{"127.0.0.1:2379"}, "stado", "ops", "pw"
+		})},
+		// TLS files turn TLS on; timeout parsed.
+		{"tls", "etcd://127.0.0.1:2379/stado?cacert=/etc/ca.pem&cert=/etc/c.pem&key=/etc/k.pem&timeout=5s", nil, with(func(c *Config) {
+			c.Endpoints, c.Prefix = []string{"127.0.0.1:2379"}, "stado"
+			c.TLS, c.CACert, c.Cert, c.Key, c.RequestTimeout = true, "/etc/ca.pem", "/etc/c.pem", "/etc/k.pem", 5*time.Second
+		})},
+		// TLS with the system roots.
+		{"tls-system-roots", "etcd://127.0.0.1:2379/stado?tls=true", nil, with(func(c *Config) {
+			c.Endpoints, c.Prefix, c.TLS = []string{"127.0.0.1:2379"}, "stado", true
+		})},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := ParseURL(tc.url, env(tc.env))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !reflect.DeepEqual(got, tc.want) {
+				t.Fatalf("ParseURL(%q) =\n %+v\nwant\n %+v", tc.url, got, tc.want)
+			}
+		})
+	}
+}
+
+func TestParseURLRefusesBadFormsNamingThePart(t *testing.T) {
+	for _, tc := range []struct {
+		url, want string
+	}{
+		{"file:///tmp/x", "want etcd://"},                                          // another scheme
+		{"etcd://127.0.0.1:2379", "no key prefix"},                                 // no prefix at all
+		{"etcd://127.0.0.1:2379/", "no key prefix"},                                // empty prefix
+		{"etcd://127.0.0.1:2379/a//b", "prefix"},                                   // bad prefix segment
+		{"etcd:///stado", "no endpoint"},                                           // no endpoint
+		{"etcd://127.0.0.1/stado", `endpoint "127.0.0.1"`},                         // no port
+		{"etcd://127.0.0.1:2379,:1/stado", `endpoint ":1"`},                        // no host
+		{"etcd://127.0.0.1:99999/stado", "not 1..65535"},                           // port out of range
+		{"etcd://127.0.0.1:2379/stado?bogus=1", `unknown option "bogus"`},          // unknown option
+		{"etcd://127.0.0.1:2379/stado?cert=/c.pem", "cert and key go"},             // cert without key
+		{"etcd://127.0.0.1:2379/stado?timeout=soon", "option timeout"},             // bad duration
+		{"etcd://127.0.0.1:2379/stado?tls=maybe", "option tls"},                    // bad bool
+		{"etcd://ops@127.0.0.1:2379/stado", "has no password; set " + PasswordEnv}, // user without password
+		{"etcd://127.0.0.1:2379/stado?password=hunter2", "not accepted"},           // password as an option
+		{"etcd://127.0.0.1:2379/stado?user=a&user=b", "given 2 times"},             // repeated option
+		{"etcd://x@127.0.0.1:2379/stado?user=y", "differs"},                        // two users
+	} {
+		_, err := ParseURL(tc.url, env(nil))
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("ParseURL(%q) = %v, want an error containing %q", tc.url, err, tc.want)
+		}
+		if err != nil && strings.Contains(err.Error(), "hunter2") {
+			t.Errorf("ParseURL(%q) error repeats the password: %v", tc.url, err)
+		}
+	}
+}
+
+func TestRedactHidesOnlyThePassword(t *testing.T) {
+	for in, want := range map[string]string{
+		"etcd://ops:secret@127.0.0.1:2379/stado?user=ops": "etcd://ops:***@127.0.0.1:2379/stado?user=ops", // password hidden
+		"etcd://ops@127.0.0.1:2379/stado":                 "etcd://ops@127.0.0.1:2379/stado",              // nothing to hide
+		"etcd://127.0.0.1:2379/a@b":                       "etcd://127.0.0.1:2379/a@b",                    // @ in the prefix is not userinfo
+		"file:///tmp/store":                               "file:///tmp/store",                            // other schemes untouched
+	} {
+		if got := Redact(in); got != want {
+			t.Errorf("Redact(%q) = %q, want %q", in, got, want)
+		}
+	}
+	cfg := Config{Endpoints: []string{"h:1"}, Prefix: "p", Username: "ops", Password: "secret"}
+	if s := cfg.String(); s != "etcd://ops:***@h:1/p" {
+		t.Errorf("Config.String() = %q", s)
+	}
+}
+
+func TestValueEncodingRoundTrips(t *testing.T) {
+	for name, v := range map[string][]byte{
+		"empty":           {},
+		"small":           []byte("beacon"),
+		"marker-prefixed": append([]byte(valueMarker), "z junk"...),
+		"marker-only":     []byte(valueMarker),
+		"large":           bytes.Repeat([]byte("registry "), CompressAbove),
+	} {
+		enc, err := encodeValue(v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		dec, err := decodeValue(enc)
+		if err != nil || !bytes.Equal(dec, v) {
+			t.Errorf("%s: round trip gives %d bytes, %v; want %d bytes", name, len(dec), err, len(v))
+		}
+	}
+	// Stored forms that are not ours to read back.
+	for name, b := range map[string][]byte{
+		"marker-no-encoding": []byte(valueMarker),
+		"unknown-encoding":   []byte(valueMarker + "q"),
+		"bad-gzip":           []byte(valueMarker + "znot gzip"),
+	} {
+		if _, err := decodeValue(b); err == nil {
+			t.Errorf("%s: decoded without error", name)
+		}
+	}
+}
