@@ -1,0 +1,188 @@
+package resolver
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/wisent/stado/registry"
+)
+
+// URIPrefix starts every service URI: stado://service/<name>.
+const URIPrefix = "stado://service/"
+
+// ErrBadURI is returned for a string that is not stado://service/<name>.
+var ErrBadURI = errors.New("not a stado://service/<name> URI")
+
+// ParseURI returns the service name of a stado://service/<name> URI. The
+// name must be one path segment. Errors wrap ErrBadURI.
+func ParseURI(uri string) (string, error) {
+	name, ok := strings.CutPrefix(uri, URIPrefix)
+	if !ok || name == "" || strings.ContainsAny(name, "/?#") {
+		return "", fmt.Errorf("%q: %w", uri, ErrBadURI)
+	}
+	return name, nil
+}
+
+// Endpoint is where a service answers, as the directory says.
+type Endpoint struct {
+	Service string `json:"service"`
+	// Host is the registry target that serves it.
+	Host string `json:"host"`
+	// Address is the target's ssh address, or its name when none is set.
+	Address string `json:"address"`
+	Port    int    `json:"port"`
+}
+
+// String is address:port, ready to dial.
+func (e Endpoint) String() string { return net.JoinHostPort(e.Address, strconv.Itoa(e.Port)) }
+
+// NotInDirectoryError says the directory has no entry for a service. It
+// unwraps to registry.ErrNotFound.
+type NotInDirectoryError struct{ Service string }
+
+func (e *NotInDirectoryError) Error() string {
+	return fmt.Sprintf("the directory has no entry for service %q", e.Service)
+}
+func (e *NotInDirectoryError) Unwrap() error       { return registry.ErrNotFound }
+func (e *NotInDirectoryError) RefusalCode() string { return "not_found" }
+
+// CallerRefusedError says the directory lists who may call a service and
+// the calling host is not among them.
+type CallerRefusedError struct {
+	Service string
+	Caller  string // "" when the resolver was given no caller name
+	Callers []string
+}
+
+func (e *CallerRefusedError) Error() string {
+	who := fmt.Sprintf("host %q", e.Caller)
+	if e.Caller == "" {
+		who = "an unnamed caller"
+	}
+	return fmt.Sprintf("%s may not call service %q: the directory allows only %s", who, e.Service, strings.Join(e.Callers, ", "))
+}
+func (e *CallerRefusedError) RefusalCode() string { return "caller_not_allowed" }
+
+// NoPortError says the directory entry records no port.
+type NoPortError struct{ Service, Host string }
+
+func (e *NoPortError) Error() string {
+	return fmt.Sprintf("the directory records no port for service %q on %s", e.Service, e.Host)
+}
+func (e *NoPortError) RefusalCode() string { return "unreadable" }
+
+// FromStore returns a loader reading the registry document from st.
+func FromStore(st registry.Store) func(context.Context) (*registry.Document, error) {
+	return func(ctx context.Context) (*registry.Document, error) {
+		doc, _, err := registry.Load(ctx, st)
+		return doc, err
+	}
+}
+
+// Resolver resolves service names through the registry directory on
+// behalf of one calling host. It keeps the document it read for the
+// fleet's service_resolver.refresh_seconds; with no interval declared it
+// reads the registry on every call. A refresh that fails keeps the last
+// document for another interval. Safe for concurrent use.
+type Resolver struct {
+	// Load reads the registry document (FromStore, or a fixed document).
+	Load func(context.Context) (*registry.Document, error)
+	// Caller is the registry target this resolver calls from; it must be
+	// listed by a service whose directory entry lists callers.
+	Caller string
+	// Now is the clock; nil means time.Now.
+	Now func() time.Time
+
+	mu      sync.Mutex
+	doc     *registry.Document
+	expires time.Time
+}
+
+func (r *Resolver) now() time.Time {
+	if r.Now != nil {
+		return r.Now()
+	}
+	return time.Now()
+}
+
+// Document returns the registry document the resolver applies, reading
+// it when the cached one has expired.
+func (r *Resolver) Document(ctx context.Context) (*registry.Document, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	now := r.now()
+	if r.doc != nil && now.Before(r.expires) {
+		return r.doc, nil
+	}
+	doc, err := r.Load(ctx)
+	if err != nil {
+		if r.doc != nil {
+			r.expires = now.Add(refresh(r.doc))
+			return r.doc, nil
+		}
+		return nil, fmt.Errorf("read the directory: %w", err)
+	}
+	r.doc = doc
+	r.expires = now.Add(refresh(doc))
+	return doc, nil
+}
+
+func refresh(d *registry.Document) time.Duration {
+	return time.Duration(d.ServiceResolver.RefreshSeconds) * time.Second
+}
+
+// RefreshSeconds is the refresh interval of the last document read (also
+// the bound after which a held request stands); 0 when none was read or
+// none is declared.
+func (r *Resolver) RefreshSeconds() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.doc == nil {
+		return 0
+	}
+	return r.doc.ServiceResolver.RefreshSeconds
+}
+
+// Resolve returns the endpoint of a service named by name or by its
+// stado://service/<name> URI. Errors: *NotInDirectoryError (no entry),
+// *CallerRefusedError (the caller is not listed), *NoPortError, an error
+// wrapping ErrBadURI, or the loader's error when no document was ever read.
+func (r *Resolver) Resolve(ctx context.Context, name string) (Endpoint, error) {
+	if strings.Contains(name, "://") || name == "" {
+		n, err := ParseURI(name)
+		if err != nil {
+			return Endpoint{}, err
+		}
+		name = n
+	}
+	doc, err := r.Document(ctx)
+	if err != nil {
+		return Endpoint{}, err
+	}
+	return resolveIn(doc, name, r.Caller)
+}
+
+func resolveIn(doc *registry.Document, name, caller string) (Endpoint, error) {
+	entry, ok := doc.DirectoryEntry(name)
+	if !ok {
+		return Endpoint{}, &NotInDirectoryError{Service: name}
+	}
+	if len(entry.Callers) > 0 && (caller == "" || !slices.Contains(entry.Callers, caller)) {
+		return Endpoint{}, &CallerRefusedError{Service: name, Caller: caller, Callers: slices.Clone(entry.Callers)}
+	}
+	if entry.Port <= 0 {
+		return Endpoint{}, &NoPortError{Service: name, Host: entry.Host}
+	}
+	addr := entry.Host
+	if t, ok := doc.Target(entry.Host); ok && t.SSH.Address != "" {
+		addr = t.SSH.Address
+	}
+	return Endpoint{Service: name, Host: entry.Host, Address: addr, Port: entry.Port}, nil
+}
