@@ -19,25 +19,33 @@ import (
 // the user manager of the calling user). Logs come from journalctl through
 // Runner.
 type Systemd struct {
-	conn   *sdbus.Conn
-	scope  string
-	home   string
-	runner Runner
+	conn     *sdbus.Conn
+	scope    string
+	home     string
+	runner   Runner
+	inFlight chan struct{} // one token per property read outstanding on conn
 }
 
 var _ Manager = (*Systemd)(nil)
 
 // NewSystemd connects to the system manager (scope "system") or the calling
 // user's manager (scope "user"); home places user unit files. Close it when
-// done.
+// done: the connection outlives ctx, which only has to be live when
+// NewSystemd is called.
 func NewSystemd(ctx context.Context, scope, home string, r Runner) (*Systemd, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("connect to the systemd %s manager: %w", scope, err)
+	}
+	// godbus closes a connection when the context it was dialled with ends;
+	// a Manager lives until Close, so the dial gets ctx without its end.
+	live := context.WithoutCancel(ctx)
 	var conn *sdbus.Conn
 	var err error
 	if scope == registry.ScopeUser {
-		conn, err = sdbus.NewUserConnectionContext(ctx)
+		conn, err = sdbus.NewUserConnectionContext(live)
 	} else {
 		scope = registry.ScopeSystem
-		conn, err = sdbus.NewSystemConnectionContext(ctx)
+		conn, err = sdbus.NewSystemConnectionContext(live)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("connect to the systemd %s manager: %w", scope, err)
@@ -45,7 +53,7 @@ func NewSystemd(ctx context.Context, scope, home string, r Runner) (*Systemd, er
 	if r == nil {
 		r = ExecRunner{}
 	}
-	return &Systemd{conn: conn, scope: scope, home: home, runner: r}, nil
+	return &Systemd{conn: conn, scope: scope, home: home, runner: r, inFlight: make(chan struct{}, propsInFlight)}, nil
 }
 
 // Close closes the D-Bus connection.
@@ -154,14 +162,24 @@ func (m *Systemd) Show(ctx context.Context, unit string) (Verdict, error) {
 	return vs[0], nil
 }
 
-// showParallel bounds the Service property reads in flight at once on the
-// one connection.
-const showParallel = 8
+// propsInFlight bounds the property reads one Manager has outstanding on its
+// connection at once, across all its callers: the system bus refuses more
+// than 128 pending replies per connection (dbus-daemon's default
+// max_replies_per_connection).
+const propsInFlight = 64
+
+// serviceProps are the Service properties a verdict needs beyond the states
+// ListUnitsByNames returns.
+var serviceProps = [...]string{"MainPID", "ExecMainCode", "ExecMainStatus", "NRestarts", "Result"}
 
 // ShowMany reads the load and active states of every unit in one
-// ListUnitsByNames call, then the service properties (MainPID,
-// ExecMainStatus, ExecMainCode, NRestarts, Result) of each loaded unit with
-// one GetAll call per unit, several in flight at once on the connection.
+// ListUnitsByNames call, then the five Service properties a verdict needs
+// (MainPID, ExecMainCode, ExecMainStatus, NRestarts, Result) of each loaded
+// service, one Get each, all in flight at once up to propsInFlight. One
+// GetAll per unit would be fewer calls, but systemd answers it with every
+// Service property (hundreds, with the command lines and cgroup settings):
+// measured on a testbed host, 50 units took about 26 ms that way against
+// about 12 ms this way.
 func (m *Systemd) ShowMany(ctx context.Context, units []string) ([]Verdict, error) {
 	if len(units) == 0 {
 		return nil, nil
@@ -175,40 +193,48 @@ func (m *Systemd) ShowMany(ctx context.Context, units []string) ([]Verdict, erro
 		byName[st.Name] = st
 	}
 	props := make([]SystemdProperties, len(units))
-	errs := make([]error, len(units))
+	values := make([][len(serviceProps)]any, len(units))
+	errs := make([]error, len(units)*len(serviceProps))
 	var wg sync.WaitGroup
-	sem := make(chan struct{}, showParallel)
 	for i, u := range units {
 		st := byName[u]
 		props[i] = SystemdProperties{LoadState: st.LoadState, ActiveState: st.ActiveState, SubState: st.SubState}
 		if st.LoadState != "loaded" || !strings.HasSuffix(u, ".service") {
 			continue
 		}
-		wg.Add(1)
-		go func(i int, u string) {
-			defer wg.Done()
-			sem <- struct{}{}
-			defer func() { <-sem }()
-			all, err := m.conn.GetUnitTypePropertiesContext(ctx, u, "Service")
-			if err != nil {
-				errs[i] = fmt.Errorf("read %s: %w", u, err)
-				return
-			}
-			p := &props[i]
-			p.MainPID, _ = all["MainPID"].(uint32)
-			p.ExecMainCode, _ = all["ExecMainCode"].(int32)
-			p.ExecMainStatus, _ = all["ExecMainStatus"].(int32)
-			p.NRestarts, _ = all["NRestarts"].(uint32)
-			p.Result, _ = all["Result"].(string)
-		}(i, u)
+		for j, name := range serviceProps {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				select {
+				case m.inFlight <- struct{}{}:
+				case <-ctx.Done():
+					errs[i*len(serviceProps)+j] = fmt.Errorf("read %s: %w", u, ctx.Err())
+					return
+				}
+				defer func() { <-m.inFlight }()
+				p, err := m.conn.GetServicePropertyContext(ctx, u, name)
+				if err != nil {
+					errs[i*len(serviceProps)+j] = fmt.Errorf("read %s %s: %w", u, name, err)
+					return
+				}
+				values[i][j] = p.Value.Value()
+			}()
+		}
 	}
 	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
 	out := make([]Verdict, len(units))
 	for i, u := range units {
-		if errs[i] != nil {
-			return nil, errs[i]
-		}
-		out[i] = VerdictFromSystemd(u, props[i])
+		p, v := &props[i], values[i]
+		p.MainPID, _ = v[0].(uint32)
+		p.ExecMainCode, _ = v[1].(int32)
+		p.ExecMainStatus, _ = v[2].(int32)
+		p.NRestarts, _ = v[3].(uint32)
+		p.Result, _ = v[4].(string)
+		out[i] = VerdictFromSystemd(u, *p)
 	}
 	return out, nil
 }
