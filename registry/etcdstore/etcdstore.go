@@ -115,6 +115,9 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 		Context:            context.WithoutCancel(ctx),
 	})
 	if err != nil {
+		if errors.Is(err, context.DeadlineExceeded) {
+			return nil, fmt.Errorf("open etcd store %s: no member answered within %v (dial_timeout): %w", cfg, cfg.DialTimeout, err)
+		}
 		return nil, fmt.Errorf("open etcd store %s: %w", cfg, scrub(err, cfg.Password))
 	}
 	return &Store{

@@ -66,8 +66,9 @@ func (c Config) String() string {
 //
 //	etcd://[USER[:PASSWORD]@]HOST:PORT[,HOST:PORT...]/PREFIX[?OPTIONS]
 //
-// OPTIONS are cacert=FILE, cert=FILE, key=FILE, tls=true, user=NAME and
-// timeout=DURATION. The password comes from the userinfo or, when absent,
+// OPTIONS are cacert=FILE, cert=FILE, key=FILE, tls=true, user=NAME,
+// timeout=DURATION (each call, default 30s) and dial_timeout=DURATION
+// (connecting and authenticating, default 5s). The password comes from the userinfo or, when absent,
 // from getenv(PasswordEnv); a password= option is refused so that it cannot
 // end up in shell history or process listings by way of a query string it
 // would be mistaken for. Errors name the part of the URL at fault and never
@@ -148,10 +149,16 @@ func ParseURL(raw string, getenv func(string) string) (Config, error) {
 				return Config{}, fmt.Errorf("etcd store url: option timeout=%q: want a positive duration such as 10s", v)
 			}
 			cfg.RequestTimeout = d
+		case "dial_timeout":
+			d, err := time.ParseDuration(v)
+			if err != nil || d <= 0 {
+				return Config{}, fmt.Errorf("etcd store url: option dial_timeout=%q: want a positive duration such as 5s", v)
+			}
+			cfg.DialTimeout = d
 		case "password":
 			return Config{}, fmt.Errorf("etcd store url: a password option is not accepted; set %s or put it in the userinfo", PasswordEnv)
 		default:
-			return Config{}, fmt.Errorf("etcd store url: unknown option %q (known: cacert, cert, key, tls, user, timeout)", name)
+			return Config{}, fmt.Errorf("etcd store url: unknown option %q (known: cacert, cert, key, tls, user, timeout, dial_timeout)", name)
 		}
 	}
 	if (cfg.Cert == "") != (cfg.Key == "") {

@@ -42,9 +42,10 @@ func TestParseURLReadsEveryForm(t *testing.T) {
 			c.Endpoints, c.Prefix, c.Username, c.Password = []string{"127.0.0.1:2379"}, "stado", "ops", "pw"
 		})},
 		// TLS files turn TLS on; timeout parsed.
-		{"tls", "etcd://127.0.0.1:2379/stado?cacert=/etc/ca.pem&cert=/etc/c.pem&key=/etc/k.pem&timeout=5s", nil, with(func(c *Config) {
+		{"tls", "etcd://127.0.0.1:2379/stado?cacert=/etc/ca.pem&cert=/etc/c.pem&key=/etc/k.pem&timeout=5s&dial_timeout=2s", nil, with(func(c *Config) {
 			c.Endpoints, c.Prefix = []string{"127.0.0.1:2379"}, "stado"
 			c.TLS, c.CACert, c.Cert, c.Key, c.RequestTimeout = true, "/etc/ca.pem", "/etc/c.pem", "/etc/k.pem", 5*time.Second
+			c.DialTimeout = 2 * time.Second
 		})},
 		// TLS with the system roots.
 		{"tls-system-roots", "etcd://127.0.0.1:2379/stado?tls=true", nil, with(func(c *Config) {
