@@ -17,6 +17,7 @@ func commands(env *Env) []*ucli.Command {
 		newRegistryCommand(env),
 		newCatalogCommand(env),
 		newHostCommand(env),
+		newStoreCommand(env),
 		newServiceCommand(env),
 	}
 }
