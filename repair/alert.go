@@ -1,0 +1,194 @@
+package repair
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"os/exec"
+	"runtime"
+	"strings"
+	"time"
+
+	retryablehttp "github.com/hashicorp/go-retryablehttp"
+
+	"github.com/wisent/stado/registry"
+)
+
+// AlertKind marks the JSON document every alert channel receives.
+const AlertKind = "stado.alert"
+
+// Alert is what a channel receives about a recovery attempt. It says the
+// attempt was made and how each step and the restart ended; it never says
+// the register holds the event (the append comes after the alert).
+type Alert struct {
+	Kind    string `json:"kind"`
+	Event   string `json:"event"` // recovery_attempted
+	Summary string `json:"summary"`
+	// Recovery is the attempt; its alerts list is empty (this delivery is
+	// one of them).
+	Recovery Recovery `json:"recovery"`
+}
+
+// AlertOutcome is one channel's answer to one alert.
+type AlertOutcome struct {
+	Channel string `json:"channel"`
+	Type    string `json:"type"` // webhook or command
+	OK      bool   `json:"ok"`
+	// Answer is the channel's own answer ("HTTP 200", "exit 0").
+	Answer string `json:"answer,omitempty"`
+	Cause  string `json:"cause,omitempty"`
+}
+
+// Alerter delivers alerts. The zero value uses small explicit bounds.
+type Alerter struct {
+	// Webhook posts alerts; nil means NewWebhookClient().
+	Webhook *retryablehttp.Client
+	// CommandTimeout bounds a command channel; 0 means 10 s.
+	CommandTimeout time.Duration
+}
+
+// NewWebhookClient returns the webhook client with its bounds: 2 retries,
+// waits of 100 ms to 1 s, 5 s per attempt, no logging (URLs may carry
+// tokens).
+func NewWebhookClient() *retryablehttp.Client {
+	c := retryablehttp.NewClient()
+	c.RetryMax = 2
+	c.RetryWaitMin = 100 * time.Millisecond
+	c.RetryWaitMax = time.Second
+	c.HTTPClient.Timeout = 5 * time.Second
+	c.Logger = nil
+	c.ErrorHandler = retryablehttp.PassthroughErrorHandler
+	return c
+}
+
+// NewAlert builds the alert for rec.
+func NewAlert(rec Recovery) Alert {
+	rec.Alerts = nil
+	return Alert{Kind: AlertKind, Event: "recovery_attempted", Summary: Summary(rec), Recovery: rec}
+}
+
+// Summary says in one line what an attempt did: each step and the restart.
+func Summary(rec Recovery) string {
+	var parts []string
+	for _, s := range rec.Steps {
+		if s.OK {
+			parts = append(parts, "repair "+s.Step+" ok")
+		} else {
+			parts = append(parts, fmt.Sprintf("repair %s refused (%s)", s.Step, s.Refusal))
+		}
+	}
+	if r := rec.Restart; r != nil {
+		if r.OK {
+			parts = append(parts, "restart "+r.Unit+" "+r.Answer)
+		} else {
+			parts = append(parts, fmt.Sprintf("restart %s refused (%s)", r.Unit, r.Refusal))
+		}
+	}
+	verdict := "recovery attempted"
+	if !rec.Complete {
+		verdict = "recovery attempted, incomplete"
+	}
+	return fmt.Sprintf("%s of %s on %s after %.0fs unanswered (bound %.0fs): %s",
+		verdict, rec.Service, rec.Host, rec.WaitedSeconds, rec.BoundSeconds, strings.Join(parts, "; "))
+}
+
+// Deliver attempts the alert on every channel, in order, and returns each
+// channel's outcome. It never stops at a failing channel.
+func (a *Alerter) Deliver(ctx context.Context, channels []registry.AlertChannel, al Alert) []AlertOutcome {
+	out := []AlertOutcome{}
+	if len(channels) == 0 {
+		return out
+	}
+	body, err := json.Marshal(al)
+	if err != nil {
+		for _, ch := range channels {
+			out = append(out, AlertOutcome{Channel: ch.Name, Cause: "encode alert: " + err.Error()})
+		}
+		return out
+	}
+	for _, ch := range channels {
+		switch {
+		case ch.Webhook != nil:
+			out = append(out, a.webhook(ctx, ch, body))
+		case ch.Command != nil:
+			out = append(out, a.command(ctx, ch, body))
+		default:
+			out = append(out, AlertOutcome{Channel: ch.Name, Cause: "the channel declares neither webhook nor command"})
+		}
+	}
+	return out
+}
+
+func (a *Alerter) webhook(ctx context.Context, ch registry.AlertChannel, body []byte) AlertOutcome {
+	o := AlertOutcome{Channel: ch.Name, Type: "webhook"}
+	c := a.Webhook
+	if c == nil {
+		c = NewWebhookClient()
+	}
+	req, err := retryablehttp.NewRequestWithContext(ctx, http.MethodPost, ch.Webhook.URL, body)
+	if err != nil {
+		o.Cause = "build request: " + redactURL(err.Error(), ch.Webhook.URL)
+		return o
+	}
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := c.Do(req)
+	if err != nil {
+		o.Cause = redactURL(err.Error(), ch.Webhook.URL)
+		return o
+	}
+	defer resp.Body.Close()
+	detail, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
+	o.Answer = fmt.Sprintf("HTTP %d", resp.StatusCode)
+	o.OK = resp.StatusCode >= 200 && resp.StatusCode < 300
+	if !o.OK {
+		o.Cause = strings.TrimSpace(strings.ToValidUTF8(string(detail), "?"))
+	}
+	return o
+}
+
+// redactURL keeps a webhook's URL (which may hold a token) out of causes.
+func redactURL(msg, url string) string {
+	if url == "" {
+		return msg
+	}
+	return strings.ReplaceAll(msg, url, "<webhook url>")
+}
+
+func (a *Alerter) command(ctx context.Context, ch registry.AlertChannel, body []byte) AlertOutcome {
+	o := AlertOutcome{Channel: ch.Name, Type: "command"}
+	argv := ch.Command.Argv
+	if len(argv) == 0 {
+		o.Cause = "empty argv"
+		return o
+	}
+	timeout := a.CommandTimeout
+	if timeout <= 0 {
+		timeout = 10 * time.Second
+	}
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	c := exec.CommandContext(ctx, argv[0], argv[1:]...)
+	c.Stdin = bytes.NewReader(body)
+	c.Env = stepEnv(runtime.GOOS, nil)
+	c.WaitDelay = time.Second
+	var outb tailBuffer
+	c.Stdout, c.Stderr = &outb, &outb
+	err := c.Run()
+	var ee *exec.ExitError
+	switch {
+	case err == nil:
+		o.OK, o.Answer = true, "exit 0"
+	case ctx.Err() == context.DeadlineExceeded:
+		o.Cause = fmt.Sprintf("%s did not end within %s", argv[0], timeout)
+	case errors.As(err, &ee):
+		o.Answer = fmt.Sprintf("exit %d", ee.ExitCode())
+		o.Cause = lastLine(outb.String())
+	default:
+		o.Cause = err.Error()
+	}
+	return o
+}
