@@ -210,11 +210,21 @@ func TestWriteFileAtomicLeavesNoTemporaryFiles(t *testing.T) {
 	}
 }
 
-func TestJournalArgvIsAnArgvNotAShellString(t *testing.T) {
-	got := JournalArgv(registry.ScopeUser, "brama.service", 50)
-	want := []string{"journalctl", "--user", "-u", "brama.service", "-n", "50", "-o", "short-iso", "--no-pager"}
-	if !reflect.DeepEqual(got, want) {
-		t.Errorf("got %v", got)
+func TestJournalArgvSelectsOnlyWhatTheProgramPrinted(t *testing.T) {
+	cases := []struct {
+		scope string
+		want  []string
+	}{
+		// The system journal, matched on the unit's own processes: -u would
+		// add systemd's lines about the unit (exited, restarting, stopped).
+		{registry.ScopeSystem, []string{"journalctl", "_SYSTEMD_UNIT=brama.service", "-n", "50", "-o", "short-iso", "--no-pager"}},
+		// The user journal, where the field is the user unit.
+		{registry.ScopeUser, []string{"journalctl", "--user", "_SYSTEMD_USER_UNIT=brama.service", "-n", "50", "-o", "short-iso", "--no-pager"}},
+	}
+	for _, c := range cases {
+		if got := JournalArgv(c.scope, "brama.service", 50); !reflect.DeepEqual(got, c.want) {
+			t.Errorf("%s: got %v, want %v", c.scope, got, c.want)
+		}
 	}
 }
 

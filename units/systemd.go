@@ -239,16 +239,19 @@ func (m *Systemd) ShowMany(ctx context.Context, units []string) ([]Verdict, erro
 	return out, nil
 }
 
-// JournalArgv is the journalctl command Logs runs for unit.
+// JournalArgv is the journalctl command Logs runs for unit: the entries its
+// own processes wrote (_SYSTEMD_UNIT, or _SYSTEMD_USER_UNIT in the user
+// journal), not `-u`, which adds systemd's lines about the unit and, on a
+// real host, pushes the program's last lines out of a crash loop's tail.
 func JournalArgv(scope, unit string, lines int) []string {
-	argv := []string{"journalctl"}
+	argv := []string{"journalctl", "_SYSTEMD_UNIT=" + unit}
 	if scope == registry.ScopeUser {
-		argv = append(argv, "--user")
+		argv = []string{"journalctl", "--user", "_SYSTEMD_USER_UNIT=" + unit}
 	}
-	return append(argv, "-u", unit, "-n", strconv.Itoa(lines), "-o", "short-iso", "--no-pager")
+	return append(argv, "-n", strconv.Itoa(lines), "-o", "short-iso", "--no-pager")
 }
 
-// Logs reads the unit's last lines from the journal.
+// Logs reads the last lines the unit's program printed from the journal.
 func (m *Systemd) Logs(ctx context.Context, unit string, lines int) ([]string, error) {
 	out, err := m.runner.Run(ctx, JournalArgv(m.scope, unit, lines))
 	if err != nil {
