@@ -160,6 +160,25 @@ func TestSystemdLifecycleOnARealManager(t *testing.T) {
 		}
 	}
 
+	// Restart runs a new process; ListLoaded names both units.
+	if err := m.Restart(ctx, healthy.Unit); err != nil {
+		t.Fatal(err)
+	}
+	if r := waitFor(t, m, healthy.Unit, 5*time.Second, func(r Verdict) bool { return r.State == StateActive && r.PID > 0 }); r.PID == v.PID || r.State != StateActive {
+		t.Errorf("after restart: %+v, was pid %d", r, v.PID)
+	}
+	loaded, err := m.ListLoaded(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	held := map[string]bool{}
+	for _, n := range loaded {
+		held[n] = true
+	}
+	if !held[healthy.Unit] || !held[crashy.Unit] || !held["ssh.service"] {
+		t.Errorf("ListLoaded lacks ours or ssh.service: %v", loaded)
+	}
+
 	// A crash loop's journal interleaves systemd's own lines about the unit
 	// (exited, scheduled restart, started); Logs gives the program's.
 	lines, err = m.Logs(ctx, crashy.Unit, 2)
