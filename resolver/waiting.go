@@ -236,6 +236,15 @@ func (p *Pending) Done() {
 	delete(p.r.waits, p.id)
 }
 
+// setRequestLine replaces the request line of a wait still recorded.
+func (r *Recorder) setRequestLine(p *Pending, line string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if w, ok := r.waits[p.id]; ok {
+		w.RequestLine = line
+	}
+}
+
 // Snapshot returns the current waits, oldest first.
 func (r *Recorder) Snapshot() []Wait {
 	r.mu.Lock()
