@@ -31,7 +31,7 @@ const (
 // fixture is a real HTTP listener on 127.0.0.1 that a test Manager can
 // "restart": close every connection and listen again on the same port.
 type fixture struct {
-	t      *testing.T
+	t      testing.TB
 	marker string
 
 	mu       sync.Mutex
@@ -43,7 +43,7 @@ type fixture struct {
 	stop     chan struct{}
 }
 
-func startFixture(t *testing.T, mode, marker string) *fixture {
+func startFixture(t testing.TB, mode, marker string) *fixture {
 	t.Helper()
 	f := &fixture{t: t, mode: mode, marker: marker}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
@@ -200,7 +200,7 @@ func (c *clock) Now() time.Time {
 func (c *clock) Advance(d time.Duration) { c.mu.Lock(); c.t = c.t.Add(d); c.mu.Unlock() }
 
 // siteCatalog is the shipped catalog with the fixture products and steps.
-func siteCatalog(t *testing.T, marker string, extra string) *catalog.Catalog {
+func siteCatalog(t testing.TB, marker string, extra string) *catalog.Catalog {
 	t.Helper()
 	doc := fmt.Sprintf(`version: 1
 products:
