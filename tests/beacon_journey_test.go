@@ -1,0 +1,305 @@
+package tests
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/wisent/stado/tests/testbed"
+)
+
+// The beacon journey: three hosts run `stado host run` under their own
+// systemd, deployed with `stado service ensure`; the read half (service
+// list/status, host health, registry doctor) answers from beacons alone.
+
+// cliRun runs the stado binary on the workstation with env and returns its
+// exit code, stdout and stderr.
+type cli struct {
+	bin string
+	env []string
+}
+
+func newCLI(t *testing.T, bed *testbed.Bed, store string) *cli {
+	t.Helper()
+	home := t.TempDir()
+	return &cli{bin: testbed.BuildStado(t), env: []string{
+		"PATH=" + os.Getenv("PATH"),
+		"HOME=" + home,
+		"STADO_STORE=" + store,
+		"STADO_SSH_CONFIG=" + bed.SSHConfig(),
+		"STADO_KNOWN_HOSTS=" + bed.KnownHosts(),
+		"STADO_SSH_IDENTITY=" + bed.KeyPath(),
+	}}
+}
+
+func (c *cli) run(t *testing.T, args ...string) (int, string, string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, c.bin, args...)
+	cmd.Env = c.env
+	var out, errb strings.Builder
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	err := cmd.Run()
+	code := 0
+	if ee, ok := err.(*exec.ExitError); ok {
+		code = ee.ExitCode()
+	} else if err != nil {
+		t.Fatalf("run stado %v: %v", args, err)
+	}
+	return code, out.String(), errb.String()
+}
+
+func (c *cli) mustRun(t *testing.T, args ...string) string {
+	t.Helper()
+	code, out, errOut := c.run(t, args...)
+	if code != 0 {
+		t.Fatalf("stado %s: exit %d\nstdout: %s\nstderr: %s", strings.Join(args, " "), code, out, errOut)
+	}
+	return out
+}
+
+type listDoc struct {
+	Kind     string `json:"kind"`
+	Services []struct {
+		Host     string `json:"host"`
+		Service  string `json:"service"`
+		Unit     string `json:"unit"`
+		State    string `json:"state"`
+		PID      int    `json:"pid"`
+		LastExit *int   `json:"last_exit"`
+		Starts   int    `json:"starts"`
+		Sentence string `json:"sentence"`
+		Beacon   struct {
+			Present    bool    `json:"present"`
+			Stale      bool    `json:"stale"`
+			AgeSeconds float64 `json:"age_seconds"`
+			Pass       int64   `json:"pass"`
+			Reason     string  `json:"reason"`
+		} `json:"beacon"`
+	} `json:"services"`
+}
+
+func (c *cli) list(t *testing.T) listDoc {
+	t.Helper()
+	var d listDoc
+	if err := json.Unmarshal([]byte(c.mustRun(t, "service", "list", "--json")), &d); err != nil {
+		t.Fatalf("decode list: %v", err)
+	}
+	return d
+}
+
+// eventually polls cond until it holds or the deadline passes.
+func eventually(t *testing.T, within time.Duration, what string, cond func() (bool, string)) {
+	t.Helper()
+	deadline := time.Now().Add(within)
+	last := ""
+	for time.Now().Before(deadline) {
+		ok, msg := cond()
+		if ok {
+			return
+		}
+		last = msg
+		time.Sleep(300 * time.Millisecond)
+	}
+	t.Fatalf("%s: not within %s; last: %s", what, within, last)
+}
+
+const beaconFleet = `version: 1
+service_resolver: {refresh_seconds: 5}
+targets:
+%s`
+
+const beaconTarget = `  - name: %[1]s
+    ssh: {address: %[2]s, port: 22, user: root}
+    os: linux
+    services:
+      - name: stado
+        unit: bj-stado.service
+        program: /usr/local/bin/stado
+        args: [host, run]
+        env: {STADO_STORE: "%[3]s", STADO_INTERVAL: 1s, STADO_HOST: %[1]s}
+        product: stado
+      - name: bj-sleeper
+        unit: bj-sleeper.service
+        program: /bin/sleep
+        args: [infinity]
+%[4]s`
+
+const beaconCrashy = `      - name: bj-crashy
+        unit: bj-crashy.service
+        program: /bin/sh
+        args: [-c, "echo bj-crashy is dying >&2; sleep 0.3; exit 3"]
+`
+
+func TestBeaconJourneyHostsPublishAndTheReadHalfAnswersWithoutSSH(t *testing.T) {
+	t.Parallel()
+	bed := testbed.Shared(t, 3)
+	bin := testbed.BuildStado(t)
+	bed.InstallStado(t, bin)
+	store := "file://" + bed.NewStore(t)
+	c := newCLI(t, bed, store)
+	hosts := bed.Hosts()[:3]
+
+	var targets strings.Builder
+	for i, h := range hosts {
+		extra := ""
+		if i == 0 {
+			extra = beaconCrashy
+		}
+		fmt.Fprintf(&targets, beaconTarget, h.Name, h.Addr, store, extra)
+	}
+	fleet := filepath.Join(t.TempDir(), "fleet.yaml")
+	if err := os.WriteFile(fleet, []byte(fmt.Sprintf(beaconFleet, targets.String())), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	c.mustRun(t, "registry", "push", fleet, "--reason", "beacon journey")
+	t.Cleanup(func() {
+		ctx := context.Background()
+		for _, h := range hosts {
+			for _, u := range []string{"bj-stado.service", "bj-sleeper.service", "bj-crashy.service"} {
+				bed.Exec(ctx, h, "systemctl", "disable", "--now", u)
+				bed.Exec(ctx, h, "rm", "-f", "/etc/systemd/system/"+u)
+			}
+			bed.Exec(ctx, h, "systemctl", "daemon-reload")
+			bed.Exec(ctx, h, "systemctl", "reset-failed")
+		}
+	})
+
+	// Deploy: the host process first (it is the stado product), then the rest.
+	for _, h := range hosts {
+		c.mustRun(t, "service", "ensure", "stado", "--host", h.Name, "--reason", "deploy the host process")
+		c.mustRun(t, "service", "ensure", "bj-sleeper", "--host", h.Name, "--reason", "a sample")
+	}
+	// ensure of a crash loop reports it failing (exit code nonzero is fine).
+	c.run(t, "service", "ensure", "bj-crashy", "--host", hosts[0].Name, "--reason", "a crash loop")
+
+	// Every declared healthy service is active within two passes of a beacon.
+	eventually(t, 30*time.Second, "every healthy service active", func() (bool, string) {
+		d := c.list(t)
+		active := 0
+		for _, s := range d.Services {
+			if s.Service != "bj-crashy" && s.State == "active" && s.PID > 0 {
+				active++
+			}
+		}
+		return active == 2*len(hosts), fmt.Sprintf("%+v", d.Services)
+	})
+	d := c.list(t)
+	for _, s := range d.Services {
+		if s.Beacon.Pass > 3 && s.Service != "bj-crashy" {
+			// Published at start and every second: being active needed no
+			// more than two passes after the host process started.
+			t.Logf("%s/%s active at pass %d", s.Host, s.Service, s.Beacon.Pass)
+		}
+	}
+
+	// The crash loop is failing, with its exit code and start count.
+	eventually(t, 30*time.Second, "crash loop failing", func() (bool, string) {
+		for _, s := range c.list(t).Services {
+			if s.Service == "bj-crashy" {
+				return s.State == "failing" && s.LastExit != nil && *s.LastExit == 3 && s.Starts >= 2, fmt.Sprintf("%+v", s)
+			}
+		}
+		return false, "no bj-crashy row"
+	})
+	status := c.mustRun(t, "service", "status", "bj-crashy", "--host", hosts[0].Name)
+	for _, want := range []string{"failing", "last exit: 3", "runs no process: its last run exited 3", "stado service logs bj-crashy"} {
+		if !strings.Contains(status, want) {
+			t.Errorf("status text lacks %q:\n%s", want, status)
+		}
+	}
+	var st struct {
+		Hosts []struct {
+			State      string `json:"state"`
+			LastExit   *int   `json:"last_exit"`
+			LastStderr string `json:"last_stderr"`
+			Starts     int    `json:"starts"`
+		} `json:"hosts"`
+	}
+	if err := json.Unmarshal([]byte(c.mustRun(t, "service", "status", "bj-crashy", "--json")), &st); err != nil || len(st.Hosts) != 1 {
+		t.Fatalf("status json: %v %+v", err, st)
+	}
+	if h := st.Hosts[0]; h.State != "failing" || h.LastExit == nil || *h.LastExit != 3 || !strings.Contains(h.LastStderr, "bj-crashy is dying") {
+		t.Errorf("status json %+v", h)
+	}
+
+	// Stop one host's stado: after the bound (3 × 1 s) its rows read
+	// unknown with the age, never active; the other hosts are unaffected.
+	victim := hosts[2]
+	if _, errOut, err := bed.Exec(context.Background(), victim, "systemctl", "stop", "bj-stado.service"); err != nil {
+		t.Fatalf("stop stado on %s: %v %s", victim.Name, err, errOut)
+	}
+	eventually(t, 20*time.Second, "stopped host reads unknown", func() (bool, string) {
+		for _, s := range c.list(t).Services {
+			if s.Host == victim.Name && (s.State != "unknown" || !s.Beacon.Stale || s.Beacon.AgeSeconds <= 3) {
+				return false, fmt.Sprintf("%+v", s)
+			}
+		}
+		return true, ""
+	})
+	for _, s := range c.list(t).Services {
+		switch {
+		case s.Host == victim.Name && s.State == "active":
+			t.Errorf("stale host reported active: %+v", s)
+		case s.Host != victim.Name && s.Service != "bj-crashy" && s.State != "active":
+			t.Errorf("a live host was affected: %+v", s)
+		}
+	}
+
+	// sshd stopped on every host: the read half still answers and attempts
+	// no connection. Our own listeners on every host's port 22 count any.
+	var accepted atomic.Int32
+	for _, h := range hosts {
+		if err := bed.StopSSHD(context.Background(), h); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Cleanup(func() {
+		for _, h := range hosts {
+			bed.StartSSHD(context.Background(), h)
+		}
+	})
+	var listeners []net.Listener
+	for _, h := range hosts {
+		ln, err := net.Listen("tcp", net.JoinHostPort(h.Addr, "22"))
+		if err != nil {
+			t.Fatalf("listen on %s:22 after stopping sshd: %v", h.Addr, err)
+		}
+		listeners = append(listeners, ln)
+		go func() {
+			for {
+				conn, err := ln.Accept()
+				if err != nil {
+					return
+				}
+				accepted.Add(1)
+				conn.Close()
+			}
+		}()
+	}
+	for _, args := range [][]string{
+		{"service", "list", "--json"},
+		{"service", "status", "bj-sleeper", "--json"},
+		{"host", "health", "--json"},
+	} {
+		c.mustRun(t, args...)
+	}
+	if code, out, errOut := c.run(t, "registry", "doctor", "--json"); code != 3 || !strings.Contains(out, "stale_beacon") {
+		t.Errorf("doctor: exit %d, want 3 naming the stale host\n%s\n%s", code, out, errOut)
+	}
+	for _, ln := range listeners {
+		ln.Close()
+	}
+	if n := accepted.Load(); n != 0 {
+		t.Fatalf("the read half opened %d connection(s) to port 22", n)
+	}
+}
