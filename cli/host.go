@@ -13,6 +13,7 @@ func newHostCommand(env *Env) *ucli.Command {
 		Usage: "commands that act on the host they run on",
 		Subcommands: []*ucli.Command{
 			newHostUnitCommand(env),
+			newHostChannelCommand(env),
 			newHostRunCommand(env),
 			newHostHealthCommand(env),
 		},

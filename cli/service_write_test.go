@@ -1,0 +1,566 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"crypto/ed25519"
+	"crypto/rand"
+	"encoding/json"
+	"encoding/pem"
+	"errors"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"golang.org/x/crypto/ssh"
+
+	"github.com/wisent/stado/catalog"
+	"github.com/wisent/stado/channel"
+	"github.com/wisent/stado/registry"
+	"github.com/wisent/stado/units"
+)
+
+// writeStore holds a registry document in a fresh file store and returns
+// its directory.
+func writeStore(t *testing.T, doc string) string {
+	t.Helper()
+	dir := t.TempDir()
+	st, err := registry.OpenFileStore(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	d, err := registry.Parse([]byte(doc), "fixture.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := registry.Push(context.Background(), st, d, 0, "fixture"); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+// A closed loopback port: nothing is listening, so any connection fails at
+// once. The write commands under test must refuse before dialing anyway.
+const fixtureDoc = `version: 1
+targets:
+  - name: host1
+    os: linux
+    ssh: {address: 127.0.0.1, port: 1}
+    services:
+      - name: api
+        unit: api.service
+        program: /usr/local/bin/api
+        args: [--listen, "127.0.0.1:8080"]
+        env: {API_TOKEN: s3cret-value}
+      - name: legacy
+        unit: legacy.service
+        unit_path: /etc/systemd/system/legacy.service
+        incomplete_reason: legacy.service has 2 ExecStart= lines
+  - name: host2
+    os: linux
+    ssh: {address: 127.0.0.1, port: 1}
+`
+
+func decodeJSON(t *testing.T, s string) map[string]any {
+	t.Helper()
+	var m map[string]any
+	if err := json.Unmarshal([]byte(s), &m); err != nil {
+		t.Fatalf("not one JSON document: %v\n%s", err, s)
+	}
+	return m
+}
+
+func TestServiceRemoveWithdrawsTheDeclarationAndARepeatIsNotFound(t *testing.T) {
+	dir := writeStore(t, fixtureDoc)
+	code, out, errOut := runRegistryCLI(t, dir, "service", "remove", "api", "--host", "host1", "--reason", "api moved", "--json")
+	if code != ExitOK {
+		t.Fatalf("first remove: exit %d: %s", code, errOut)
+	}
+	doc := decodeJSON(t, out)
+	if doc["kind"] != "stado.service.remove" || doc["registry_revision"].(float64) != 2 {
+		t.Errorf("first remove printed %v", doc)
+	}
+	// the masked env never carries the value
+	if strings.Contains(out, "s3cret") {
+		t.Errorf("remove printed a secret value: %s", out)
+	}
+	st, _ := registry.OpenFileStore(dir)
+	d, meta, err := registry.Load(context.Background(), st)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if meta.Reason != "api moved" {
+		t.Errorf("revision reason %q, want the --reason text", meta.Reason)
+	}
+	if tg, _ := d.Target("host1"); len(tg.Services) != 1 || tg.Services[0].Name != "legacy" {
+		t.Errorf("host1 services after remove: %+v", tg.Services)
+	}
+	code, out, errOut = runRegistryCLI(t, dir, "service", "remove", "api", "--host", "host1", "--json")
+	if code != ExitRefused {
+		t.Fatalf("second remove: exit %d, want %d (stderr %s)", code, ExitRefused, errOut)
+	}
+	if e := decodeJSON(t, errOut); e["code"] != "not_found" || !strings.Contains(e["message"].(string), "not a registry-managed service on host1") {
+		t.Errorf("second remove error %v", e)
+	}
+	if out != "" {
+		t.Errorf("a refused remove printed on stdout: %q", out)
+	}
+	if got := storeRevision(t, dir); got != 2 {
+		t.Errorf("revision after the refused remove %d, want 2 (nothing written)", got)
+	}
+}
+
+func TestServiceRemoveDryRunChangesNothing(t *testing.T) {
+	dir := writeStore(t, fixtureDoc)
+	code, out, errOut := runRegistryCLI(t, dir, "service", "remove", "api", "--host", "host1", "--dry-run")
+	if code != ExitOK {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	if !strings.Contains(out, "would withdraw declaration api from host1") {
+		t.Errorf("dry run printed %q", out)
+	}
+	if got := storeRevision(t, dir); got != 1 {
+		t.Errorf("revision %d after a dry run, want 1", got)
+	}
+}
+
+func TestWriteCommandsRefuseBeforeConnecting(t *testing.T) {
+	dir := writeStore(t, fixtureDoc)
+	for _, tc := range []struct {
+		name string
+		args []string
+		code string
+		msg  string
+	}{
+		// a path-only declaration cannot be rendered
+		{"ensure incomplete", []string{"service", "ensure", "legacy", "--host", "host1"}, "declaration_incomplete", "declares no program"},
+		// neither declared on host2 nor a catalog product
+		{"ensure unknown", []string{"service", "ensure", "api", "--host", "host2"}, "not_found", "neither declared on host2 nor a catalog product"},
+		// a target the registry does not have
+		{"ensure unknown host", []string{"service", "ensure", "api", "--host", "host9"}, "not_found", `no target "host9"`},
+		// logs of an exact unit name that no declaration covers
+		{"logs undeclared", []string{"service", "logs", "sshd.service", "--host", "host1"}, "not_found", "sshd.service is not a registry-managed service on host1"},
+		// restart on a host that does not declare it
+		{"restart undeclared host", []string{"service", "restart", "api", "--host", "host2"}, "not_found", "api is not a registry-managed service on host2"},
+		// retire needs a declaration
+		{"retire undeclared", []string{"service", "retire", "other.service", "--host", "host1"}, "not_found", "not a registry-managed service on host1"},
+		// env needs a declaration
+		{"env undeclared", []string{"service", "env", "other", "--host", "host1"}, "not_found", "not a registry-managed service on host1"},
+		// adopt of a unit that is declared already
+		{"adopt declared", []string{"service", "adopt", "api.service", "--host", "host1"}, "already_declared", "already declared on host1"},
+		// the recovery list is neither adopted nor ensured
+		{"ensure ensure-recovery", []string{"service", "ensure", "stado-host-recovery-probe-none", "--host", "host2"}, "not_found", "neither declared"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			code, _, errOut := runRegistryCLI(t, dir, append(tc.args, "--json")...)
+			if code != ExitRefused {
+				t.Fatalf("exit %d, want %d: %s", code, ExitRefused, errOut)
+			}
+			e := decodeJSON(t, errOut)
+			if e["code"] != tc.code || !strings.Contains(e["message"].(string), tc.msg) {
+				t.Errorf("error %v, want code %s and %q", e, tc.code, tc.msg)
+			}
+		})
+	}
+}
+
+func TestEnsureRefusalNamesHostAndStageInJSON(t *testing.T) {
+	dir := writeStore(t, fixtureDoc)
+	code, out, _ := runRegistryCLI(t, dir, "service", "ensure", "legacy", "--host", "host1", "--json")
+	if code != ExitRefused {
+		t.Fatalf("exit %d", code)
+	}
+	var doc struct {
+		Kind    string         `json:"kind"`
+		Results []EnsureResult `json:"results"`
+	}
+	if err := json.Unmarshal([]byte(out), &doc); err != nil {
+		t.Fatal(err)
+	}
+	if doc.Kind != "stado.service.ensure" || len(doc.Results) != 1 {
+		t.Fatalf("document %s", out)
+	}
+	e := doc.Results[0].Error
+	if e == nil || e.Host != "host1" || e.Stage != stagePlan || e.Code != "declaration_incomplete" || e.Exit != ExitRefused {
+		t.Errorf("host error %+v", e)
+	}
+}
+
+func TestConnectFailureNamesHostAndStage(t *testing.T) {
+	dir := writeStore(t, fixtureDoc)
+	home := t.TempDir()
+	kh := filepath.Join(home, "known_hosts")
+	code, out, errOut := runRegistryCLI(t, dir, "service", "restart", "api", "--json", "--known-hosts", kh,
+		"--ssh-config", os.DevNull, "--identity", writeKey(t))
+	if code != ExitFailure {
+		t.Fatalf("exit %d, want %d: %s", code, ExitFailure, errOut)
+	}
+	var doc struct {
+		Results []RestartResult `json:"results"`
+	}
+	if err := json.Unmarshal([]byte(out), &doc); err != nil {
+		t.Fatal(err)
+	}
+	if len(doc.Results) != 1 || doc.Results[0].OK || doc.Results[0].Error == nil {
+		t.Fatalf("results %s", out)
+	}
+	if e := doc.Results[0].Error; e.Host != "host1" || e.Stage != string(channel.StageConnect) || !strings.Contains(e.Message, "connect") {
+		t.Errorf("host error %+v", e)
+	}
+	if !strings.Contains(errOut, "host1: connect") {
+		t.Errorf("stderr does not name host and stage: %s", errOut)
+	}
+}
+
+// writeKey writes a fresh unencrypted ed25519 private key in OpenSSH format.
+func writeKey(t *testing.T) string {
+	t.Helper()
+	_, priv, err := ed25519.GenerateKey(rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	block, err := ssh.MarshalPrivateKey(priv, "stado test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := filepath.Join(t.TempDir(), "id_ed25519")
+	if err := os.WriteFile(p, pem.EncodeToMemory(block), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func TestServiceShowMasksEnvironmentUnlessAsked(t *testing.T) {
+	dir := writeStore(t, fixtureDoc)
+	code, out, errOut := runRegistryCLI(t, dir, "service", "show", "api", "--json")
+	if code != ExitOK {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	if strings.Contains(out, "s3cret") || !strings.Contains(out, maskedValue) {
+		t.Errorf("show without --show-values: %s", out)
+	}
+	code, out, _ = runRegistryCLI(t, dir, "service", "show", "api", "--show-values")
+	if code != ExitOK || !strings.Contains(out, "API_TOKEN=s3cret-value") {
+		t.Errorf("show --show-values: exit %d: %s", code, out)
+	}
+	// a catalog product with no declaration still shows its entry
+	code, out, _ = runRegistryCLI(t, dir, "service", "show", "brama", "--json")
+	if code != ExitOK || decodeJSON(t, out)["catalog"] == nil {
+		t.Errorf("show brama: exit %d: %s", code, out)
+	}
+	code, _, _ = runRegistryCLI(t, dir, "service", "show", "nothing-like-it")
+	if code != ExitRefused {
+		t.Errorf("show of an unknown name: exit %d, want %d", code, ExitRefused)
+	}
+}
+
+// runChannel runs `stado host channel ARGS...` in-process.
+func runChannel(t *testing.T, stdin string, args ...string) (int, string, string) {
+	t.Helper()
+	var out, errb bytes.Buffer
+	env := NewEnv(strings.NewReader(stdin), &out, &errb)
+	home := t.TempDir()
+	env.Getenv = func(k string) string {
+		if k == "HOME" {
+			return home
+		}
+		return ""
+	}
+	code := Run(context.Background(), env, append([]string{"stado", "host", "channel"}, args...))
+	return code, out.String(), errb.String()
+}
+
+func TestHostChannelPrintsOneDocumentPerCall(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		args []string
+		exit int
+		kind string
+		code string
+	}{
+		// the one verb that touches nothing
+		{"version", []string{"version"}, 0, channel.KindResult, ""},
+		// a command the channel does not know
+		{"id", []string{"id"}, 3, channel.KindRefusal, "unknown_verb"},
+		// a shell is not a verb
+		{"sh", []string{"sh", "-c", "touch /tmp/x"}, 3, channel.KindRefusal, "unknown_verb"},
+		// a unit name outside the grammar
+		{"bad unit", []string{"unit-restart", "system", "a;id.service"}, 3, channel.KindRefusal, "invalid_unit"},
+		// a path that climbs
+		{"traversal", []string{"unit-remove", "system", "x.service", "/etc/systemd/system/../x.service"}, 3, channel.KindRefusal, "path_traversal"},
+		// a flag is not passed to the CLI, it is a word the grammar refuses
+		{"flag word", []string{"--store", "file:///tmp", "version"}, 3, channel.KindRefusal, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			code, out, _ := runChannel(t, "", tc.args...)
+			if code != tc.exit {
+				t.Fatalf("exit %d, want %d: %s", code, tc.exit, out)
+			}
+			if strings.Count(strings.TrimSpace(out), "\n") != 0 {
+				t.Errorf("more than one line on stdout: %q", out)
+			}
+			doc := decodeJSON(t, out)
+			if doc["kind"] != tc.kind || (tc.code != "" && doc["code"] != tc.code) {
+				t.Errorf("document %v, want kind %s code %s", doc, tc.kind, tc.code)
+			}
+		})
+	}
+}
+
+func TestHostChannelServesTheForcedCommand(t *testing.T) {
+	t.Setenv("SSH_ORIGINAL_COMMAND", "/usr/local/bin/stado host channel version")
+	code, out, errOut := runChannel(t, "")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	var doc struct {
+		Kind   string        `json:"kind"`
+		Result VersionResult `json:"result"`
+	}
+	if err := json.Unmarshal([]byte(out), &doc); err != nil || doc.Result.Protocol != channel.ProtocolVersion || doc.Result.Home == "" {
+		t.Errorf("version document %s (%v)", out, err)
+	}
+	t.Setenv("SSH_ORIGINAL_COMMAND", "version; id")
+	if code, out, errOut = runChannel(t, ""); code != 3 || decodeJSON(t, out)["code"] != "forbidden_character" {
+		t.Errorf("version; id: exit %d: %s", code, out)
+	}
+	if !strings.Contains(errOut, "forbidden_character") {
+		t.Errorf("stderr does not carry the refusal: %q", errOut)
+	}
+	t.Setenv("SSH_ORIGINAL_COMMAND", "")
+	if code, out, _ = runChannel(t, ""); code != 3 || decodeJSON(t, out)["code"] != "empty_command" {
+		t.Errorf("a login without a command: exit %d: %s", code, out)
+	}
+}
+
+// testHost is the real localHost with a manager that must never be
+// reached: the cases here are refused before any init system is touched.
+func testHost(t *testing.T, home string) *localHost {
+	env := NewEnv(strings.NewReader(""), &bytes.Buffer{}, &bytes.Buffer{})
+	h := newLocalHost(env)
+	h.home = home
+	h.manager = func(context.Context, string) (units.Manager, func(), error) {
+		t.Error("the init system was reached for a call that should have been refused")
+		return nil, nil, errors.New("refused call reached the init system")
+	}
+	return h
+}
+
+func refusalCode(err error) string {
+	var coded interface{ RefusalCode() string }
+	if errors.As(err, &coded) {
+		return coded.RefusalCode()
+	}
+	return ""
+}
+
+func TestUnitInstallRefusesWhatTheGrammarCannotKnow(t *testing.T) {
+	h := testHost(t, "/home/alice")
+	unit := []byte("[Service]\nExecStart=/bin/true\n")
+	for _, tc := range []struct {
+		name        string
+		scope, path string
+		content     []byte
+		code        string
+		goos        string
+	}{
+		// another user's home
+		{"other home", "user", "/home/bob/.config/systemd/user/x.service", unit, channel.CodeInvalidPath, "linux"},
+		// a home that is a prefix of another
+		{"prefix home", "user", "/home/alice2/.config/systemd/user/x.service", unit, channel.CodeInvalidPath, "linux"},
+		// a property list sent to systemd
+		{"plist on linux", "system", "/etc/systemd/system/x.service", []byte(`<?xml version="1.0"?><plist><dict/></plist>`), channel.CodeInvalidContent, "linux"},
+		// bytes that are no unit at all
+		{"garbage", "system", "/etc/systemd/system/x.service", []byte("[Service\nExecStart=/bin/true\n"), channel.CodeInvalidContent, "linux"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h.goos = tc.goos
+			_, err := h.UnitInstall(context.Background(), tc.scope, "x.service", tc.path, tc.content)
+			if got := refusalCode(err); got != tc.code {
+				t.Errorf("UnitInstall: %v (code %q), want code %s", err, got, tc.code)
+			}
+		})
+	}
+	if _, err := h.UnitRemove(context.Background(), "user", "x.service", "/root/.config/systemd/user/x.service"); refusalCode(err) != channel.CodeInvalidPath {
+		t.Errorf("UnitRemove outside the home: %v", err)
+	}
+}
+
+// siteStepHost is a localHost whose catalog is the shipped one extended by
+// a site catalog in a real file store, holding test steps.
+func siteStepHost(t *testing.T, site string) *localHost {
+	t.Helper()
+	dir := t.TempDir()
+	st, err := registry.OpenFileStore(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.Put(context.Background(), registry.CatalogKey, []byte(site), registry.PutOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	st.Close()
+	env := NewEnv(strings.NewReader(""), &bytes.Buffer{}, &bytes.Buffer{})
+	env.StoreURL = "file://" + dir
+	h := newLocalHost(env)
+	h.goos = "linux"
+	h.home = t.TempDir()
+	return h
+}
+
+func TestRepairStepRunsItsArgvWithOnlyTheDeclaredEnvironment(t *testing.T) {
+	marker := filepath.Join(t.TempDir(), "ran")
+	h := siteStepHost(t, `version: 1
+steps:
+  show-env:
+    needs: [WITHIN_SECONDS]
+    linux: {argv: [/usr/bin/env], env: {FIXED: "yes"}, timeout_seconds: 5}
+  touch-marker:
+    linux: {argv: [/usr/bin/touch, `+marker+`], timeout_seconds: 5}
+  fails:
+    linux: {argv: [/bin/ls, /nonexistent-stado-path], timeout_seconds: 5}
+`)
+	t.Setenv("STADO_TEST_SECRET", "must-not-leak")
+	res, err := h.RepairStep(context.Background(), "show-env", map[string]string{"WITHIN_SECONDS": "7"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := res.(RepairResult).Stdout
+	for _, want := range []string{"WITHIN_SECONDS=7", "FIXED=yes", "PATH=" + units.PathLinux, "HOME=" + h.home} {
+		if !strings.Contains(out, want+"\n") {
+			t.Errorf("payload environment lacks %s:\n%s", want, out)
+		}
+	}
+	if strings.Contains(out, "must-not-leak") {
+		t.Errorf("the payload inherited the caller's environment:\n%s", out)
+	}
+	// a name the step does not declare: refused, nothing runs
+	if _, err := h.RepairStep(context.Background(), "touch-marker", map[string]string{"WITHIN_SECONDS": "7"}); refusalCode(err) != channel.CodeInvalidEnv {
+		t.Errorf("undeclared name: %v", err)
+	}
+	if _, err := os.Stat(marker); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("the refused step ran: %v", err)
+	}
+	// a needed name missing
+	if _, err := h.RepairStep(context.Background(), "show-env", nil); refusalCode(err) != "repair_input_missing" {
+		t.Errorf("missing input: %v", err)
+	}
+	// an unknown step
+	if _, err := h.RepairStep(context.Background(), "no-such-step", nil); refusalCode(err) != "not_found" {
+		t.Errorf("unknown step: %v", err)
+	}
+	// a payload that exits nonzero is a failure with its stderr
+	if _, err := h.RepairStep(context.Background(), "fails", nil); err == nil || refusalCode(err) != "" || !strings.Contains(err.Error(), "nonexistent-stado-path") {
+		t.Errorf("failing payload: %v", err)
+	}
+	if _, err := h.RepairStep(context.Background(), "touch-marker", nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(marker); err != nil {
+		t.Errorf("the step did not run: %v", err)
+	}
+}
+
+func TestPortOwnerFindsTheProcessListening(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	port := ln.Addr().(*net.TCPAddr).Port
+	h := newLocalHost(NewEnv(strings.NewReader(""), &bytes.Buffer{}, &bytes.Buffer{}))
+	res, err := h.PortOwner(context.Background(), port)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := res.(PortOwnerResult)
+	if len(r.Listeners) != 1 {
+		t.Fatalf("listeners on %d: %+v", port, r.Listeners)
+	}
+	l := r.Listeners[0]
+	if l.Address != "127.0.0.1" || l.PID != os.Getpid() || l.Program == "" {
+		t.Errorf("listener %+v, want 127.0.0.1 held by pid %d", l, os.Getpid())
+	}
+	ln.Close()
+	if _, err := h.PortOwner(context.Background(), port); refusalCode(err) != "not_found" {
+		t.Errorf("a closed port: %v", err)
+	}
+}
+
+func TestDecodeProcAddr(t *testing.T) {
+	for _, tc := range []struct {
+		in   string
+		addr string
+		port int
+	}{
+		{"0100007F:1F90", "127.0.0.1", 8080},                                      // IPv4 loopback
+		{"0201017F:0016", "127.1.1.2", 22},                                        // a testbed host's address
+		{"00000000000000000000000001000000:0050", "[0:0:0:0:0:0:0:1]", 80},        // IPv6 loopback
+		{"0000000000000000FFFF00000100007F:01BB", "[0:0:0:0:0:ffff:7f00:1]", 443}, // v4-mapped
+	} {
+		addr, port, ok := decodeProcAddr(tc.in)
+		if !ok || addr != tc.addr || port != tc.port {
+			t.Errorf("decodeProcAddr(%q) = %q %d %v, want %q %d", tc.in, addr, port, ok, tc.addr, tc.port)
+		}
+	}
+}
+
+func TestUnitOfCgroup(t *testing.T) {
+	for _, tc := range []struct{ in, want string }{
+		{"0::/system.slice/brama.service\n", "brama.service"},                          // unified
+		{"12:cpu:/x\n1:name=systemd:/system.slice/ssh.service\n0::/\n", "ssh.service"}, // hybrid
+		{"0::/user.slice/user-0.slice/session-4.scope\n", "session-4.scope"},           // a login
+		{"0::/system.slice/brama.service/worker\n", "brama.service"},                   // a sub-cgroup
+		{"0::/\n", ""}, // no unit
+	} {
+		if got := unitOfCgroup([]byte(tc.in)); got != tc.want {
+			t.Errorf("unitOfCgroup(%q) = %q, want %q", tc.in, got, tc.want)
+		}
+	}
+}
+
+func TestUnitDiff(t *testing.T) {
+	old := "[Unit]\nDescription=a\n[Service]\nExecStart=/bin/a\n"
+	new := "[Unit]\nDescription=a\n[Service]\nExecStart=/bin/b\nRestart=always\n"
+	want := "--- /p\n+++ /p\n [Unit]\n Description=a\n [Service]\n-ExecStart=/bin/a\n+ExecStart=/bin/b\n+Restart=always\n"
+	if got := unitDiff("/p", old, new); got != want {
+		t.Errorf("diff:\n%s\nwant:\n%s", got, want)
+	}
+	if got := unitDiff("/p", new, new); got != "" {
+		t.Errorf("diff of equal files %q", got)
+	}
+	if got := unitDiff("/p", "", "x\n"); got != "--- /dev/null\n+++ /p\n+x\n" {
+		t.Errorf("diff from nothing %q", got)
+	}
+}
+
+func TestFanOutErrorPrefersAFailureOverARefusal(t *testing.T) {
+	refused := notManaged("api", "h1")
+	failed := &channel.RemoteError{Host: "h2", Stage: channel.StageConnect, Err: errors.New("connection refused")}
+	order := []string{"h1", "h2", "h3"}
+	if err := fanOutError("x", map[string]error{"h1": nil, "h3": nil}, order); err != nil {
+		t.Errorf("all ok: %v", err)
+	}
+	if code, _ := exitCode(fanOutError("x", map[string]error{"h1": refused, "h2": failed}, order)); code != ExitFailure {
+		t.Errorf("refusal and failure: exit %d, want %d", code, ExitFailure)
+	}
+	if code, machine := exitCode(fanOutError("x", map[string]error{"h1": refused}, order)); code != ExitRefused || machine != "not_found" {
+		t.Errorf("one refusal: exit %d %s", code, machine)
+	}
+}
+
+// The catalog declaration ensure records when a host declares nothing
+// carries the product's unit and program.
+func TestEnsurePlanFromTheCatalog(t *testing.T) {
+	cat := catalog.Shipped()
+	p := planEnsure(cat, registry.Target{Name: "h", OS: "linux"}, serviceEnsureOptions{Name: "brama"})
+	prod, _ := cat.Lookup("brama")
+	if !p.fromCatalog || p.service.Unit != prod.Units.Systemd || p.service.Program != prod.Program || p.service.Product != "brama" {
+		t.Errorf("plan %+v", p)
+	}
+	if missing := prod.MissingEnv(p.service.Env); len(missing) > 0 && p.refused == nil {
+		t.Errorf("product needs %v and the plan is not refused", missing)
+	}
+}
