@@ -17,6 +17,7 @@ func serviceReadCommands(env *Env) []*ucli.Command {
 	return []*ucli.Command{
 		newServiceListCommand(env),
 		newServiceStatusCommand(env),
+		newServiceRecoveriesCommand(env),
 	}
 }
 

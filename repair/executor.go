@@ -129,12 +129,6 @@ func Recover(ctx context.Context, ex Executor, p Plan) Outcome {
 	return o
 }
 
-// defaultPATH is the one PATH a step runs with (the PATH rendered units carry).
-var defaultPATH = map[string]string{
-	registry.OSLinux:  "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
-	registry.OSDarwin: "/opt/homebrew/bin:/usr/local/bin:/usr/bin:/bin:/usr/sbin:/sbin",
-}
-
 // Local runs steps and restarts on this machine: a step's payload argv
 // with os/exec (no shell), its environment and timeout; a restart through
 // the units.Manager of the unit's scope.
@@ -149,6 +143,8 @@ type Local struct {
 	// Managers restart units, by scope ("system", "user"). A scope with no
 	// manager is refused.
 	Managers map[string]units.Manager
+	// Home is HOME for step processes; empty leaves it unset.
+	Home string
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
 }
@@ -219,6 +215,10 @@ func (l *Local) RunStep(ctx context.Context, host, step string, inputs map[strin
 	defer cancel()
 	c := exec.CommandContext(ctx, cmd.Argv[0], cmd.Argv[1:]...)
 	c.Env = stepEnv(l.os(), cmd.Env)
+	if l.Home != "" {
+		c.Env = append(c.Env, "HOME="+l.Home)
+	}
+	c.Dir = "/"
 	c.WaitDelay = 2 * time.Second
 	var out tailBuffer
 	c.Stdout, c.Stderr = &out, &out
@@ -247,14 +247,10 @@ func (l *Local) RunStep(ctx context.Context, host, step string, inputs map[strin
 	return r
 }
 
-// stepEnv is the whole environment of a step process: the declared PATH,
-// then the step's own variables, sorted.
+// stepEnv is the whole environment of a step process: the declared PATH
+// (the one rendered units carry), then the step's own variables, sorted.
 func stepEnv(os string, env map[string]string) []string {
-	path := defaultPATH[os]
-	if path == "" {
-		path = defaultPATH[registry.OSLinux]
-	}
-	out := []string{"PATH=" + path}
+	out := []string{"PATH=" + units.FixedPath(os)}
 	keys := make([]string, 0, len(env))
 	for k := range env {
 		if k != "PATH" {
