@@ -17,6 +17,9 @@ import (
 	etcdtest "github.com/wisent/stado/tests/etcd"
 )
 
+// TestMain also serves as two helpers when their environment is set: the
+// updater child below and the seeding child of bench_test.go.
+//
 // Environment of the updater child: the test binary re-executed with these
 // set runs childUpdates registry.Update increments against the store URL
 // and exits.
@@ -28,6 +31,9 @@ const (
 func TestMain(m *testing.M) {
 	if url := os.Getenv(childURLEnv); url != "" {
 		os.Exit(runUpdaterChild(url, os.Getenv(childUpdatesEnv)))
+	}
+	if url := os.Getenv(seedURLEnv); url != "" {
+		os.Exit(runSeedChild(url, os.Getenv(seedHostsEnv)))
 	}
 	os.Exit(m.Run())
 }
