@@ -3,8 +3,10 @@ package etcdstore
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
+	"reflect"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -294,5 +296,68 @@ func BenchmarkReadView1000Hosts(b *testing.B) {
 				}
 			}
 		})
+	}
+}
+
+// TestBeaconOfAStoppedHostExpiresAndItsRowsReadUnknown: three hosts
+// publish beacons with a 2 s TTL; host00001 and host00003 keep publishing,
+// host00002 stops. Once its lease runs out its key is gone from etcd, and
+// the read half shows its rows unknown ("no beacon") while the others stay
+// active; the host is still declared.
+func TestBeaconOfAStoppedHostExpiresAndItsRowsReadUnknown(t *testing.T) {
+	c := etcdtest.Start(t, 1)
+	st := openFresh(t, c)
+	ctx := context.Background()
+	if _, err := registry.Push(ctx, st, syntheticFleet(3), 0, "three hosts"); err != nil {
+		t.Fatal(err)
+	}
+	publish := func(host string, pass int64) {
+		t.Helper()
+		data, err := json.Marshal(syntheticBeacon(host, pass, time.Now().UTC()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := st.Put(ctx, registry.BeaconPrefix+host, data, registry.PutOptions{TTL: 2 * time.Second}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, h := range []string{"host00001", "host00002", "host00003"} {
+		publish(h, 1)
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for pass := int64(2); ; pass++ {
+		publish("host00001", pass)
+		publish("host00003", pass)
+		if _, err := st.Get(ctx, registry.BeaconPrefix+"host00002"); errors.Is(err, registry.ErrNotFound) {
+			break
+		} else if err != nil {
+			t.Fatal(err)
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("beacon with a 2s lease still there after 30s")
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	v, err := beacon.LoadView(ctx, st, time.Now(), 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	states := map[string]map[string]int{}
+	for _, r := range v.Rows("") {
+		if states[r.Host] == nil {
+			states[r.Host] = map[string]int{}
+		}
+		states[r.Host][r.State]++
+		if r.Host == "host00002" && r.Beacon.Present {
+			t.Fatalf("row of the stopped host says its beacon is present: %+v", r.Beacon)
+		}
+	}
+	want := map[string]map[string]int{
+		"host00001": {beacon.StateActive: servicesPerHost},
+		"host00002": {beacon.StateUnknown: servicesPerHost},
+		"host00003": {beacon.StateActive: servicesPerHost},
+	}
+	if !reflect.DeepEqual(states, want) {
+		t.Fatalf("row states by host = %v, want %v", states, want)
 	}
 }
