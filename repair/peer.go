@@ -1,0 +1,336 @@
+package repair
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/wisent/stado/beacon"
+	"github.com/wisent/stado/catalog"
+	"github.com/wisent/stado/registry"
+	"github.com/wisent/stado/resolver"
+)
+
+// PeerOldest is the oldest held wait of a peer standing, as a beacon's
+// peer_recoveries block carries it.
+type PeerOldest struct {
+	Client      string    `json:"client"`
+	RequestLine string    `json:"request_line"`
+	Endpoint    string    `json:"endpoint"`
+	AcceptedAt  time.Time `json:"accepted_at"`
+}
+
+// Peer is the beacon contributor that recovers other hosts' services from
+// the waits this host's resolvers record. Each pass it reads the host's
+// waiting list; a service on another host that holds a request in phase
+// answer (request sent, first byte awaited) longer than the fleet's
+// service_resolver.refresh_seconds is standing, and Peer runs its declared
+// repair steps and the restart on the host that serves it through
+// Executor (over SSH in production, so that host's own stado process is
+// not needed). Waits still opening their channel, waits on this host's own
+// services and waits younger than the bound are never acted on.
+//
+// One standing (identified by its oldest held request) is acted on once:
+// a later pass reports already_recovered only when the register (or this
+// process's memory of a refused append) holds a complete attempt for the
+// same oldest request, with the same unit and the same answering
+// declaration as now. Otherwise it acts again; a refused step or restart
+// is retried on the next pass.
+//
+// Contribute runs the recoveries it starts before it returns (each bounded
+// by its steps' timeouts and the executor's own), so the pass that acts
+// reports the outcome. Safe for concurrent use.
+type Peer struct {
+	// ListPath is this host's waiting list (resolver.ListPath($HOME)).
+	ListPath string
+	// Catalog holds products and repair steps; nil means catalog.Shipped().
+	Catalog *catalog.Catalog
+	// LoadCatalog, when set, is read every pass (the shipped catalog with
+	// the site's); when it fails the pass says so and uses Catalog.
+	LoadCatalog func(context.Context) (*catalog.Catalog, error)
+	// Executor runs the steps and the restart on the serving host.
+	Executor Executor
+	// Register receives every attempt, with observed_by set to this host.
+	// nil keeps none (each attempt is then a recording refusal).
+	Register *Register
+	// Alerter delivers an alert to the serving host's channels; nil means
+	// the zero Alerter.
+	Alerter *Alerter
+	// Running says whether a waiting-list publisher still runs; nil means
+	// resolver.Running.
+	Running func(resolver.Publication) bool
+	// Now is the clock; nil means time.Now.
+	Now    func() time.Time
+	Logger *slog.Logger
+
+	mu   sync.Mutex
+	memo map[standingKey]*peerMemo
+}
+
+var _ beacon.Contributor = (*Peer)(nil)
+
+// standingKey names a service on a host.
+type standingKey struct{ service, host string }
+
+// peerMemo is this process's memory of its last attempt on one standing.
+type peerMemo struct {
+	oldest    string // identity of the oldest held request
+	rec       Recovery
+	recording *beacon.FileRefusal
+}
+
+// standing is one service on another host holding this host's requests.
+type standing struct {
+	key    standingKey
+	oldest resolver.Wait
+	ident  string
+	held   int
+}
+
+func (pr *Peer) now() time.Time {
+	if pr.Now != nil {
+		return pr.Now()
+	}
+	return time.Now()
+}
+
+func (pr *Peer) logger() *slog.Logger {
+	if pr.Logger != nil {
+		return pr.Logger
+	}
+	return slog.New(slog.DiscardHandler)
+}
+
+// Contribute implements beacon.Contributor: it adds one peer_recoveries
+// block per standing, or one unreadable block for a list that cannot be
+// read.
+func (pr *Peer) Contribute(ctx context.Context, p *beacon.Pass) {
+	if p.Document == nil {
+		return
+	}
+	list, err := resolver.ReadList(pr.ListPath)
+	if err != nil {
+		p.Beacon.PeerRecoveries = append(p.Beacon.PeerRecoveries, beacon.PeerRecovery{Host: p.Host, Unreadable: err.Error()})
+		return
+	}
+	running := pr.Running
+	if running == nil {
+		running = resolver.Running
+	}
+	now := pr.now().UTC()
+	refresh := p.Document.ServiceResolver.RefreshSeconds
+	bound := time.Duration(refresh) * time.Second
+	found := map[standingKey]*standing{}
+	for _, pub := range list.Live(running) {
+		for _, w := range pub.Waits {
+			if w.Phase != resolver.PhaseAnswer || w.Host == p.Host {
+				continue
+			}
+			if refresh > 0 && now.Sub(w.AcceptedAt) <= bound {
+				continue
+			}
+			k := standingKey{w.Service, w.Host}
+			s := found[k]
+			if s == nil {
+				s = &standing{key: k}
+				found[k] = s
+			}
+			s.held++
+			if s.held == 1 || w.AcceptedAt.Before(s.oldest.AcceptedAt) {
+				s.oldest = w
+				s.ident = fmt.Sprintf("%d/%s/%d/%s", pub.PID, pub.Started, w.ID, w.AcceptedAt.Format(time.RFC3339Nano))
+			}
+		}
+	}
+	keys := make([]standingKey, 0, len(found))
+	for k := range found {
+		keys = append(keys, k)
+	}
+	sort.Slice(keys, func(i, j int) bool {
+		if keys[i].service != keys[j].service {
+			return keys[i].service < keys[j].service
+		}
+		return keys[i].host < keys[j].host
+	})
+	if len(keys) == 0 {
+		return
+	}
+	cat := pr.catalog(ctx, p)
+	blocks := make([]beacon.PeerRecovery, len(keys))
+	var wg sync.WaitGroup
+	for i, k := range keys {
+		s := found[k]
+		since := s.oldest.AcceptedAt
+		blocks[i] = beacon.PeerRecovery{
+			Service: k.service, Host: k.host, Since: &since,
+			WaitedSeconds: now.Sub(since).Seconds(), BoundSeconds: bound.Seconds(), Held: s.held,
+			Oldest: mustJSON(PeerOldest{Client: s.oldest.Client, RequestLine: s.oldest.RequestLine, Endpoint: s.oldest.Endpoint, AcceptedAt: since}),
+		}
+		if refresh <= 0 {
+			blocks[i].Unreadable = "the registry declares no service_resolver.refresh_seconds, so no bound for a wait can be read"
+			continue
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			pr.judge(ctx, p, cat, s, &blocks[i], now)
+		}()
+	}
+	wg.Wait()
+	p.Beacon.PeerRecoveries = append(p.Beacon.PeerRecoveries, blocks...)
+}
+
+func (pr *Peer) catalog(ctx context.Context, p *beacon.Pass) *catalog.Catalog {
+	cat := pr.Catalog
+	if pr.LoadCatalog != nil {
+		c, err := pr.LoadCatalog(ctx)
+		if err == nil {
+			return c
+		}
+		p.Refuse("catalog_unreadable", registry.CatalogKey, "read the site catalog for peer recovery: %v", err)
+	}
+	if cat == nil {
+		cat = catalog.Shipped()
+	}
+	return cat
+}
+
+// judge decides one standing: not_recovered with its reason,
+// already_recovered, a retained recording refusal, or a new attempt.
+func (pr *Peer) judge(ctx context.Context, p *beacon.Pass, cat *catalog.Catalog, s *standing, b *beacon.PeerRecovery, now time.Time) {
+	doc := p.Document
+	target, _ := doc.Target(s.key.host)
+	var svc *registry.Service
+	if target != nil {
+		svc, _ = target.Service(s.key.service)
+	}
+	var prod *catalog.Product
+	var ok bool
+	if svc != nil {
+		prod, ok = Product(cat, svc)
+	} else {
+		prod, ok = cat.Lookup(s.key.service)
+	}
+	switch {
+	case !ok:
+		b.NotRecovered = fmt.Sprintf("the catalog has no service %q", s.key.service)
+		return
+	case prod.Answering == nil:
+		b.NotRecovered = fmt.Sprintf("the catalog declares no answering question for %s", prod.Name)
+		return
+	case svc == nil:
+		b.NotRecovered = fmt.Sprintf("the registry declares no unit for %s on %s", s.key.service, s.key.host)
+		return
+	}
+	decl := prod.Answering
+	scope := svc.EffectiveScope()
+
+	pr.mu.Lock()
+	memo := pr.memo[s.key]
+	pr.mu.Unlock()
+	if memo != nil && memo.oldest == s.ident && memo.recording != nil && proves(&memo.rec, svc.Unit, scope, decl) {
+		// the attempt ran but could not be recorded: keep saying so for
+		// the same oldest request instead of restarting again
+		b.Recovery, b.RecordingRefusal = mustJSON(memo.rec), memo.recording
+		return
+	}
+	var rows []Recovery
+	if pr.Register != nil {
+		var err error
+		if rows, err = pr.Register.Read(); err != nil {
+			b.NotRecovered = fmt.Sprintf("the register cannot be read: %v", err)
+			return
+		}
+	}
+	for i := len(rows) - 1; i >= 0; i-- {
+		r := &rows[i]
+		if r.Service != s.key.service || r.Host != s.key.host || r.ObservedBy != p.Host {
+			continue
+		}
+		if r.Since.Equal(s.oldest.AcceptedAt) && proves(r, svc.Unit, scope, decl) {
+			b.AlreadyRecovered, b.Recovery = true, mustJSON(*r)
+			return
+		}
+		break // the newest attempt on this service decides
+	}
+
+	rec := Recovery{
+		Kind: RecoveryKind, State: RecoveryAttempted, When: now,
+		Service: s.key.service, Host: s.key.host, Unit: svc.Unit, Scope: scope,
+		Question:    beacon.Question{Method: decl.Method, Path: decl.Path, Body: decl.Body, Endpoint: s.oldest.Endpoint, Repair: nonNil(decl.Repair)},
+		Declaration: cloneAnswering(decl),
+		Since:       s.oldest.AcceptedAt, WaitedSeconds: now.Sub(s.oldest.AcceptedAt).Seconds(),
+		BoundSeconds: b.BoundSeconds, HeldRequests: s.held,
+		Alerts: []AlertOutcome{}, ObservedBy: p.Host,
+	}
+	out := Recover(ctx, pr.Executor, Plan{
+		Host: s.key.host, Service: s.key.service, Unit: svc.Unit, Scope: scope,
+		Steps: rec.Question.Repair, Inputs: StepInputs(doc.ServiceResolver.RefreshSeconds),
+	})
+	rec.Steps, rec.Restart, rec.Complete = out.Steps, &out.Restart, out.Complete
+	al := pr.Alerter
+	if al == nil {
+		al = &Alerter{}
+	}
+	rec.Alerts = al.Deliver(ctx, slices.Clone(target.Alerts), NewAlert(rec))
+	var recording *beacon.FileRefusal
+	if pr.Register == nil {
+		recording = &beacon.FileRefusal{Op: "append", File: RegisterFile, Cause: "no register configured on this host"}
+	} else if err := pr.Register.Append(rec); err != nil {
+		var fe *FileError
+		if errors.As(err, &fe) {
+			recording = fe.Refusal()
+		} else {
+			recording = &beacon.FileRefusal{Op: "append", File: pr.Register.Path, Cause: err.Error()}
+		}
+		pr.logger().Warn("recovery register", "service", rec.Service, "host", rec.Host, "err", err)
+	}
+	pr.mu.Lock()
+	if pr.memo == nil {
+		pr.memo = map[standingKey]*peerMemo{}
+	}
+	pr.memo[s.key] = &peerMemo{oldest: s.ident, rec: rec, recording: recording}
+	pr.mu.Unlock()
+	b.Recovery, b.RecordingRefusal = mustJSON(rec), recording
+}
+
+// proves reports whether rec is a complete attempt for unit under the
+// current declaration: the same unit, an answering snapshot asking the
+// same question with the same repair steps, every declared step applied
+// in order and the restart done. A row without a snapshot proves nothing.
+func proves(rec *Recovery, unit, scope string, decl *catalog.Answering) bool {
+	if rec.Unit != unit || (rec.Scope != "" && rec.Scope != scope) || rec.Declaration == nil {
+		return false
+	}
+	if !rec.Declaration.SameQuestion(decl) || !rec.Declaration.SameRepair(decl) {
+		return false
+	}
+	if !rec.Complete || rec.Restart == nil || !rec.Restart.OK || len(rec.Steps) != len(decl.Repair) {
+		return false
+	}
+	for i, st := range rec.Steps {
+		if !st.OK || st.Step != decl.Repair[i] {
+			return false
+		}
+	}
+	return true
+}
+
+func cloneAnswering(a *catalog.Answering) *catalog.Answering {
+	c := *a
+	c.Body = slices.Clone(a.Body)
+	c.Repair = nonNil(a.Repair)
+	return &c
+}
+
+func nonNil(s []string) []string {
+	if s == nil {
+		return []string{}
+	}
+	return slices.Clone(s)
+}
