@@ -171,10 +171,10 @@ func (a *Answerer) Contribute(_ context.Context, p *beacon.Pass) {
 			if block == nil {
 				continue
 			}
+			// without a unit report (the units could not be observed this
+			// pass) the block has nowhere to go; the state is kept
 			if rep := p.Unit(svc.Name); rep != nil {
 				rep.Answering = block
-			} else {
-				p.Beacon.Units = append(p.Beacon.Units, beacon.UnitReport{Service: svc.Name, Unit: svc.Unit, State: beacon.StateUnknown, Answering: block})
 			}
 		}
 	}
