@@ -19,6 +19,7 @@ func commands(env *Env) []*ucli.Command {
 		newHostCommand(env),
 		newStoreCommand(env),
 		newServiceCommand(env),
+		newResolverCommand(env),
 		newRepairCommand(env),
 	}
 }
