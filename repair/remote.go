@@ -1,0 +1,138 @@
+package repair
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sort"
+	"time"
+
+	"github.com/wisent/stado/channel"
+	"github.com/wisent/stado/registry"
+)
+
+// CodeUnknownHost refuses a step or restart on a host the registry does not
+// declare.
+const CodeUnknownHost = "unknown_host"
+
+// Remote runs steps and restarts on another host over its registry SSH
+// channel: the repair-step verb runs the step's fixed payload there, the
+// unit-restart verb the init system's own restart. Neither needs a stado
+// host process on that host, only its channel program.
+type Remote struct {
+	Pool *channel.Pool
+	// Target resolves a host name to its registry target.
+	Target func(host string) (registry.Target, bool)
+	// Now is the clock; nil means time.Now.
+	Now func() time.Time
+}
+
+var _ Executor = (*Remote)(nil)
+
+// TargetsOf resolves hosts through doc.
+func TargetsOf(doc *registry.Document) func(string) (registry.Target, bool) {
+	return func(host string) (registry.Target, bool) {
+		if doc == nil {
+			return registry.Target{}, false
+		}
+		t, ok := doc.Target(host)
+		if !ok {
+			return registry.Target{}, false
+		}
+		return *t, true
+	}
+}
+
+func (r *Remote) now() time.Time {
+	if r.Now != nil {
+		return r.Now()
+	}
+	return time.Now()
+}
+
+// RunStep implements Executor over the repair-step verb.
+func (r *Remote) RunStep(ctx context.Context, host, step string, inputs map[string]string) StepReport {
+	rep := StepReport{Step: step, Host: host, At: r.now().UTC()}
+	t, ok := r.Target(host)
+	if !ok {
+		rep.Code, rep.Refusal = CodeUnknownHost, fmt.Sprintf("the registry declares no target %q", host)
+		return rep
+	}
+	cmd := channel.Command{Verb: channel.VerbRepairStep, Step: step}
+	keys := make([]string, 0, len(inputs))
+	for k := range inputs {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		cmd.Env = append(cmd.Env, channel.EnvVar{Name: k, Value: inputs[k]})
+	}
+	start := time.Now()
+	res, err := r.Pool.Call(ctx, t, cmd, nil)
+	rep.ElapsedMS = time.Since(start).Milliseconds()
+	if err != nil {
+		rep.Code, rep.Refusal = remoteCode(err), err.Error()
+		return rep
+	}
+	var remote StepReport
+	if err := json.Unmarshal(res, &remote); err != nil || remote.Step == "" {
+		rep.Code, rep.Refusal = CodeStepFailed, fmt.Sprintf("%s answered repair-step with no step report", host)
+		return rep
+	}
+	remote.Host = host
+	return remote
+}
+
+// Restart implements Executor over the unit-restart verb.
+func (r *Remote) Restart(ctx context.Context, host, scope, unit string) RestartReport {
+	if scope == "" {
+		scope = registry.ScopeSystem
+	}
+	rep := RestartReport{Host: host, Unit: unit, Scope: scope, At: r.now().UTC(), Answer: "refused"}
+	t, ok := r.Target(host)
+	if !ok {
+		rep.Code, rep.Refusal = CodeUnknownHost, fmt.Sprintf("the registry declares no target %q", host)
+		return rep
+	}
+	start := time.Now()
+	res, err := r.Pool.Call(ctx, t, channel.Command{Verb: channel.VerbUnitRestart, Scope: scope, Units: []string{unit}}, nil)
+	rep.ElapsedMS = time.Since(start).Milliseconds()
+	if err != nil {
+		rep.Code, rep.Refusal = remoteCode(err), err.Error()
+		if rep.Code == "" {
+			rep.Code = CodeRestartFailed
+		}
+		return rep
+	}
+	rep.OK, rep.Answer = true, "done"
+	var v struct {
+		PID   int `json:"pid"`
+		After struct {
+			PID int `json:"pid"`
+		} `json:"after"`
+	}
+	if json.Unmarshal(res, &v) == nil {
+		rep.PID = v.PID
+		if rep.PID == 0 {
+			rep.PID = v.After.PID
+		}
+	}
+	return rep
+}
+
+// remoteCode is the stable code of a channel failure: the remote refusal's
+// own code, else the stage (connect, auth, host_key, remote_exit).
+func remoteCode(err error) string {
+	var re *channel.RemoteError
+	if errors.As(err, &re) {
+		if c := codeOf(re.Err); c != "" {
+			return c
+		}
+		return string(re.Stage)
+	}
+	if c := codeOf(err); c != "" {
+		return c
+	}
+	return "channel_failed"
+}
