@@ -1004,7 +1004,9 @@ func newServiceRemoveCommand(env *Env) *ucli.Command {
 		UsageText: "stado service remove NAME --host HOST [--reason TEXT] [--dry-run] [--json]\n\n" +
 			"A declaration that is not there is refused with not_found (exit 3), also when remove is repeated.\n\n" +
 			"example:\n   stado service remove legacy-api --host host2 --reason \"host rebuilt without it\"",
-		Flags: []ucli.Flag{hostFlag("the target declaring it"), reasonFlag(), dryRunFlag()},
+		// the ssh flags are accepted so every write command takes the same
+		// flags; remove opens no connection
+		Flags: append([]ucli.Flag{hostFlag("the target declaring it"), reasonFlag(), dryRunFlag()}, sshFlags()...),
 		Action: func(c *ucli.Context) error {
 			if c.NArg() != 1 {
 				return usagef("service remove takes one NAME")
