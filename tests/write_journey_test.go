@@ -280,6 +280,23 @@ func TestEnsureOnThreeHostsInstallsStartsAndRepeatsAsUnchanged(t *testing.T) {
 		}
 	}
 
+	// a dry run reads the host and plans nothing for an unchanged, running unit
+	h1 := hosts[0]
+	code, out, errOut = w.run(t, "service", "ensure", "wj-ensure", "--host", h1.Name, "--dry-run")
+	if code != 0 || !strings.Contains(out, h1.Name+": would unit-install "+unit) || !strings.Contains(out, "(unchanged)") {
+		t.Errorf("ensure --dry-run: exit %d\n%s\n%s", code, out, errOut)
+	}
+	// the service's own output comes back over the channel
+	code, out, errOut = w.run(t, "service", "logs", "wj-ensure", "--host", h1.Name, "--lines", "20")
+	if code != 0 || !strings.Contains(out, "listening on "+h1.Addr+":18091") {
+		t.Errorf("service logs: exit %d\n%s\n%s", code, out, errOut)
+	}
+	// an exact unit name with no declaration is not a managed service
+	code, _, errOut = w.run(t, "service", "logs", "ssh.service", "--host", h1.Name, "--json")
+	if code != 3 || !strings.Contains(errorDoc(t, errOut)["message"].(string), "not a registry-managed service on "+h1.Name) {
+		t.Errorf("service logs of an undeclared unit: exit %d: %s", code, errOut)
+	}
+
 	// a unit file deleted by hand is restored from program and args
 	h2 := hosts[1]
 	removeUnit(w.bed, h2, unit)
