@@ -15,6 +15,7 @@ import (
 	ucli "github.com/urfave/cli/v2"
 
 	"github.com/wisent/stado/registry"
+	"github.com/wisent/stado/registry/etcdstore"
 )
 
 // Version is stado's version, set at build time with -ldflags -X.
@@ -179,7 +180,7 @@ func withShared(env *Env, cmd *ucli.Command, reporting bool) *ucli.Command {
 func openStore(ctx context.Context, env *Env) (registry.Store, error) {
 	st, err := env.OpenStore(ctx, env.StoreURL)
 	if err != nil {
-		return nil, fmt.Errorf("open store %s: %w", env.StoreURL, err)
+		return nil, fmt.Errorf("open store %s: %w", etcdstore.Redact(env.StoreURL), err)
 	}
 	return st, nil
 }

@@ -52,3 +52,15 @@ func TestStoreFlagAfterTheCommandNameWins(t *testing.T) {
 		t.Fatalf("store %q, want the command's own file://%s", e.StoreURL, dir)
 	}
 }
+
+func TestStorePasswordNeverAppearsInErrors(t *testing.T) {
+	var out, errOut bytes.Buffer
+	e := NewEnv(strings.NewReader(""), &out, &errOut)
+	code := Run(t.Context(), e, []string{"stado", "service", "list", "--store", "etcd://u:pw-secret-123@127.0.0.1:1/x"})
+	if code == 0 {
+		t.Fatal("an unreachable etcd was opened")
+	}
+	if strings.Contains(errOut.String()+out.String(), "pw-secret-123") {
+		t.Fatalf("password printed: %s", errOut.String())
+	}
+}

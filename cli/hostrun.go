@@ -19,6 +19,7 @@ import (
 	"github.com/wisent/stado/beacon"
 	"github.com/wisent/stado/catalog"
 	"github.com/wisent/stado/registry"
+	"github.com/wisent/stado/registry/etcdstore"
 	"github.com/wisent/stado/units"
 )
 
@@ -140,7 +141,7 @@ func runHostRun(ctx context.Context, env *Env, o hostRunOptions) error {
 		}()
 		env.Logger.Info("serving", "addr", ln.Addr().String())
 	}
-	env.Logger.Info("host run", "host", o.Host, "interval", o.Interval, "store", env.StoreURL)
+	env.Logger.Info("host run", "host", o.Host, "interval", o.Interval, "store", etcdstore.Redact(env.StoreURL))
 	if o.Passes > 0 {
 		for i := 0; i < o.Passes && ctx.Err() == nil; i++ {
 			if i > 0 {
