@@ -784,3 +784,39 @@ func BenchmarkWriteEnsureCold(b *testing.B) {
 		})
 	}
 }
+
+func TestEnsureOfAProgramThatExitsReportsItFailingWithItsEvidence(t *testing.T) {
+	t.Parallel()
+	w := newWriteBed(t, 3)
+	h := w.bed.Host(3)
+	const unit = "stado-wj-failing.service"
+	cleanupUnits(t, w.bed, []testbed.Host{h}, unit)
+	// the sample refuses an unknown flag and exits 2; its supervisor keeps
+	// starting it
+	w.push(t, []testbed.Host{h}, declared{name: "wj-failing", unit: unit, program: sampleProgram, args: []string{"--no-such-flag"}})
+	code, out, errOut := w.run(t, "service", "ensure", "wj-failing", "--host", h.Name, "--json", "--wait", "20s")
+	if code != 1 {
+		t.Fatalf("ensure of a failing program: exit %d, want 1\n%s\n%s", code, out, errOut)
+	}
+	var doc struct {
+		Results []struct {
+			OK      bool           `json:"ok"`
+			Verdict *units.Verdict `json:"verdict"`
+			Logs    []string       `json:"logs"`
+			Error   struct{ Host, Stage, Code string }
+		} `json:"results"`
+	}
+	if err := json.Unmarshal([]byte(out), &doc); err != nil || len(doc.Results) != 1 {
+		t.Fatalf("ensure document %s (%v)", out, err)
+	}
+	r := doc.Results[0]
+	if r.OK || r.Error.Code != "failing" || r.Error.Stage != "confirm" || r.Error.Host != h.Name {
+		t.Errorf("result %+v, want a failing confirm naming %s", r, h.Name)
+	}
+	if r.Verdict == nil || (r.Verdict.State != "failing" && r.Verdict.State != "failed") || r.Verdict.LastExit != 2 {
+		t.Errorf("verdict %+v, want failing with last exit 2", r.Verdict)
+	}
+	if !strings.Contains(strings.Join(r.Logs, "\n"), "no-such-flag") {
+		t.Errorf("the evidence lacks the program's own complaint: %q", r.Logs)
+	}
+}
