@@ -8,14 +8,76 @@ import (
 	"net/http"
 	"net/netip"
 	"os"
+	"strings"
 	"sync"
 	"time"
 
 	ucli "github.com/urfave/cli/v2"
 
+	"github.com/wisent/stado/beacon"
+	"github.com/wisent/stado/catalog"
+	"github.com/wisent/stado/channel"
 	"github.com/wisent/stado/registry"
+	"github.com/wisent/stado/repair"
 	"github.com/wisent/stado/resolver"
+	"github.com/wisent/stado/units"
 )
+
+func init() {
+	// stado host run reads this host's waiting list every pass: the peer
+	// contributor is added beside the answering one, which cli/repair.go
+	// sets first (its init runs before this file's).
+	prev := hostContributors
+	hostContributors = func(ctx context.Context, env *Env, st registry.Store, host string, mgr units.Manager) ([]beacon.Contributor, func(), error) {
+		cs, stop, err := prev(ctx, env, st, host, mgr)
+		if err != nil {
+			return nil, nil, err
+		}
+		peer, closePeer := peerContributor(env, st)
+		return append(cs, peer), func() { closePeer(); stop() }, nil
+	}
+}
+
+// peerContributor builds the peer recovery of a host process: this host's
+// waiting list under $HOME, the catalog of the store read every pass, and
+// the Remote executor over the registry's SSH channel. The channel takes
+// its known_hosts, identities and ssh_config from STADO_KNOWN_HOSTS,
+// STADO_SSH_IDENTITY (comma-separated) and STADO_SSH_CONFIG, else the ~/.ssh
+// defaults; host keys are always checked.
+func peerContributor(env *Env, st registry.Store) (*repair.Peer, func()) {
+	home := homeDir(env)
+	var ids []string
+	for _, id := range strings.Split(env.Getenv("STADO_SSH_IDENTITY"), ",") {
+		if id = strings.TrimSpace(id); id != "" {
+			ids = append(ids, id)
+		}
+	}
+	pool := channel.NewPool(&channel.Dialer{
+		KnownHostsPath: env.Getenv("STADO_KNOWN_HOSTS"),
+		IdentityFiles:  ids,
+		SSHConfigPath:  env.Getenv("STADO_SSH_CONFIG"),
+	})
+	remote := &repair.Remote{
+		Pool: pool,
+		Target: func(host string) (registry.Target, bool) {
+			doc, _, err := registry.Load(context.Background(), st)
+			if err != nil {
+				return registry.Target{}, false
+			}
+			return repair.TargetsOf(doc)(host)
+		},
+		Now: env.Now,
+	}
+	peer := &repair.Peer{
+		ListPath:    resolver.ListPath(home),
+		LoadCatalog: func(ctx context.Context) (*catalog.Catalog, error) { return catalog.Load(ctx, st) },
+		Executor:    remote,
+		Register:    repair.HomeRegister(home),
+		Now:         env.Now,
+		Logger:      env.Logger,
+	}
+	return peer, func() { _ = pool.Close() }
+}
 
 // newResolverCommand is the group of the client-side resolver: resolving
 // stado://service/NAME and the local forwarding proxy that records waits.

@@ -268,7 +268,7 @@ func (pr *Peer) judge(ctx context.Context, p *beacon.Pass, cat *catalog.Catalog,
 		BoundSeconds: b.BoundSeconds, HeldRequests: s.held,
 		Alerts: []AlertOutcome{}, ObservedBy: p.Host,
 	}
-	out := Recover(ctx, pr.Executor, Plan{
+	out := Recover(ctx, neededInputs{Executor: pr.Executor, cat: cat}, Plan{
 		Host: s.key.host, Service: s.key.service, Unit: svc.Unit, Scope: scope,
 		Steps: rec.Question.Repair, Inputs: StepInputs(doc.ServiceResolver.RefreshSeconds),
 	})
@@ -333,4 +333,24 @@ func nonNil(s []string) []string {
 		return []string{}
 	}
 	return slices.Clone(s)
+}
+
+// neededInputs hands each step only the inputs its catalog entry needs: a
+// host's channel refuses a variable the step does not take.
+type neededInputs struct {
+	Executor
+	cat *catalog.Catalog
+}
+
+func (n neededInputs) RunStep(ctx context.Context, host, step string, inputs map[string]string) StepReport {
+	if s, ok := n.cat.Step(step); ok {
+		in := map[string]string{}
+		for _, k := range s.Needs {
+			if v, ok := inputs[k]; ok {
+				in[k] = v
+			}
+		}
+		inputs = in
+	}
+	return n.Executor.RunStep(ctx, host, step, inputs)
 }
