@@ -101,6 +101,7 @@ type Runner struct {
 	mu      sync.Mutex
 	pass    int64
 	pending []Refusal // refusals met after the last publish
+	lasting []Refusal // refusals every beacon carries (see Persist)
 	lastDoc *registry.Document
 }
 
@@ -116,6 +117,14 @@ func (r *Runner) logger() *slog.Logger {
 		return r.Logger
 	}
 	return slog.New(slog.DiscardHandler)
+}
+
+// Persist makes every later beacon carry ref, for a condition that lasts
+// as long as the process (such as a listener that could not be opened).
+func (r *Runner) Persist(ref Refusal) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.lasting = append(r.lasting, ref)
 }
 
 // Run runs a pass at once and then one per interval until ctx ends. It
@@ -161,6 +170,9 @@ func (r *Runner) RunPass(ctx context.Context) (*Beacon, error) {
 		StadoVersion:      r.Version,
 		Units:             []UnitReport{},
 	}
+	r.mu.Lock()
+	b.Refusals = append(b.Refusals, r.lasting...)
+	r.mu.Unlock()
 	b.Refusals = append(b.Refusals, carried...)
 	p := &Pass{Number: number, At: b.At, Host: r.Host, Beacon: b}
 

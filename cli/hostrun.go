@@ -129,17 +129,21 @@ func runHostRun(ctx context.Context, env *Env, o hostRunOptions) error {
 	if listen != "" {
 		ln, err := net.Listen("tcp", listen)
 		if err != nil {
-			return fmt.Errorf("listen %s: %w", listen, err)
+			// The beacon is the host's voice: keep publishing and say why
+			// the API is not served, rather than crash-loop on a port.
+			env.Logger.Error("http listener", "addr", listen, "err", err)
+			runner.Persist(beacon.Refusal{Code: "listen_failed", Subject: listen, Message: err.Error()})
+		} else {
+			srv = &http.Server{Handler: hostHandler(st, runner), ReadHeaderTimeout: 5 * time.Second}
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+					env.Logger.Error("http server", "err", err)
+				}
+			}()
+			env.Logger.Info("serving", "addr", ln.Addr().String())
 		}
-		srv = &http.Server{Handler: hostHandler(st, runner), ReadHeaderTimeout: 5 * time.Second}
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
-				env.Logger.Error("http server", "err", err)
-			}
-		}()
-		env.Logger.Info("serving", "addr", ln.Addr().String())
 	}
 	env.Logger.Info("host run", "host", o.Host, "interval", o.Interval, "store", etcdstore.Redact(env.StoreURL))
 	if o.Passes > 0 {

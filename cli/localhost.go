@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"runtime"
 	"sort"
@@ -19,6 +18,7 @@ import (
 	"github.com/wisent/stado/catalog"
 	"github.com/wisent/stado/channel"
 	"github.com/wisent/stado/registry"
+	"github.com/wisent/stado/repair"
 	"github.com/wisent/stado/units"
 )
 
@@ -589,19 +589,6 @@ func unitOfCgroup(data []byte) string {
 	return ""
 }
 
-// RepairResult is what repair-step reports after its payload ran.
-type RepairResult struct {
-	Step       string   `json:"step"`
-	Argv       []string `json:"argv"`
-	ExitStatus int      `json:"exit_status"`
-	ElapsedMS  int64    `json:"elapsed_ms"`
-	Stdout     string   `json:"stdout_tail,omitempty"`
-	Stderr     string   `json:"stderr_tail,omitempty"`
-}
-
-// repairOutputMax bounds the stdout and stderr kept of a payload.
-const repairOutputMax = 4 << 10
-
 // RepairStep runs the catalog's payload for step on this OS: its argv (no
 // shell) with the fixed program search path, HOME, the payload's
 // environment and the caller's values of the names the step needs, under
@@ -627,35 +614,17 @@ func (h *localHost) RepairStep(ctx context.Context, step string, env map[string]
 			return nil, hostRefuse(channel.CodeInvalidEnv, "repair step %s does not take %s (it takes %s)", step, k, needsList(st.Needs))
 		}
 	}
-	cmd, err := st.Command(h.goos, env)
-	if err != nil {
-		return nil, err
-	}
-	runCtx, cancel := context.WithTimeout(ctx, cmd.Timeout)
-	defer cancel()
-	c := exec.CommandContext(runCtx, cmd.Argv[0], cmd.Argv[1:]...)
-	c.Env = []string{"PATH=" + units.FixedPath(h.goos), "HOME=" + h.home}
-	for _, k := range sortedEnvKeys(cmd.Env) {
-		c.Env = append(c.Env, k+"="+cmd.Env[k])
-	}
-	c.Dir = "/"
-	c.WaitDelay = 2 * time.Second
-	var stdout, stderr tailBuffer
-	c.Stdout, c.Stderr = &stdout, &stderr
-	start := time.Now()
-	err = c.Run()
-	res := RepairResult{Step: step, Argv: cmd.Argv, ElapsedMS: time.Since(start).Milliseconds(), Stdout: stdout.String(), Stderr: stderr.String()}
-	var exit *exec.ExitError
+	// One step runner for every path: the same code a host's own recovery
+	// and `stado repair --apply` use.
+	rep := (&repair.Local{Catalog: cat, OS: h.goos, Home: h.home}).RunStep(ctx, "", step, env)
 	switch {
-	case runCtx.Err() == context.DeadlineExceeded:
-		return nil, fmt.Errorf("repair step %s: %s did not finish within %ds; stderr: %s", step, cmd.Argv[0], cmd.TimeoutSeconds, oneLineText(res.Stderr))
-	case errors.As(err, &exit):
-		res.ExitStatus = exit.ExitCode()
-		return nil, fmt.Errorf("repair step %s: %s exited %d; stderr: %s", step, cmd.Argv[0], res.ExitStatus, oneLineText(res.Stderr))
-	case err != nil:
-		return nil, fmt.Errorf("repair step %s: %w", step, err)
+	case rep.OK:
+		return rep, nil
+	case rep.Code == repair.CodeStepFailed || rep.Code == repair.CodeStepTimeout:
+		return nil, fmt.Errorf("repair step %s: %s", step, oneLineText(rep.Refusal+"; output: "+rep.Output))
+	default:
+		return nil, hostRefuse(rep.Code, "%s", rep.Refusal)
 	}
-	return res, nil
 }
 
 func needsList(needs []string) string {
@@ -690,19 +659,6 @@ func oneLineText(s string) string {
 	}
 	return strings.ReplaceAll(s, "\n", " | ")
 }
-
-// tailBuffer keeps the last repairOutputMax bytes written to it.
-type tailBuffer struct{ b []byte }
-
-func (t *tailBuffer) Write(p []byte) (int, error) {
-	t.b = append(t.b, p...)
-	if len(t.b) > repairOutputMax {
-		t.b = append([]byte(nil), t.b[len(t.b)-repairOutputMax:]...)
-	}
-	return len(p), nil
-}
-
-func (t *tailBuffer) String() string { return string(t.b) }
 
 // VersionResult is what version reports.
 type VersionResult struct {

@@ -12,6 +12,7 @@ import (
 
 	"github.com/wisent/stado/beacon"
 	"github.com/wisent/stado/catalog"
+	"github.com/wisent/stado/channel"
 	"github.com/wisent/stado/registry"
 	"github.com/wisent/stado/repair"
 	"github.com/wisent/stado/units"
@@ -51,8 +52,10 @@ type repairOptions struct {
 	Step    string
 	Target  string
 	Apply   bool
-	// Executor reaches the target for --apply; nil means repairExecutor.
+	// Executor reaches the target for --apply; nil means the host channel
+	// through Dialer.
 	Executor repair.Executor
+	Dialer   *channel.Dialer
 }
 
 func newRepairCommand(env *Env) *ucli.Command {
@@ -64,16 +67,16 @@ func newRepairCommand(env *Env) *ucli.Command {
 			"would run. With --apply the step runs on HOST through the same path a standing answering question\n" +
 			"takes. `stado repair stado --step host` restarts the fixed recovery list.\n\n" +
 			"example:\n   stado repair skarbiec --step crypto --target host2 --apply --json",
-		Flags: []ucli.Flag{
+		Flags: append([]ucli.Flag{
 			&ucli.StringFlag{Name: "step", Usage: "the repair-catalog step to run", Required: true},
 			&ucli.StringFlag{Name: "target", Usage: "the registry target (host) to run it on", Required: true},
 			&ucli.BoolFlag{Name: "apply", Usage: "run the step (default: only show it)"},
-		},
+		}, sshFlags()...),
 		Action: func(c *ucli.Context) error {
 			if c.NArg() != 1 {
 				return usagef("repair takes one SERVICE argument")
 			}
-			return runRepair(c.Context, env, repairOptions{Service: c.Args().First(), Step: c.String("step"), Target: c.String("target"), Apply: c.Bool("apply")})
+			return runRepair(c.Context, env, repairOptions{Service: c.Args().First(), Step: c.String("step"), Target: c.String("target"), Apply: c.Bool("apply"), Dialer: dialerFrom(c)})
 		},
 	}, true)
 }
@@ -92,11 +95,15 @@ type repairPlanDoc struct {
 	Report  *repair.StepReport `json:"report,omitempty"`
 }
 
-// repairExecutor is the executor --apply uses when none is given. The SSH
-// executor is wired by the channel; without it a repair can only run on
-// the machine it is asked on.
-var repairExecutor = func(ctx context.Context, env *Env, cat *catalog.Catalog, t *registry.Target) (repair.Executor, func(), error) {
-	return nil, nil, refuse("channel_unavailable", "no host channel is wired to reach %s", t.Name)
+// repairExecutor is the executor --apply uses when none is given: the
+// target's host channel over SSH, the same Remote executor peer recovery
+// uses.
+var repairExecutor = func(ctx context.Context, env *Env, d *channel.Dialer, doc *registry.Document) (repair.Executor, func(), error) {
+	if d == nil {
+		d = &channel.Dialer{}
+	}
+	pool := channel.NewPool(d)
+	return &repair.Remote{Pool: pool, Target: repair.TargetsOf(doc), Now: env.Now}, func() { pool.Close() }, nil
 }
 
 func runRepair(ctx context.Context, env *Env, o repairOptions) error {
@@ -141,7 +148,7 @@ func runRepair(ctx context.Context, env *Env, o repairOptions) error {
 	if o.Apply {
 		ex := o.Executor
 		if ex == nil {
-			e, closeFn, err := repairExecutor(ctx, env, cat, t)
+			e, closeFn, err := repairExecutor(ctx, env, o.Dialer, doc)
 			if err != nil {
 				return err
 			}

@@ -11,6 +11,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -19,6 +20,7 @@ import (
 	"github.com/wisent/stado/catalog"
 	"github.com/wisent/stado/channel"
 	"github.com/wisent/stado/registry"
+	"github.com/wisent/stado/repair"
 	"github.com/wisent/stado/units"
 )
 
@@ -427,9 +429,9 @@ steps:
 	if err != nil {
 		t.Fatal(err)
 	}
-	out := res.(RepairResult).Stdout
+	out := res.(repair.StepReport).Output
 	for _, want := range []string{"WITHIN_SECONDS=7", "FIXED=yes", "PATH=" + units.PathLinux, "HOME=" + h.home} {
-		if !strings.Contains(out, want+"\n") {
+		if !slices.Contains(strings.Split(out, "\n"), want) {
 			t.Errorf("payload environment lacks %s:\n%s", want, out)
 		}
 	}

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/wisent/stado/tests/etcd"
 	"github.com/wisent/stado/tests/testbed"
 )
 
@@ -123,39 +124,54 @@ const beaconTarget = `  - name: %[1]s
     os: linux
     services:
       - name: stado
-        unit: bj-stado.service
+        unit: %[5]s-stado.service
         program: /usr/local/bin/stado
-        args: [host, run]
+        args: [host, run, --listen, "%[2]s:%[6]d"]
         env: {STADO_STORE: "%[3]s", STADO_INTERVAL: 1s, STADO_HOST: %[1]s}
         product: stado
-      - name: bj-sleeper
-        unit: bj-sleeper.service
+      - name: %[5]s-sleeper
+        unit: %[5]s-sleeper.service
         program: /bin/sleep
         args: [infinity]
 %[4]s`
 
-const beaconCrashy = `      - name: bj-crashy
-        unit: bj-crashy.service
+const beaconCrashy = `      - name: %[1]s-crashy
+        unit: %[1]s-crashy.service
         program: /bin/sh
-        args: [-c, "echo bj-crashy is dying >&2; sleep 0.3; exit 3"]
+        args: [-c, "echo %[1]s-crashy is dying >&2; sleep 0.3; exit 3"]
 `
 
 func TestBeaconJourneyHostsPublishAndTheReadHalfAnswersWithoutSSH(t *testing.T) {
 	t.Parallel()
 	bed := testbed.Shared(t, 3)
+	beaconJourney(t, bed, "file://"+bed.NewStore(t), "bj", 19401, true)
+}
+
+// On etcd the beacon carries a lease of the staleness bound: a stopped
+// host's beacon expires by itself and its rows read unknown.
+func TestBeaconJourneyOnEtcdExpiresAStoppedHostsBeacon(t *testing.T) {
+	t.Parallel()
+	cluster := etcdtest.Start(t, 1)
+	bed := testbed.Shared(t, 3)
+	beaconJourney(t, bed, "etcd://"+strings.Join(cluster.Endpoints(), ",")+"/bj-etcd", "be", 19411, false)
+}
+
+// beaconJourney runs the journey with units named prefix-* and host
+// processes listening on port; withSSHOff also stops every sshd.
+func beaconJourney(t *testing.T, bed *testbed.Bed, store, prefix string, port int, withSSHOff bool) {
 	bin := testbed.BuildStado(t)
 	bed.InstallStado(t, bin)
-	store := "file://" + bed.NewStore(t)
 	c := newCLI(t, bed, store)
 	hosts := bed.Hosts()[:3]
+	crashy := prefix + "-crashy"
 
 	var targets strings.Builder
 	for i, h := range hosts {
 		extra := ""
 		if i == 0 {
-			extra = beaconCrashy
+			extra = fmt.Sprintf(beaconCrashy, prefix)
 		}
-		fmt.Fprintf(&targets, beaconTarget, h.Name, h.Addr, store, extra)
+		fmt.Fprintf(&targets, beaconTarget, h.Name, h.Addr, store, extra, prefix, port)
 	}
 	fleet := filepath.Join(t.TempDir(), "fleet.yaml")
 	if err := os.WriteFile(fleet, []byte(fmt.Sprintf(beaconFleet, targets.String())), 0o644); err != nil {
@@ -165,7 +181,7 @@ func TestBeaconJourneyHostsPublishAndTheReadHalfAnswersWithoutSSH(t *testing.T) 
 	t.Cleanup(func() {
 		ctx := context.Background()
 		for _, h := range hosts {
-			for _, u := range []string{"bj-stado.service", "bj-sleeper.service", "bj-crashy.service"} {
+			for _, u := range []string{prefix + "-stado.service", prefix + "-sleeper.service", prefix + "-crashy.service"} {
 				bed.Exec(ctx, h, "systemctl", "disable", "--now", u)
 				bed.Exec(ctx, h, "rm", "-f", "/etc/systemd/system/"+u)
 			}
@@ -177,17 +193,17 @@ func TestBeaconJourneyHostsPublishAndTheReadHalfAnswersWithoutSSH(t *testing.T) 
 	// Deploy: the host process first (it is the stado product), then the rest.
 	for _, h := range hosts {
 		c.mustRun(t, "service", "ensure", "stado", "--host", h.Name, "--reason", "deploy the host process")
-		c.mustRun(t, "service", "ensure", "bj-sleeper", "--host", h.Name, "--reason", "a sample")
+		c.mustRun(t, "service", "ensure", prefix+"-sleeper", "--host", h.Name, "--reason", "a sample")
 	}
 	// ensure of a crash loop reports it failing (exit code nonzero is fine).
-	c.run(t, "service", "ensure", "bj-crashy", "--host", hosts[0].Name, "--reason", "a crash loop")
+	c.run(t, "service", "ensure", crashy, "--host", hosts[0].Name, "--reason", "a crash loop")
 
 	// Every declared healthy service is active within two passes of a beacon.
 	eventually(t, 30*time.Second, "every healthy service active", func() (bool, string) {
 		d := c.list(t)
 		active := 0
 		for _, s := range d.Services {
-			if s.Service != "bj-crashy" && s.State == "active" && s.PID > 0 {
+			if s.Service != crashy && s.State == "active" && s.PID > 0 {
 				active++
 			}
 		}
@@ -195,7 +211,7 @@ func TestBeaconJourneyHostsPublishAndTheReadHalfAnswersWithoutSSH(t *testing.T) 
 	})
 	d := c.list(t)
 	for _, s := range d.Services {
-		if s.Beacon.Pass > 3 && s.Service != "bj-crashy" {
+		if s.Beacon.Pass > 3 && s.Service != crashy {
 			// Published at start and every second: being active needed no
 			// more than two passes after the host process started.
 			t.Logf("%s/%s active at pass %d", s.Host, s.Service, s.Beacon.Pass)
@@ -205,14 +221,14 @@ func TestBeaconJourneyHostsPublishAndTheReadHalfAnswersWithoutSSH(t *testing.T) 
 	// The crash loop is failing, with its exit code and start count.
 	eventually(t, 30*time.Second, "crash loop failing", func() (bool, string) {
 		for _, s := range c.list(t).Services {
-			if s.Service == "bj-crashy" {
+			if s.Service == crashy {
 				return s.State == "failing" && s.LastExit != nil && *s.LastExit == 3 && s.Starts >= 2, fmt.Sprintf("%+v", s)
 			}
 		}
-		return false, "no bj-crashy row"
+		return false, "no crashy row"
 	})
-	status := c.mustRun(t, "service", "status", "bj-crashy", "--host", hosts[0].Name)
-	for _, want := range []string{"failing", "last exit: 3", "runs no process: its last run exited 3", "stado service logs bj-crashy"} {
+	status := c.mustRun(t, "service", "status", crashy, "--host", hosts[0].Name)
+	for _, want := range []string{"failing", "last exit: 3", "runs no process: its last run exited 3", "stado service logs " + crashy} {
 		if !strings.Contains(status, want) {
 			t.Errorf("status text lacks %q:\n%s", want, status)
 		}
@@ -225,17 +241,17 @@ func TestBeaconJourneyHostsPublishAndTheReadHalfAnswersWithoutSSH(t *testing.T) 
 			Starts     int    `json:"starts"`
 		} `json:"hosts"`
 	}
-	if err := json.Unmarshal([]byte(c.mustRun(t, "service", "status", "bj-crashy", "--json")), &st); err != nil || len(st.Hosts) != 1 {
+	if err := json.Unmarshal([]byte(c.mustRun(t, "service", "status", crashy, "--json")), &st); err != nil || len(st.Hosts) != 1 {
 		t.Fatalf("status json: %v %+v", err, st)
 	}
-	if h := st.Hosts[0]; h.State != "failing" || h.LastExit == nil || *h.LastExit != 3 || !strings.Contains(h.LastStderr, "bj-crashy is dying") {
+	if h := st.Hosts[0]; h.State != "failing" || h.LastExit == nil || *h.LastExit != 3 || !strings.Contains(h.LastStderr, crashy+" is dying") {
 		t.Errorf("status json %+v", h)
 	}
 
 	// Stop one host's stado: after the bound (3 × 1 s) its rows read
 	// unknown with the age, never active; the other hosts are unaffected.
 	victim := hosts[2]
-	if _, errOut, err := bed.Exec(context.Background(), victim, "systemctl", "stop", "bj-stado.service"); err != nil {
+	if _, errOut, err := bed.Exec(context.Background(), victim, "systemctl", "stop", prefix+"-stado.service"); err != nil {
 		t.Fatalf("stop stado on %s: %v %s", victim.Name, err, errOut)
 	}
 	eventually(t, 20*time.Second, "stopped host reads unknown", func() (bool, string) {
@@ -250,11 +266,14 @@ func TestBeaconJourneyHostsPublishAndTheReadHalfAnswersWithoutSSH(t *testing.T) 
 		switch {
 		case s.Host == victim.Name && s.State == "active":
 			t.Errorf("stale host reported active: %+v", s)
-		case s.Host != victim.Name && s.Service != "bj-crashy" && s.State != "active":
+		case s.Host != victim.Name && s.Service != crashy && s.State != "active":
 			t.Errorf("a live host was affected: %+v", s)
 		}
 	}
 
+	if !withSSHOff {
+		return
+	}
 	// sshd stopped on every host: the read half still answers and attempts
 	// no connection. Our own listeners on every host's port 22 count any.
 	var accepted atomic.Int32
@@ -288,7 +307,7 @@ func TestBeaconJourneyHostsPublishAndTheReadHalfAnswersWithoutSSH(t *testing.T) 
 	}
 	for _, args := range [][]string{
 		{"service", "list", "--json"},
-		{"service", "status", "bj-sleeper", "--json"},
+		{"service", "status", prefix + "-sleeper", "--json"},
 		{"host", "health", "--json"},
 	} {
 		c.mustRun(t, args...)
