@@ -57,12 +57,6 @@ func newHostRunCommand(env *Env) *ucli.Command {
 	}, false)
 }
 
-// hostContributors builds the pass contributors (answering probes, peer
-// recoveries) for a host process; set by the repair wiring.
-var hostContributors = func(ctx context.Context, env *Env, st registry.Store, host string, mgr units.Manager) ([]beacon.Contributor, func(), error) {
-	return nil, func() {}, nil
-}
-
 func runHostRun(ctx context.Context, env *Env, o hostRunOptions) error {
 	if o.Host == "" {
 		h, err := os.Hostname()

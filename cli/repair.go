@@ -18,10 +18,16 @@ import (
 	"github.com/wisent/stado/units"
 )
 
-func init() {
-	// stado host run asks the answering questions of this host (repair);
-	// peer recoveries are added beside it.
-	hostContributors = answeringContributors
+// hostContributors builds what `stado host run` adds to every pass: the
+// answering probes of this host's own services, and the peer recovery of
+// other hosts' services this host's resolver sees standing.
+func hostContributors(ctx context.Context, env *Env, st registry.Store, host string, mgr units.Manager) ([]beacon.Contributor, func(), error) {
+	cs, stop, err := answeringContributors(ctx, env, st, host, mgr)
+	if err != nil {
+		return nil, nil, err
+	}
+	peer, closePeer := peerContributor(env, st)
+	return append(cs, peer), func() { closePeer(); stop() }, nil
 }
 
 // answeringContributors builds the answering contributor of a host
@@ -98,12 +104,12 @@ type repairPlanDoc struct {
 // repairExecutor is the executor --apply uses when none is given: the
 // target's host channel over SSH, the same Remote executor peer recovery
 // uses.
-var repairExecutor = func(ctx context.Context, env *Env, d *channel.Dialer, doc *registry.Document) (repair.Executor, func(), error) {
+var repairExecutor = func(ctx context.Context, env *Env, d *channel.Dialer, doc *registry.Document, cat *catalog.Catalog) (repair.Executor, func(), error) {
 	if d == nil {
 		d = &channel.Dialer{}
 	}
 	pool := channel.NewPool(d)
-	return &repair.Remote{Pool: pool, Target: repair.TargetsOf(doc), Now: env.Now}, func() { pool.Close() }, nil
+	return &repair.Remote{Pool: pool, Target: repair.TargetsOf(doc), Catalog: cat, Now: env.Now}, func() { pool.Close() }, nil
 }
 
 func runRepair(ctx context.Context, env *Env, o repairOptions) error {
@@ -148,7 +154,7 @@ func runRepair(ctx context.Context, env *Env, o repairOptions) error {
 	if o.Apply {
 		ex := o.Executor
 		if ex == nil {
-			e, closeFn, err := repairExecutor(ctx, env, o.Dialer, doc)
+			e, closeFn, err := repairExecutor(ctx, env, o.Dialer, doc, cat)
 			if err != nil {
 				return err
 			}

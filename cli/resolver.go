@@ -14,29 +14,12 @@ import (
 
 	ucli "github.com/urfave/cli/v2"
 
-	"github.com/wisent/stado/beacon"
 	"github.com/wisent/stado/catalog"
 	"github.com/wisent/stado/channel"
 	"github.com/wisent/stado/registry"
 	"github.com/wisent/stado/repair"
 	"github.com/wisent/stado/resolver"
-	"github.com/wisent/stado/units"
 )
-
-func init() {
-	// stado host run reads this host's waiting list every pass: the peer
-	// contributor is added beside the answering one, which cli/repair.go
-	// sets first (its init runs before this file's).
-	prev := hostContributors
-	hostContributors = func(ctx context.Context, env *Env, st registry.Store, host string, mgr units.Manager) ([]beacon.Contributor, func(), error) {
-		cs, stop, err := prev(ctx, env, st, host, mgr)
-		if err != nil {
-			return nil, nil, err
-		}
-		peer, closePeer := peerContributor(env, st)
-		return append(cs, peer), func() { closePeer(); stop() }, nil
-	}
-}
 
 // peerContributor builds the peer recovery of a host process: this host's
 // waiting list under $HOME, the catalog of the store read every pass, and

@@ -8,6 +8,7 @@ import (
 	"sort"
 	"time"
 
+	"github.com/wisent/stado/catalog"
 	"github.com/wisent/stado/channel"
 	"github.com/wisent/stado/registry"
 )
@@ -24,6 +25,9 @@ type Remote struct {
 	Pool *channel.Pool
 	// Target resolves a host name to its registry target.
 	Target func(host string) (registry.Target, bool)
+	// Catalog, when set, narrows each step's inputs to the names the step
+	// needs: the host channel refuses a name a step does not declare.
+	Catalog *catalog.Catalog
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
 }
@@ -60,6 +64,17 @@ func (r *Remote) RunStep(ctx context.Context, host, step string, inputs map[stri
 		return rep
 	}
 	cmd := channel.Command{Verb: channel.VerbRepairStep, Step: step}
+	if r.Catalog != nil {
+		if st, ok := r.Catalog.Step(step); ok {
+			needed := map[string]string{}
+			for _, k := range st.Needs {
+				if v, ok := inputs[k]; ok {
+					needed[k] = v
+				}
+			}
+			inputs = needed
+		}
+	}
 	keys := make([]string, 0, len(inputs))
 	for k := range inputs {
 		keys = append(keys, k)

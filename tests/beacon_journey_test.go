@@ -153,7 +153,11 @@ func TestBeaconJourneyOnEtcdExpiresAStoppedHostsBeacon(t *testing.T) {
 	t.Parallel()
 	cluster := etcdtest.Start(t, 1)
 	bed := testbed.Shared(t, 3)
-	beaconJourney(t, bed, "etcd://"+strings.Join(cluster.Endpoints(), ",")+"/bj-etcd", "be", 19411, false)
+	var eps []string
+	for _, e := range cluster.Endpoints() {
+		eps = append(eps, strings.TrimPrefix(e, "http://"))
+	}
+	beaconJourney(t, bed, "etcd://"+strings.Join(eps, ",")+"/bj-etcd", "be", 19411, false)
 }
 
 // beaconJourney runs the journey with units named prefix-* and host
