@@ -144,7 +144,7 @@ const beaconCrashy = `      - name: %[1]s-crashy
 func TestBeaconJourneyHostsPublishAndTheReadHalfAnswersWithoutSSH(t *testing.T) {
 	t.Parallel()
 	bed := testbed.Shared(t, 3)
-	beaconJourney(t, bed, "file://"+bed.NewStore(t), "bj", 19401, true)
+	beaconJourney(t, bed, "file://"+bed.NewStore(t), "bj", 19401, false)
 }
 
 // On etcd the beacon carries a lease of the staleness bound: a stopped
@@ -157,12 +157,13 @@ func TestBeaconJourneyOnEtcdExpiresAStoppedHostsBeacon(t *testing.T) {
 	for _, e := range cluster.Endpoints() {
 		eps = append(eps, strings.TrimPrefix(e, "http://"))
 	}
-	beaconJourney(t, bed, "etcd://"+strings.Join(eps, ",")+"/bj-etcd", "be", 19411, false)
+	beaconJourney(t, bed, "etcd://"+strings.Join(eps, ",")+"/bj-etcd", "be", 19411, true)
 }
 
 // beaconJourney runs the journey with units named prefix-* and host
-// processes listening on port; withSSHOff also stops every sshd.
-func beaconJourney(t *testing.T, bed *testbed.Bed, store, prefix string, port int, withSSHOff bool) {
+// processes listening on port. leased says the store expires beacons by
+// their lease (etcd); the file-store run also stops every sshd.
+func beaconJourney(t *testing.T, bed *testbed.Bed, store, prefix string, port int, leased bool) {
 	bin := testbed.BuildStado(t)
 	bed.InstallStado(t, bin)
 	c := newCLI(t, bed, store)
@@ -260,7 +261,14 @@ func beaconJourney(t *testing.T, bed *testbed.Bed, store, prefix string, port in
 	}
 	eventually(t, 20*time.Second, "stopped host reads unknown", func() (bool, string) {
 		for _, s := range c.list(t).Services {
-			if s.Host == victim.Name && (s.State != "unknown" || !s.Beacon.Stale || s.Beacon.AgeSeconds <= 3) {
+			if s.Host != victim.Name {
+				continue
+			}
+			// On the file store the beacon stays and reads stale with its
+			// age; on etcd its lease expired and the host has no beacon.
+			staleWithAge := s.Beacon.Stale && s.Beacon.AgeSeconds > 3
+			expired := leased && !s.Beacon.Present && strings.HasPrefix(s.Beacon.Reason, "no beacon")
+			if s.State != "unknown" || !(staleWithAge || expired) {
 				return false, fmt.Sprintf("%+v", s)
 			}
 		}
@@ -275,7 +283,7 @@ func beaconJourney(t *testing.T, bed *testbed.Bed, store, prefix string, port in
 		}
 	}
 
-	if !withSSHOff {
+	if leased {
 		return
 	}
 	// sshd stopped on every host: the read half still answers and attempts
