@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"time"
 
@@ -92,11 +93,19 @@ func jsonFlag() ucli.Flag {
 	return &ucli.BoolFlag{Name: "json", Usage: "print one JSON document on stdout"}
 }
 
-// defaultStoreURL is file://$HOME/.stado/store.
+// defaultStoreURL is the store a command uses when neither --store nor
+// STADO_STORE names one: the URL written in $HOME/.stado/store-url (so a
+// host's channel program and its host process agree on one store without
+// flags), else file://$HOME/.stado/store.
 func defaultStoreURL(env *Env) string {
 	home := env.Getenv("HOME")
 	if home == "" {
 		home, _ = os.UserHomeDir()
+	}
+	if b, err := os.ReadFile(filepath.Join(home, ".stado", "store-url")); err == nil {
+		if u := strings.TrimSpace(string(b)); u != "" && !strings.ContainsAny(u, "\n\r") {
+			return u
+		}
 	}
 	return "file://" + filepath.Join(home, ".stado", "store")
 }

@@ -2,6 +2,8 @@ package cli
 
 import (
 	"bytes"
+	"os"
+	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
@@ -62,5 +64,29 @@ func TestStorePasswordNeverAppearsInErrors(t *testing.T) {
 	}
 	if strings.Contains(errOut.String()+out.String(), "pw-secret-123") {
 		t.Fatalf("password printed: %s", errOut.String())
+	}
+}
+
+func TestStoreURLFileNamesTheDefaultStore(t *testing.T) {
+	home, dir := t.TempDir(), t.TempDir()
+	if err := os.MkdirAll(filepath.Join(home, ".stado"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(home, ".stado", "store-url"), []byte("file://"+dir+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var out, errOut bytes.Buffer
+	e := NewEnv(strings.NewReader(""), &out, &errOut)
+	e.Getenv = func(k string) string {
+		if k == "HOME" {
+			return home
+		}
+		return ""
+	}
+	if code := Run(t.Context(), e, []string{"stado", "service", "list", "--json"}); code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut.String())
+	}
+	if e.StoreURL != "file://"+dir {
+		t.Fatalf("store %q, want the one in store-url", e.StoreURL)
 	}
 }
