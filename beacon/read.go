@@ -210,6 +210,8 @@ type HostHealth struct {
 	Undeclared   int            `json:"undeclared"`
 	Refusals     []Refusal      `json:"refusals,omitempty"`
 	Identity     *Identity      `json:"identity,omitempty"`
+	// PeerRecoveries are the standings this host saw on other hosts.
+	PeerRecoveries []PeerRecovery `json:"peer_recoveries,omitempty"`
 }
 
 // Health reports every host (or one).
@@ -231,6 +233,7 @@ func (v *View) Health(host string) []HostHealth {
 			h.StadoVersion = b.StadoVersion
 			h.Undeclared = len(b.Undeclared)
 			h.Refusals = b.Refusals
+			h.PeerRecoveries = b.PeerRecoveries
 			id := b.Identity
 			h.Identity = &id
 		}

@@ -68,6 +68,11 @@ func runHostHealth(ctx context.Context, env *Env, o healthOptions) error {
 		rows = append(rows, []string{h.Host, state, age, passText(h.Beacon.Pass), dash(h.StadoVersion), countsText(h.Counts), fmt.Sprint(h.Undeclared), strings.Join(refs, ",")})
 	}
 	printTable(env.Stdout, terminalWidth(env), []string{"HOST", "BEACON", "AGE", "PASS", "VERSION", "UNITS", "UNDECLARED", "REFUSALS"}, rows)
+	for _, h := range hs {
+		for _, pr := range h.PeerRecoveries {
+			fmt.Fprintf(env.Stdout, "%s saw %s\n", h.Host, peerSummary(pr))
+		}
+	}
 	return nil
 }
 
@@ -99,4 +104,24 @@ func countsText(m map[string]int) string {
 		parts = append(parts, fmt.Sprintf("%s=%d", k, m[k]))
 	}
 	return strings.Join(parts, " ")
+}
+
+// peerSummary is the one-line form of a peer recovery block.
+func peerSummary(pr beacon.PeerRecovery) string {
+	what := fmt.Sprintf("%s on %s", pr.Service, pr.Host)
+	switch {
+	case pr.Unreadable != "":
+		return "its waiting list unreadable: " + pr.Unreadable
+	case pr.NotRecovered != "":
+		return what + " standing, not recovered: " + pr.NotRecovered
+	case pr.AlreadyRecovered:
+		return fmt.Sprintf("%s still standing (%d held, %.0fs), already_recovered", what, pr.Held, pr.WaitedSeconds)
+	case len(pr.Recovery) > 0:
+		s := fmt.Sprintf("%s standing (%d held, %.0fs > %.0fs): recovery attempted", what, pr.Held, pr.WaitedSeconds, pr.BoundSeconds)
+		if pr.RecordingRefusal != nil {
+			s += "; recording_refusal: " + pr.RecordingRefusal.Cause
+		}
+		return s
+	}
+	return what + " standing"
 }

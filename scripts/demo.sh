@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
-# make demo: a small fleet of simulated hosts (real systemd, real sshd),
-# services ensured over SSH, beacons read without SSH, and a service that
-# stands recovered. Everything stays on loopback; the testbed is torn down
-# at the end (and on any failure).
+# make demo: a small fleet of simulated hosts (real systemd as PID 1, real
+# sshd), services ensured over SSH, beacons read without SSH, a service that
+# stands recovered by its own host, and one recovered by a peer whose
+# clients' requests to it stand waiting. Everything stays on loopback; the
+# testbed is torn down at the end and on any failure.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$PWD
@@ -13,15 +14,26 @@ N=3
 
 say() { printf '\n\033[1m== %s\033[0m\n' "$*"; }
 run() { printf '$ %s\n' "$*"; "$@"; }
+hostssh() { ssh -F "$TESTBED_SSH_CONFIG" "$@" </dev/null; }
+# wait_for SECONDS DESCRIPTION COMMAND...: poll until COMMAND succeeds.
+wait_for() {
+  local secs=$1 what=$2; shift 2
+  local deadline=$((SECONDS + secs))
+  until "$@" >/dev/null 2>&1; do
+    if [ $SECONDS -ge $deadline ]; then echo "demo: $what: not within ${secs}s" >&2; return 1; fi
+    sleep 0.5
+  done
+}
 
 if [ "$(id -u)" != 0 ]; then
   echo "demo: the testbed needs root (namespaces, systemd as PID 1)" >&2
   exit 1
 fi
 
+PIDS=()
 cleanup() {
   set +e
-  [ -n "${RECEIVER_PID:-}" ] && kill "$RECEIVER_PID" 2>/dev/null
+  for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null; done
   [ -n "${ETCD_STARTED:-}" ] && bash tests/etcd/etcd-local.sh down >/dev/null 2>&1
   bash "$TB" down >/dev/null 2>&1
 }
@@ -31,52 +43,102 @@ say "boot $N simulated hosts (systemd as PID 1, sshd on 127.0.1.K:22)"
 bash "$TB" down >/dev/null 2>&1 || true
 STADO_BIN=$BIN bash "$TB" up $N
 eval "$(bash "$TB" env)"
+go build -o "$TESTBED_BIN/stado-demo-fixture" ./tests/fixtures/answering
 
 export STADO_SSH_CONFIG=$TESTBED_SSH_CONFIG
 export STADO_KNOWN_HOSTS=$TESTBED_KNOWN_HOSTS
 export STADO_SSH_IDENTITY=$TESTBED_SSH_KEY
 export HOME=$TESTBED_DIR/workstation   # the workstation's own ~/.stado
 mkdir -p "$HOME"
-FLEET=examples/demo/fleet.yaml
 if [ "$STORE_KIND" = etcd ]; then
   say "start a single-member etcd on 127.0.0.1:23790"
+  bash tests/etcd/etcd-local.sh down >/dev/null 2>&1 || true
   bash tests/etcd/etcd-local.sh up 1
   ETCD_STARTED=1
-  export STADO_STORE="etcd://$(bash tests/etcd/etcd-local.sh endpoints)/stado"
-  FLEET=$TESTBED_DIR/fleet-etcd.yaml
-  sed "s#file:///var/lib/stado-testbed/store#$STADO_STORE#" examples/demo/fleet.yaml > "$FLEET"
+  export STADO_STORE="etcd://$(bash tests/etcd/etcd-local.sh endpoints | sed 's#http://##g')/stado"
 else
   export STADO_STORE=file://$TESTBED_STORE
 fi
 echo "store: $STADO_STORE"
 
-say "declare the fleet: registry push (validated compare-and-swap)"
-run "$BIN" registry push "$FLEET" --reason "demo fleet"
+# Each host's stado (host process and channel program) reads the store URL
+# from ~/.stado/store-url; host1 also gets a key to reach its peers.
+for k in $(seq 1 $N); do
+  hostssh host$k mkdir -p /root/.stado /root/.ssh
+  printf '%s\n' "$STADO_STORE" | ssh -F "$TESTBED_SSH_CONFIG" host$k 'cat > /root/.stado/store-url'
+done
+ssh -F "$TESTBED_SSH_CONFIG" host1 'umask 077; cat > /root/.ssh/id_ed25519' < "$TESTBED_SSH_KEY"
+ssh -F "$TESTBED_SSH_CONFIG" host1 'cat > /root/.ssh/known_hosts' < "$TESTBED_KNOWN_HOSTS"
+
+say "declare the fleet and the site catalog (validated compare-and-swap writes)"
+run "$BIN" catalog push examples/demo/site-catalog.yaml
+run "$BIN" registry push examples/demo/fleet.yaml --reason "demo fleet"
 run "$BIN" registry show
 run "$BIN" catalog show
 
 say "ensure stado's host process and a file server on every host, over SSH"
-for k in $(seq 1 $N); do
-  run "$BIN" service ensure stado --host host$k --reason "demo: deploy the host process"
-done
+run "$BIN" service ensure stado --all --reason "demo: deploy the host process"
 run "$BIN" service ensure files --all --reason "demo: the sample service"
 
 say "a second ensure changes nothing and restarts nothing"
 run "$BIN" service ensure files --all --reason "demo: idempotence"
 
-say "wait for every host's beacon (no SSH from here on)"
-deadline=$((SECONDS + 60))
-until "$BIN" service list --json | grep -q '"state": "active"' && \
-      [ "$("$BIN" service list --json | grep -c '"state": "active"')" -ge $((2 * N)) ]; do
-  [ $SECONDS -lt $deadline ] || { echo "demo: beacons did not show every service active in 60 s" >&2; "$BIN" service list; exit 1; }
-  sleep 1
-done
+say "the read half: beacons only, no SSH"
+all_active() {
+  [ "$("$BIN" service list --json | python3 -c 'import json,sys; print(sum(1 for s in json.load(sys.stdin)["services"] if s["service"] in ("stado","files") and s["state"]=="active"))')" -eq $((2 * N)) ]
+}
+wait_for 60 "every host's stado and files active in the beacons" all_active
 run "$BIN" service list
 run "$BIN" host health
-run "$BIN" registry doctor || true
+run "$BIN" registry doctor || echo "(doctor exits 3: it lists what is declared but not yet deployed)"
 
-if [ -x scripts/demo-standing.sh ]; then
-  source scripts/demo-standing.sh
-fi
+say "a service that accepts and never answers is recovered by its own host"
+python3 scripts/alert-receiver.py 18999 "$TESTBED_DIR/alerts.jsonl" & PIDS+=($!)
+hostssh host2 touch /var/tmp/demo-hold.marker
+run "$BIN" service ensure demo-hold --host host2 --reason "demo: a service that will stand"
+run "$BIN" service ensure demo-sealed --host host2 --reason "demo: a service that answers 503"
+recovered() {
+  "$BIN" service status demo-hold --host host2 --json | python3 -c '
+import json,sys
+a=json.load(sys.stdin)["hosts"][0].get("answering") or {}
+f=(a.get("finished") or {}).get("answered") or {}
+sys.exit(0 if a.get("state")=="finished" and f.get("successful") else 1)'
+}
+stood_once() { test -s "$TESTBED_DIR/alerts.jsonl"; }
+wait_for 60 "demo-hold stood and was recovered" stood_once
+wait_for 60 "demo-hold answers after its recovery" recovered
+run "$BIN" service status demo-hold --host host2
+run "$BIN" service status demo-sealed --host host2
+echo "-- the recovery register on host2 (service recoveries --json, run on host2):"
+hostssh host2 env HOME=/root /usr/local/bin/stado service recoveries --service demo-hold --json
+echo "-- the alert the webhook received:"
+cat "$TESTBED_DIR/alerts.jsonl"
+
+say "a peer recovers host2's gateway while host2's own stado is stopped"
+hostssh host2 systemctl stop stado.service
+hostssh host2 touch /var/tmp/demo-brama.marker
+run "$BIN" service ensure demo-brama --host host2 --reason "demo: the gateway"
+run "$BIN" service ensure brama-proxy --host host1 --reason "demo: host1's resolver proxy"
+echo "-- three clients on host1 send requests through host1's proxy (127.0.1.1:19602); they stand:"
+CLIENTS=()
+for i in 1 2 3; do
+  curl -s -m 40 -X POST -d '{"q":"hi"}' http://127.0.1.1:19602/v1/chat/completions > "$TESTBED_DIR/client$i.out" 2>&1 & CLIENTS+=($!)
+done
+peer_recovered() {
+  "$BIN" host health --host host1 --json | python3 -c '
+import json,sys
+h=json.load(sys.stdin)["hosts"][0]
+sys.exit(0 if any(p.get("recovery") or p.get("already_recovered") for p in h.get("peer_recoveries") or []) else 1)'
+}
+wait_for 60 "host1 recovered demo-brama on host2" peer_recovered
+echo "-- host1's beacon, peer_recoveries (host health reads it from the store):"
+run "$BIN" host health --host host1
+"$BIN" host health --host host1 --json | python3 -c 'import json,sys; print(json.dumps(json.load(sys.stdin)["hosts"][0]["peer_recoveries"], indent=2))'
+hostssh host1 env HOME=/root /usr/local/bin/stado service recoveries --service demo-brama --json
+echo "-- a new request through the proxy is answered at once:"
+run curl -s -m 10 -X POST -d '{"q":"hi"}' http://127.0.1.1:19602/v1/chat/completions
+wait "${CLIENTS[@]}" || true
+echo "-- what the standing clients finally got:"
+cat "$TESTBED_DIR"/client*.out; echo
 
 say "done; tearing the testbed down"
