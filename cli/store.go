@@ -92,10 +92,6 @@ type migrateCounts struct {
 	Autonomy      int `json:"autonomy"`
 }
 
-func (c migrateCounts) total() int {
-	return c.Registry + c.History + c.RegistryOther + c.Catalog + c.Releases + c.Autonomy
-}
-
 func runStoreMigrate(ctx context.Context, env *Env, opts storeMigrateOptions) error {
 	switch {
 	case opts.From == "" || opts.To == "":

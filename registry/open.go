@@ -19,7 +19,7 @@ func RegisterBackend(scheme string, open Opener) { openers[scheme] = open }
 func Open(ctx context.Context, url string) (Store, error) {
 	scheme, rest, ok := strings.Cut(url, "://")
 	if !ok {
-		return nil, fmt.Errorf("store url %q: want SCHEME://...", url)
+		return nil, fmt.Errorf("store url %q: want SCHEME://REST", url)
 	}
 	open, ok := openers[scheme]
 	if !ok {
