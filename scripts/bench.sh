@@ -1,0 +1,17 @@
+#!/usr/bin/env bash
+# make bench: the figures of every issue's budget, measured here (2 cores).
+# Journey benchmarks boot the testbed; everything stays on loopback.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+export STADO_TESTBED=${STADO_TESTBED:-required}
+b() { echo; echo "## $*"; }
+b "registry: parse+validate 1,000 targets × 20 services, one CAS write (budgets 50 ms, 25 ms)"
+go test -run '^$' -bench . -benchtime 5x ./registry | grep -E '^Benchmark|ok'
+b "repair: one pass over 200 answering services, 50 standing (budget 100 ms); detection latency"
+go test -run '^$' -bench . -benchtime 20x ./repair | grep -E '^Benchmark|ok'
+b "resolver: proxy added latency p50/p99 over 10,000 requests (budget 200 µs at p50)"
+go test -run '^$' -bench ProxyAddedLatency -benchtime 1x ./resolver | grep -E '^Benchmark|ok'
+b "etcd vs file: service list over 1,000/10,000 hosts, beacon publish, 8-writer CAS"
+bash scripts/bench-etcd.sh
+b "testbed: D-Bus ShowMany vs 50 systemctl forks; restart on 1 vs 10 hosts vs ssh loops; ensure cold"
+go test -run '^$' -bench 'Units|WriteRestart|WriteEnsureCold' -benchtime 5x -timeout 20m ./tests/ | grep -E '^Benchmark|ok'
