@@ -82,7 +82,20 @@ func TestThreeMembersKeepAQuorumWhenOneIsKilled(t *testing.T) {
 		t.Errorf("read through member 3 = %q, want v1", got)
 	}
 	c.Kill(0)
-	etcdctl(t, eps[1:], "put", "stado/k", "v2")
+	// The survivors elect a new leader first; a put during the election
+	// times out, so retry it until a deadline.
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		argv := []string{"--endpoints", strings.Join(eps[1:], ","), "--command-timeout", "5s", "put", "stado/k", "v2"}
+		out, err := exec.Command("etcdctl", argv...).CombinedOutput()
+		if err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no write accepted by the two survivors within 30s: %v\n%s", err, out)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
 	if got := etcdctl(t, eps[1:2], "get", "--print-value-only", "stado/k"); strings.TrimSpace(got) != "v2" {
 		t.Errorf("after losing member 1, get = %q, want v2", got)
 	}
