@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"crypto/ed25519"
 	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -14,6 +13,7 @@ import (
 	"sync"
 	"syscall"
 
+	"github.com/wisent/stado/registry"
 	"golang.org/x/crypto/ssh"
 	"golang.org/x/crypto/ssh/knownhosts"
 )
@@ -229,7 +229,7 @@ func (c *hostKeyChecker) record(addr string, remote net.Addr, key ssh.PublicKey)
 	}
 	b.WriteString(knownhosts.Line(addrs, key))
 	b.WriteByte('\n')
-	if err := writeFileAtomic(c.path, b.Bytes(), mode); err != nil {
+	if err := registry.WriteFileAtomic(c.path, b.Bytes(), mode); err != nil {
 		return fmt.Errorf("record host key of %s: %w", c.host, err)
 	}
 	return nil
@@ -248,42 +248,4 @@ func flockFile(path string) (func(), error) {
 		_ = syscall.Flock(int(f.Fd()), syscall.LOCK_UN)
 		f.Close()
 	}, nil
-}
-
-// writeFileAtomic replaces path with data: a temporary file in the same
-// directory, written, fsynced, closed, renamed over path, then the directory
-// fsynced. On error the temporary file is removed and path is untouched.
-func writeFileAtomic(path string, data []byte, mode fs.FileMode) (err error) {
-	dir := filepath.Dir(path)
-	var rnd [6]byte
-	_, _ = rand.Read(rnd[:])
-	tmp := filepath.Join(dir, ".tmp~"+filepath.Base(path)+"~"+hex.EncodeToString(rnd[:]))
-	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, mode)
-	if err != nil {
-		return err
-	}
-	defer func() {
-		if err != nil {
-			f.Close()
-			os.Remove(tmp)
-		}
-	}()
-	if _, err = f.Write(data); err != nil {
-		return err
-	}
-	if err = f.Sync(); err != nil {
-		return err
-	}
-	if err = f.Close(); err != nil {
-		return err
-	}
-	if err = os.Rename(tmp, path); err != nil {
-		return err
-	}
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	defer d.Close()
-	return d.Sync()
 }

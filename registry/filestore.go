@@ -3,7 +3,6 @@ package registry
 import (
 	"bytes"
 	"context"
-	"crypto/rand"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -253,7 +252,7 @@ func (s *FileStore) write(ctx context.Context, key string, value []byte, expect 
 	if opts.TTL > 0 {
 		rec.expires = now.Add(opts.TTL).UnixNano()
 	}
-	if err := writeAtomic(p, encodeRecord(rec)); err != nil {
+	if err := WriteFileAtomic(p, encodeRecord(rec), 0o600); err != nil {
 		return 0, fmt.Errorf("write %s: %w", key, err)
 	}
 	return next, nil
@@ -278,7 +277,7 @@ func (s *FileStore) Delete(ctx context.Context, key string) error {
 		return fmt.Errorf("delete %s: %w", key, ErrNotFound)
 	}
 	live := cur.live(s.now())
-	if err := writeAtomic(p, encodeRecord(record{revision: cur.revision, deleted: true})); err != nil {
+	if err := WriteFileAtomic(p, encodeRecord(record{revision: cur.revision, deleted: true}), 0o600); err != nil {
 		return fmt.Errorf("delete %s: %w", key, err)
 	}
 	if !live {
@@ -370,43 +369,4 @@ func (s *FileStore) lock(ctx context.Context, key, p string) (func(), error) {
 		f.Close()
 		m.Unlock()
 	}, nil
-}
-
-// writeAtomic replaces p with data: a temporary file in the same
-// directory, written, fsynced and closed, renamed over p, then the
-// directory fsynced. On any error the temporary file is removed and p is
-// untouched.
-func writeAtomic(p string, data []byte) (err error) {
-	dir := filepath.Dir(p)
-	var rnd [6]byte
-	_, _ = rand.Read(rnd[:])
-	tmp := filepath.Join(dir, ".tmp~"+filepath.Base(p)+"~"+hex.EncodeToString(rnd[:]))
-	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
-	if err != nil {
-		return err
-	}
-	defer func() {
-		if err != nil {
-			f.Close()
-			os.Remove(tmp)
-		}
-	}()
-	if _, err = f.Write(data); err != nil {
-		return err
-	}
-	if err = f.Sync(); err != nil {
-		return err
-	}
-	if err = f.Close(); err != nil {
-		return err
-	}
-	if err = os.Rename(tmp, p); err != nil {
-		return err
-	}
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	defer d.Close()
-	return d.Sync()
 }

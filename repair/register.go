@@ -14,6 +14,7 @@ import (
 
 	"github.com/wisent/stado/beacon"
 	"github.com/wisent/stado/catalog"
+	"github.com/wisent/stado/registry"
 )
 
 // RecoveryKind marks every register row.
@@ -189,7 +190,10 @@ func (r *Register) Append(rec Recovery) error {
 	if len(old) > 0 && old[len(old)-1] != '\n' {
 		old = append(old, '\n')
 	}
-	return writeAtomic(r.Path, append(append(old, line...), '\n'))
+	if err := registry.WriteFileAtomic(r.Path, append(append(old, line...), '\n'), 0o600); err != nil {
+		return &FileError{Op: "replace", File: r.Path, Err: err}
+	}
+	return nil
 }
 
 func lockFile(p string) (func(), error) {
@@ -205,45 +209,4 @@ func lockFile(p string) (func(), error) {
 		_ = syscall.Flock(int(f.Fd()), syscall.LOCK_UN)
 		f.Close()
 	}, nil
-}
-
-// writeAtomic replaces p with data: same-dir temp, write, fsync, close,
-// rename, fsync dir; the temp is removed on error.
-func writeAtomic(p string, data []byte) (err error) {
-	dir := filepath.Dir(p)
-	f, err := os.CreateTemp(dir, "."+filepath.Base(p)+".tmp-*")
-	if err != nil {
-		return &FileError{Op: "create temp", File: dir, Err: err}
-	}
-	tmp := f.Name()
-	defer func() {
-		if err != nil {
-			f.Close()
-			os.Remove(tmp)
-		}
-	}()
-	if _, err = f.Write(data); err != nil {
-		return &FileError{Op: "write", File: tmp, Err: err}
-	}
-	if err = f.Chmod(0o600); err != nil {
-		return &FileError{Op: "chmod", File: tmp, Err: err}
-	}
-	if err = f.Sync(); err != nil {
-		return &FileError{Op: "fsync", File: tmp, Err: err}
-	}
-	if err = f.Close(); err != nil {
-		return &FileError{Op: "close", File: tmp, Err: err}
-	}
-	if err = os.Rename(tmp, p); err != nil {
-		return &FileError{Op: "rename", File: p, Err: err}
-	}
-	d, err := os.Open(dir)
-	if err != nil {
-		return &FileError{Op: "open dir", File: dir, Err: err}
-	}
-	defer d.Close()
-	if err = d.Sync(); err != nil {
-		return &FileError{Op: "fsync dir", File: dir, Err: err}
-	}
-	return nil
 }

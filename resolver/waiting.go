@@ -15,7 +15,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/wisent/stado/units"
+	"github.com/wisent/stado/registry"
 )
 
 // Phases of a wait.
@@ -411,5 +411,5 @@ func (p *Publisher) update(include bool) error {
 	if err != nil {
 		return fmt.Errorf("encode waiting list: %w", err)
 	}
-	return units.WriteFileAtomic(p.Path, append(data, '\n'), 0o600)
+	return registry.WriteFileAtomic(p.Path, append(data, '\n'), 0o600)
 }

@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/wisent/stado/tests/etcd"
+	etcdtest "github.com/wisent/stado/tests/etcd"
 	"github.com/wisent/stado/tests/testbed"
 )
 

@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/wisent/stado/registry"
 	"github.com/wisent/stado/tests/testbed"
 )
 
@@ -75,45 +76,9 @@ func unitsInstallTestBinary(t testing.TB, bed *testbed.Bed) {
 	if err := os.MkdirAll(bed.BinDir(), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	if err := unitsWriteFileAtomic(filepath.Join(bed.BinDir(), filepath.Base(unitsTestInHost)), unitsBuild.data, 0o755); err != nil {
+	if err := registry.WriteFileAtomic(filepath.Join(bed.BinDir(), filepath.Base(unitsTestInHost)), unitsBuild.data, 0o755); err != nil {
 		t.Fatal(err)
 	}
-}
-
-// unitsWriteFileAtomic replaces path with data: same-directory temp, write,
-// fsync, close, rename, fsync of the directory; the temp goes on error.
-func unitsWriteFileAtomic(path string, data []byte, mode os.FileMode) (err error) {
-	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp*")
-	if err != nil {
-		return err
-	}
-	defer func() {
-		if err != nil {
-			f.Close()
-			os.Remove(f.Name())
-		}
-	}()
-	if _, err = f.Write(data); err != nil {
-		return err
-	}
-	if err = f.Chmod(mode); err != nil {
-		return err
-	}
-	if err = f.Sync(); err != nil {
-		return err
-	}
-	if err = f.Close(); err != nil {
-		return err
-	}
-	if err = os.Rename(f.Name(), path); err != nil {
-		return err
-	}
-	d, err := os.Open(filepath.Dir(path))
-	if err != nil {
-		return err
-	}
-	defer d.Close()
-	return d.Sync()
 }
 
 // unitsRunTestBinary runs the units test binary inside h with both gates

@@ -194,7 +194,7 @@ func TestWriteFileAtomicLeavesNoTemporaryFiles(t *testing.T) {
 	dir := t.TempDir()
 	path := filepath.Join(dir, "x.service")
 	for i, content := range []string{"a\n", "b\n"} {
-		if err := WriteFileAtomic(path, []byte(content), 0o644); err != nil {
+		if err := registry.WriteFileAtomic(path, []byte(content), 0o644); err != nil {
 			t.Fatal(err)
 		}
 		if got, _ := os.ReadFile(path); string(got) != content {
@@ -205,7 +205,7 @@ func TestWriteFileAtomicLeavesNoTemporaryFiles(t *testing.T) {
 	if len(entries) != 1 {
 		t.Fatalf("directory holds %d entries, want 1", len(entries))
 	}
-	if err := WriteFileAtomic(filepath.Join(dir, "missing", "x"), []byte("a"), 0o644); err == nil {
+	if err := registry.WriteFileAtomic(filepath.Join(dir, "missing", "x"), []byte("a"), 0o644); err == nil {
 		t.Fatal("write into a missing directory succeeded")
 	}
 }

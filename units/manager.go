@@ -121,7 +121,7 @@ func writeIfChanged(path string, content []byte, perm fs.FileMode) (string, erro
 	case err == nil && bytes.Equal(old, content):
 		return ActionUnchanged, nil
 	case err == nil:
-		if err := WriteFileAtomic(path, content, perm); err != nil {
+		if err := registry.WriteFileAtomic(path, content, perm); err != nil {
 			return "", err
 		}
 		return ActionUpdated, nil
@@ -129,53 +129,11 @@ func writeIfChanged(path string, content []byte, perm fs.FileMode) (string, erro
 		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 			return "", fmt.Errorf("create %s: %w", filepath.Dir(path), err)
 		}
-		if err := WriteFileAtomic(path, content, perm); err != nil {
+		if err := registry.WriteFileAtomic(path, content, perm); err != nil {
 			return "", err
 		}
 		return ActionInstalled, nil
 	default:
 		return "", fmt.Errorf("read %s: %w", path, err)
 	}
-}
-
-// WriteFileAtomic replaces path with data: a temporary file in the same
-// directory is written, synced and renamed over path, then the directory is
-// synced. On error the temporary file is removed and path is untouched.
-func WriteFileAtomic(path string, data []byte, perm fs.FileMode) (err error) {
-	dir := filepath.Dir(path)
-	f, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp-*")
-	if err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	tmp := f.Name()
-	defer func() {
-		if err != nil {
-			_ = f.Close()
-			_ = os.Remove(tmp)
-		}
-	}()
-	if _, err = f.Write(data); err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	if err = f.Chmod(perm); err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	if err = f.Sync(); err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	if err = f.Close(); err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	if err = os.Rename(tmp, path); err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	d, err := os.Open(dir)
-	if err != nil {
-		return fmt.Errorf("sync %s: %w", dir, err)
-	}
-	defer d.Close()
-	if err = d.Sync(); err != nil {
-		return fmt.Errorf("sync %s: %w", dir, err)
-	}
-	return nil
 }

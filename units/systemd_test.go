@@ -278,7 +278,7 @@ func TestSystemdInstallOfTheSameBytesTwiceChangesNothingOnARealManager(t *testin
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := WriteFileAtomic(UnitPath(w, registry.OSLinux, ""), c, 0o644); err != nil {
+		if err := registry.WriteFileAtomic(UnitPath(w, registry.OSLinux, ""), c, 0o644); err != nil {
 			t.Fatal(err)
 		}
 		if got := systemctlShow(t, witness.Unit, "NeedDaemonReload")["NeedDaemonReload"]; got != "yes" {

@@ -1,6 +1,8 @@
 package testbed
 
 import (
+	"github.com/wisent/stado/registry"
+
 	"bytes"
 	"context"
 	"errors"
@@ -179,7 +181,7 @@ func (b *Bed) WriteFile(h Host, path string, data []byte, mode os.FileMode) erro
 	if err != nil {
 		return err
 	}
-	if err := writeAtomic(p, data, mode); err != nil {
+	if err := registry.WriteFileAtomic(p, data, mode); err != nil {
 		return fmt.Errorf("write %s:%s: %w", h.Name, path, err)
 	}
 	return nil
@@ -196,44 +198,6 @@ func (b *Bed) ReadFile(h Host, path string) ([]byte, error) {
 		return nil, fmt.Errorf("read %s:%s: %w", h.Name, path, err)
 	}
 	return data, nil
-}
-
-// writeAtomic replaces path with data: same-directory temp, write, fsync,
-// close, rename, fsync the directory; the temp is removed on any error.
-func writeAtomic(path string, data []byte, mode os.FileMode) (err error) {
-	dir := filepath.Dir(path)
-	f, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp*")
-	if err != nil {
-		return err
-	}
-	tmp := f.Name()
-	defer func() {
-		if err != nil {
-			f.Close()
-			os.Remove(tmp)
-		}
-	}()
-	if _, err = f.Write(data); err != nil {
-		return err
-	}
-	if err = f.Chmod(mode); err != nil {
-		return err
-	}
-	if err = f.Sync(); err != nil {
-		return err
-	}
-	if err = f.Close(); err != nil {
-		return err
-	}
-	if err = os.Rename(tmp, path); err != nil {
-		return err
-	}
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	defer d.Close()
-	return d.Sync()
 }
 
 // StopSSHD stops h's OpenSSH server through h's systemd (sessions already

@@ -1,6 +1,8 @@
 package testbed
 
 import (
+	"github.com/wisent/stado/registry"
+
 	"context"
 	"errors"
 	"fmt"
@@ -421,7 +423,7 @@ func (b *Bed) InstallStado(t testing.TB, path string) {
 	if err := os.MkdirAll(b.BinDir(), 0o755); err != nil {
 		t.Fatalf("testbed: install stado: %v", err)
 	}
-	if err := writeAtomic(filepath.Join(b.BinDir(), "stado"), data, 0o755); err != nil {
+	if err := registry.WriteFileAtomic(filepath.Join(b.BinDir(), "stado"), data, 0o755); err != nil {
 		t.Fatalf("testbed: install stado: %v", err)
 	}
 }
