@@ -2,6 +2,7 @@ package catalog
 
 import (
 	"fmt"
+	"github.com/wisent/stado/refusal"
 	"maps"
 	"slices"
 	"time"
@@ -71,7 +72,7 @@ func (e *NeedError) Error() string {
 }
 
 // RefusalCode is the stable machine code the CLI reports.
-func (e *NeedError) RefusalCode() string { return "repair_input_missing" }
+func (e *NeedError) RefusalCode() refusal.Code { return refusal.InputMissing }
 
 // NoPayloadError refuses a step that has no payload for the host's OS. Its
 // RefusalCode is "repair_step_unsupported".
@@ -85,7 +86,7 @@ func (e *NoPayloadError) Error() string {
 }
 
 // RefusalCode is the stable machine code the CLI reports.
-func (e *NoPayloadError) RefusalCode() string { return "repair_step_unsupported" }
+func (e *NoPayloadError) RefusalCode() refusal.Code { return refusal.StepUnsupported }
 
 // Command resolves the step for os with the caller's inputs. Every name in
 // Needs must be present in inputs with a non-empty value, or a *NeedError

@@ -11,6 +11,7 @@ import (
 	"encoding/pem"
 	"errors"
 	"fmt"
+	"github.com/wisent/stado/refusal"
 	"io"
 	"net"
 	"os"
@@ -444,7 +445,7 @@ func TestARefusedCommandIsARemoteRefusalAndRunsNothing(t *testing.T) {
 		if !errors.As(err, &r) || r.Code == "" || re.ExitStatus != ExitRefused {
 			t.Fatalf("%q: %v, want a coded refusal with exit 3", argv, err)
 		}
-		var coded interface{ RefusalCode() string }
+		var coded refusal.Coded
 		if !errors.As(err, &coded) {
 			t.Fatal("a remote refusal does not map to a refusal code")
 		}

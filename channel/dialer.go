@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/wisent/stado/refusal"
 	"io/fs"
 	"net"
 	"os"
@@ -68,9 +69,9 @@ func (e *RemoteError) MarshalJSON() ([]byte, error) {
 		Code    string `json:"code,omitempty"`
 		Message string `json:"message"`
 	}{plain: (*plain)(e), Message: e.Error()}
-	var coded interface{ RefusalCode() string }
+	var coded refusal.Coded
 	if errors.As(e.Err, &coded) {
-		doc.Code = coded.RefusalCode()
+		doc.Code = string(coded.RefusalCode())
 	}
 	return json.Marshal(doc)
 }

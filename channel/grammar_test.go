@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"github.com/wisent/stado/refusal"
 	"reflect"
 	"strings"
 	"testing"
@@ -88,7 +89,7 @@ func TestParseCommandAcceptsEveryVerbWithValidArguments(t *testing.T) {
 var refusedCommands = []struct {
 	name     string
 	original string
-	code     string
+	code     refusal.Code
 }{
 	// a forced command opened without a command is not a login shell
 	{"empty", "", CodeEmptyCommand},
@@ -224,7 +225,7 @@ func TestServeOfARefusedCommandRunsNothingAndPrintsOneRefusal(t *testing.T) {
 				t.Fatalf("a refused command reached the host: %+v", calls)
 			}
 			doc := decodeOne[RefusalDocument](t, stdout.Bytes())
-			if doc.Kind != KindRefusal || doc.Code != tt.code || doc.Protocol != ProtocolVersion {
+			if doc.Kind != KindRefusal || doc.Code != string(tt.code) || doc.Protocol != ProtocolVersion {
 				t.Fatalf("refusal document %+v, want kind %s code %s", doc, KindRefusal, tt.code)
 			}
 		})
@@ -297,7 +298,7 @@ func TestServeRefusesUnitInstallContentOutsideItsBounds(t *testing.T) {
 	tests := []struct {
 		name  string
 		stdin string
-		code  string
+		code  refusal.Code
 	}{
 		// nothing on stdin: nothing to install
 		{"empty", "", CodeInvalidContent},
@@ -312,7 +313,7 @@ func TestServeRefusesUnitInstallContentOutsideItsBounds(t *testing.T) {
 			if code != ExitRefused || len(host.Calls()) != 0 {
 				t.Fatalf("exit %d, calls %+v", code, host.Calls())
 			}
-			if doc := decodeOne[RefusalDocument](t, stdout.Bytes()); doc.Code != tt.code {
+			if doc := decodeOne[RefusalDocument](t, stdout.Bytes()); doc.Code != string(tt.code) {
 				t.Fatalf("code %s, want %s", doc.Code, tt.code)
 			}
 		})
@@ -324,7 +325,7 @@ func TestServeRefusesUnitsOfTheOtherInitSystem(t *testing.T) {
 		name     string
 		os       string
 		original string
-		code     string
+		code     refusal.Code
 	}{
 		// a launchd label on a systemd host
 		{"label on linux", "linux", "unit-start system com.wisent.stado", CodeInvalidUnit},
@@ -345,7 +346,7 @@ func TestServeRefusesUnitsOfTheOtherInitSystem(t *testing.T) {
 			if code != ExitRefused || len(host.Calls()) != 0 {
 				t.Fatalf("exit %d, calls %+v", code, host.Calls())
 			}
-			if doc := decodeOne[RefusalDocument](t, stdout.Bytes()); doc.Code != tt.code {
+			if doc := decodeOne[RefusalDocument](t, stdout.Bytes()); doc.Code != string(tt.code) {
 				t.Fatalf("code %s (%s), want %s", doc.Code, doc.Message, tt.code)
 			}
 		})

@@ -3,6 +3,7 @@ package channel
 import (
 	"context"
 	"errors"
+	"github.com/wisent/stado/refusal"
 	"sync"
 )
 
@@ -92,7 +93,7 @@ func (h *recordingHost) Version(context.Context) (any, error) {
 // notLoaded is a host error that is a refusal, as "unit not loaded" is.
 type notLoaded struct{ unit string }
 
-func (e notLoaded) Error() string       { return "unit " + e.unit + " is not loaded" }
-func (e notLoaded) RefusalCode() string { return "not_found" }
+func (e notLoaded) Error() string             { return "unit " + e.unit + " is not loaded" }
+func (e notLoaded) RefusalCode() refusal.Code { return refusal.NotFound }
 
 var errHostBroken = errors.New("systemd: connection refused")

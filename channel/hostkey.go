@@ -6,6 +6,7 @@ import (
 	"crypto/rand"
 	"errors"
 	"fmt"
+	"github.com/wisent/stado/refusal"
 	"io/fs"
 	"net"
 	"os"
@@ -51,11 +52,11 @@ func (e *HostKeyError) Error() string {
 
 // RefusalCode is host_key_unknown for an unknown key and host_key_mismatch
 // for a changed or revoked one.
-func (e *HostKeyError) RefusalCode() string {
+func (e *HostKeyError) RefusalCode() refusal.Code {
 	if e.Kind == HostKeyUnknown {
-		return "host_key_unknown"
+		return refusal.HostKeyUnknown
 	}
-	return "host_key_mismatch"
+	return refusal.HostKeyMismatch
 }
 
 // Hint says how to proceed; a changed key has no flag that overrides it.

@@ -11,6 +11,7 @@ import (
 
 	"golang.org/x/crypto/ssh"
 
+	"github.com/wisent/stado/refusal"
 	"github.com/wisent/stado/registry"
 )
 
@@ -199,7 +200,7 @@ func refusalIn(stdout []byte) (*Refusal, bool) {
 	if json.Unmarshal(bytes.TrimSpace(stdout), &doc) != nil || doc.Kind != KindRefusal || doc.Code == "" {
 		return nil, false
 	}
-	return &Refusal{Code: doc.Code, Message: doc.Message}, true
+	return &Refusal{Code: refusal.Code(doc.Code), Message: doc.Message}, true
 }
 
 // Call runs cmd through the remote program on t and returns the result the

@@ -1,42 +1,38 @@
 package channel
 
-import "fmt"
+import (
+	"fmt"
 
-// Refusal codes of the remote program's grammar. They are stable: they
-// appear in the JSON refusal document and in the caller's --json output.
-const (
-	CodeEmptyCommand       = "empty_command"       // no verb at all
-	CodeForbiddenCharacter = "forbidden_character" // a byte outside the quoting grammar
-	CodeUnbalancedQuote    = "unbalanced_quote"    // a single quote never closed
-	CodePathTraversal      = "path_traversal"      // a ".." segment in a word
-	CodeTooLong            = "too_long"            // the command or a word exceeds its bound
-	CodeUnknownVerb        = "unknown_verb"        // a verb outside the closed set
-	CodeInvalidArguments   = "invalid_arguments"   // wrong number of arguments
-	CodeInvalidScope       = "invalid_scope"       // scope not system or user
-	CodeInvalidUnit        = "invalid_unit"        // not a systemd unit name or launchd label
-	CodeInvalidPath        = "invalid_path"        // unit path outside the allowed directories
-	CodeInvalidLines       = "invalid_lines"       // log window outside 1..MaxLogLines
-	CodeInvalidPort        = "invalid_port"        // port outside 1..65535
-	CodeInvalidStep        = "invalid_step"        // repair step name outside its grammar
-	CodeInvalidEnv         = "invalid_env"         // KEY=VALUE pair outside its grammar
-	CodeInvalidContent     = "invalid_content"     // unit-install stdin empty
-	CodeContentTooLarge    = "content_too_large"   // unit-install stdin above MaxUnitBytes
+	"github.com/wisent/stado/refusal"
 )
 
-// Refusal is the remote program declining a command. It is a result, not a
-// crash: Code is one of the Code constants (or a code the Host chose), and
-// Message names the offending word or field.
-type Refusal struct {
-	Code    string `json:"code"`
-	Message string `json:"message"`
-}
+// Refusal codes of the remote program's grammar, from the one code set in
+// package refusal. They appear in the refusal document and in the caller's
+// --json output.
+const (
+	CodeEmptyCommand       = refusal.EmptyCommand       // no verb at all
+	CodeForbiddenCharacter = refusal.ForbiddenCharacter // a byte outside the quoting grammar
+	CodeUnbalancedQuote    = refusal.UnbalancedQuote    // a single quote never closed
+	CodePathTraversal      = refusal.PathTraversal      // a ".." segment in a word
+	CodeTooLong            = refusal.TooLong            // the command or a word exceeds its bound
+	CodeUnknownVerb        = refusal.UnknownVerb        // a verb outside the closed set
+	CodeInvalidArguments   = refusal.InvalidArguments   // wrong number of arguments
+	CodeInvalidScope       = refusal.InvalidScope       // scope not system or user
+	CodeInvalidUnit        = refusal.InvalidUnit        // not a systemd unit name or launchd label
+	CodeInvalidPath        = refusal.InvalidPath        // unit path outside the allowed directories
+	CodeInvalidLines       = refusal.InvalidLines       // log window outside 1..MaxLogLines
+	CodeInvalidPort        = refusal.InvalidPort        // port outside 1..65535
+	CodeInvalidStep        = refusal.InvalidStep        // repair step name outside its grammar
+	CodeInvalidEnv         = refusal.InvalidEnv         // KEY=VALUE pair outside its grammar
+	CodeInvalidContent     = refusal.InvalidContent     // unit-install stdin empty or unreadable
+	CodeContentTooLarge    = refusal.ContentTooLarge    // unit-install stdin above MaxUnitBytes
+)
 
-func (r *Refusal) Error() string { return r.Message }
+// Refusal is the remote program (or the host behind it) declining a call:
+// the one refusal type of package refusal, so a code survives the wire and
+// every wrap unchanged.
+type Refusal = refusal.Error
 
-// RefusalCode lets the CLI's exit-code table map a refusal to exit 3 with
-// its machine code.
-func (r *Refusal) RefusalCode() string { return r.Code }
-
-func refusef(code, format string, args ...any) *Refusal {
+func refusef(code refusal.Code, format string, args ...any) *Refusal {
 	return &Refusal{Code: code, Message: fmt.Sprintf(format, args...)}
 }

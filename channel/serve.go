@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/wisent/stado/refusal"
 	"io"
 	"strings"
 )
@@ -122,7 +123,7 @@ func serve(ctx context.Context, cmd Command, err error, stdin io.Reader, stdout,
 	}
 	result, err := dispatch(ctx, cmd, content, host)
 	if err != nil {
-		var coded interface{ RefusalCode() string }
+		var coded refusal.Coded
 		if errors.As(err, &coded) {
 			return printRefusal(stdout, stderr, cmd.Verb, &Refusal{Code: coded.RefusalCode(), Message: err.Error()})
 		}
@@ -192,7 +193,7 @@ func printRefusal(stdout, stderr io.Writer, verb Verb, err error) int {
 	if !errors.As(err, &r) {
 		r = &Refusal{Code: CodeInvalidArguments, Message: err.Error()}
 	}
-	writeDoc(stdout, RefusalDocument{Kind: KindRefusal, Protocol: ProtocolVersion, Verb: verb, Code: r.Code, Message: r.Message})
+	writeDoc(stdout, RefusalDocument{Kind: KindRefusal, Protocol: ProtocolVersion, Verb: verb, Code: string(r.Code), Message: r.Message})
 	fmt.Fprintf(stderr, "stado host channel: refused (%s): %s\n", r.Code, oneLine(r.Message))
 	return ExitRefused
 }

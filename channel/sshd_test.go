@@ -198,7 +198,7 @@ func TestARealSSHDForcedCommandRunsOnlyTheChannelGrammar(t *testing.T) {
 	}
 	err = sess.Wait()
 	var exit *ssh.ExitError
-	if !errors.As(err, &exit) || exit.ExitStatus() != ExitRefused || !strings.Contains(out.String(), CodeEmptyCommand) {
+	if !errors.As(err, &exit) || exit.ExitStatus() != ExitRefused || !strings.Contains(out.String(), string(CodeEmptyCommand)) {
 		t.Fatalf("login: %v, %q", err, out.String())
 	}
 	if _, err := os.Stat(marker); !errors.Is(err, os.ErrNotExist) {

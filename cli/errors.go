@@ -3,6 +3,7 @@ package cli
 import (
 	"errors"
 	"fmt"
+	"github.com/wisent/stado/refusal"
 
 	"github.com/wisent/stado/registry"
 )
@@ -15,22 +16,13 @@ const (
 	ExitRefused = 3 // refused: invalid input, conflict, not found, unsafe
 )
 
-// Refusal is a result, not a crash: the command declined with a stable
-// machine code that --json carries.
-type Refusal struct {
-	Code    string // stable machine code, e.g. "not_found", "declaration_incomplete"
-	Message string // short, lowercase, no trailing period
-	Hint    string // optional fix, printed as a hint: line
-	Details any    // optional structured detail for --json
-	Err     error  // optional cause
-}
-
-func (r *Refusal) Error() string { return r.Message }
-func (r *Refusal) Unwrap() error { return r.Err }
+// Refusal is the one refusal type (package refusal): a stable machine code
+// that --json carries, a message, an optional hint and details.
+type Refusal = refusal.Error
 
 // refuse builds a Refusal with a formatted message.
-func refuse(code, format string, args ...any) *Refusal {
-	return &Refusal{Code: code, Message: fmt.Sprintf(format, args...)}
+func refuse(code refusal.Code, format string, args ...any) *Refusal {
+	return refusal.New(code, format, args...)
 }
 
 // usageError marks a wrong command line (exit 2).
@@ -49,7 +41,7 @@ func exitCode(err error) (int, string) {
 		ref   *Refusal
 		use   *usageError
 		val   *registry.ValidationError
-		coded interface{ RefusalCode() string }
+		coded refusal.Coded
 	)
 	switch {
 	case err == nil:
@@ -57,7 +49,7 @@ func exitCode(err error) (int, string) {
 	case errors.As(err, &use):
 		return ExitUsage, "usage"
 	case errors.As(err, &ref):
-		return ExitRefused, ref.Code
+		return ExitRefused, string(ref.Code)
 	case errors.As(err, &val), errors.Is(err, registry.ErrInvalid):
 		return ExitRefused, "validation"
 	case errors.Is(err, registry.ErrConflict):
@@ -65,7 +57,7 @@ func exitCode(err error) (int, string) {
 	case errors.Is(err, registry.ErrNotFound):
 		return ExitRefused, "not_found"
 	case errors.As(err, &coded):
-		return ExitRefused, coded.RefusalCode()
+		return ExitRefused, string(coded.RefusalCode())
 	default:
 		return ExitFailure, "failure"
 	}

@@ -3,6 +3,7 @@ package cli
 import (
 	"errors"
 	"fmt"
+	"github.com/wisent/stado/refusal"
 	"testing"
 
 	"github.com/wisent/stado/registry"
@@ -10,8 +11,8 @@ import (
 
 type codedErr struct{}
 
-func (codedErr) Error() string       { return "coded" }
-func (codedErr) RefusalCode() string { return "declaration_incomplete" }
+func (codedErr) Error() string             { return "coded" }
+func (codedErr) RefusalCode() refusal.Code { return refusal.DeclarationIncomplete }
 
 func TestExitCodeTableMapsEveryErrorClass(t *testing.T) {
 	cases := []struct {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"github.com/wisent/stado/refusal"
 	"os"
 	"strings"
 
@@ -45,7 +46,7 @@ func newHostChannelCommand(env *Env) *ucli.Command {
 // stderr.
 type channelExit struct {
 	code    int
-	refusal string
+	refusal refusal.Code
 	msg     string
 }
 
@@ -53,7 +54,7 @@ func (e *channelExit) Error() string { return e.msg }
 
 // RefusalCode makes exitCode report exit 3 with the channel's code; it is
 // only consulted for refusals (see runHostChannel).
-func (e *channelExit) RefusalCode() string { return e.refusal }
+func (e *channelExit) RefusalCode() refusal.Code { return e.refusal }
 
 func runHostChannel(c *ucli.Context, env *Env, args []string) error {
 	var stdout, stderr bytes.Buffer
@@ -68,7 +69,7 @@ func runHostChannel(c *ucli.Context, env *Env, args []string) error {
 	if code == channel.ExitRefused {
 		var doc channel.RefusalDocument
 		if json.Unmarshal(bytes.TrimSpace(stdout.Bytes()), &doc) == nil && doc.Code != "" {
-			return &channelExit{code: code, refusal: doc.Code, msg: msg}
+			return &channelExit{code: code, refusal: refusal.Code(doc.Code), msg: msg}
 		}
 		return &channelExit{code: code, refusal: "refused", msg: msg}
 	}

@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/wisent/stado/refusal"
 	"io"
 	"os"
 	"path/filepath"
@@ -85,13 +86,14 @@ func hostCatalog(ctx context.Context, env *Env) (*catalog.Catalog, error) {
 
 // hostRefusal is a refusal the host itself makes after the grammar passed.
 type hostRefusal struct {
-	code, msg string
+	code refusal.Code
+	msg  string
 }
 
-func (r *hostRefusal) Error() string       { return r.msg }
-func (r *hostRefusal) RefusalCode() string { return r.code }
+func (r *hostRefusal) Error() string             { return r.msg }
+func (r *hostRefusal) RefusalCode() refusal.Code { return r.code }
 
-func hostRefuse(code, format string, args ...any) error {
+func hostRefuse(code refusal.Code, format string, args ...any) error {
 	return &hostRefusal{code: code, msg: fmt.Sprintf(format, args...)}
 }
 
@@ -623,7 +625,7 @@ func (h *localHost) RepairStep(ctx context.Context, step string, env map[string]
 	case rep.Code == repair.CodeStepFailed || rep.Code == repair.CodeStepTimeout:
 		return nil, fmt.Errorf("repair step %s: %s", step, oneLineText(rep.Refusal+"; output: "+rep.Output))
 	default:
-		return nil, hostRefuse(rep.Code, "%s", rep.Refusal)
+		return nil, hostRefuse(refusal.Code(rep.Code), "%s", rep.Refusal)
 	}
 }
 

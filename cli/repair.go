@@ -13,6 +13,7 @@ import (
 	"github.com/wisent/stado/beacon"
 	"github.com/wisent/stado/catalog"
 	"github.com/wisent/stado/channel"
+	"github.com/wisent/stado/refusal"
 	"github.com/wisent/stado/registry"
 	"github.com/wisent/stado/repair"
 	"github.com/wisent/stado/units"
@@ -176,7 +177,7 @@ func runRepair(ctx context.Context, env *Env, o repairOptions) error {
 		if code == "" {
 			code = repair.CodeStepFailed
 		}
-		return refuse(code, "repair step %s on %s: %s", o.Step, o.Target, out.Report.Refusal)
+		return refuse(refusal.Code(code), "repair step %s on %s: %s", o.Step, o.Target, out.Report.Refusal)
 	}
 	return nil
 }

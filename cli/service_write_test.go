@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"encoding/pem"
 	"errors"
+	"github.com/wisent/stado/refusal"
 	"net"
 	"os"
 	"path/filepath"
@@ -352,9 +353,9 @@ func testHost(t *testing.T, home string) *localHost {
 }
 
 func refusalCode(err error) string {
-	var coded interface{ RefusalCode() string }
+	var coded refusal.Coded
 	if errors.As(err, &coded) {
-		return coded.RefusalCode()
+		return string(coded.RefusalCode())
 	}
 	return ""
 }
@@ -366,7 +367,7 @@ func TestUnitInstallRefusesWhatTheGrammarCannotKnow(t *testing.T) {
 		name        string
 		scope, path string
 		content     []byte
-		code        string
+		code        refusal.Code
 		goos        string
 	}{
 		// another user's home
@@ -381,12 +382,12 @@ func TestUnitInstallRefusesWhatTheGrammarCannotKnow(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			h.goos = tc.goos
 			_, err := h.UnitInstall(context.Background(), tc.scope, "x.service", tc.path, tc.content)
-			if got := refusalCode(err); got != tc.code {
+			if got := refusalCode(err); got != string(tc.code) {
 				t.Errorf("UnitInstall: %v (code %q), want code %s", err, got, tc.code)
 			}
 		})
 	}
-	if _, err := h.UnitRemove(context.Background(), "user", "x.service", "/root/.config/systemd/user/x.service"); refusalCode(err) != channel.CodeInvalidPath {
+	if _, err := h.UnitRemove(context.Background(), "user", "x.service", "/root/.config/systemd/user/x.service"); refusalCode(err) != string(channel.CodeInvalidPath) {
 		t.Errorf("UnitRemove outside the home: %v", err)
 	}
 }
@@ -439,7 +440,7 @@ steps:
 		t.Errorf("the payload inherited the caller's environment:\n%s", out)
 	}
 	// a name the step does not declare: refused, nothing runs
-	if _, err := h.RepairStep(context.Background(), "touch-marker", map[string]string{"WITHIN_SECONDS": "7"}); refusalCode(err) != channel.CodeInvalidEnv {
+	if _, err := h.RepairStep(context.Background(), "touch-marker", map[string]string{"WITHIN_SECONDS": "7"}); refusalCode(err) != string(channel.CodeInvalidEnv) {
 		t.Errorf("undeclared name: %v", err)
 	}
 	if _, err := os.Stat(marker); !errors.Is(err, os.ErrNotExist) {

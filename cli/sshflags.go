@@ -11,6 +11,7 @@ import (
 	ucli "github.com/urfave/cli/v2"
 
 	"github.com/wisent/stado/channel"
+	"github.com/wisent/stado/refusal"
 	"github.com/wisent/stado/registry"
 	"github.com/wisent/stado/units"
 )
@@ -238,7 +239,7 @@ func fanOutError(what string, errs map[string]error, order []string) error {
 		return firstRefusal
 	default:
 		_, code := exitCode(firstRefusal)
-		return &Refusal{Code: code, Message: fmt.Sprintf("%s: %d of %d host(s) refused; first: %s", what, failed, len(order), firstRefusal), Err: firstRefusal}
+		return &Refusal{Code: refusal.Code(code), Message: fmt.Sprintf("%s: %d of %d host(s) refused; first: %s", what, failed, len(order), firstRefusal), Err: firstRefusal}
 	}
 }
 

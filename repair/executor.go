@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/wisent/stado/refusal"
 	"os/exec"
 	"runtime"
 	"slices"
@@ -187,7 +188,7 @@ func (e *UnknownStepError) Error() string {
 }
 
 // RefusalCode is the stable machine code the CLI reports.
-func (e *UnknownStepError) RefusalCode() string { return CodeStepUnknown }
+func (e *UnknownStepError) RefusalCode() refusal.Code { return CodeStepUnknown }
 
 // ResolveStep turns a step name into the command that runs on os.
 func ResolveStep(c *catalog.Catalog, os, step string, inputs map[string]string) (catalog.Command, error) {
@@ -305,9 +306,9 @@ func (l *Local) Restart(ctx context.Context, host, scope, unit string) RestartRe
 }
 
 func codeOf(err error) string {
-	var coded interface{ RefusalCode() string }
+	var coded refusal.Coded
 	if errors.As(err, &coded) {
-		return coded.RefusalCode()
+		return string(coded.RefusalCode())
 	}
 	return ""
 }

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/wisent/stado/refusal"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -108,7 +109,7 @@ func (e *LineError) Error() string {
 }
 
 // RefusalCode is the stable machine code the CLI reports.
-func (e *LineError) RefusalCode() string { return "register_unreadable" }
+func (e *LineError) RefusalCode() refusal.Code { return refusal.RegisterUnreadable }
 
 // Read returns every recovery, oldest first. A missing register holds
 // none (nil, nil). An unreadable file is a *FileError; a line that is not

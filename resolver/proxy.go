@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/wisent/stado/refusal"
 	"log/slog"
 	"net"
 	"net/http"
@@ -72,11 +73,11 @@ func (p *Proxy) Handler() http.Handler {
 		},
 		Transport: p.Transport,
 		ErrorHandler: func(w http.ResponseWriter, r *http.Request, err error) {
-			status, refusal := isRefusal(err)
+			status, refused := isRefusal(err)
 			code := "upstream_failed"
-			var coded interface{ RefusalCode() string }
-			if refusal && errors.As(err, &coded) {
-				code = coded.RefusalCode()
+			var coded refusal.Coded
+			if refused && errors.As(err, &coded) {
+				code = string(coded.RefusalCode())
 			}
 			if errors.Is(err, context.Canceled) {
 				return // the client went away

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/wisent/stado/refusal"
 	"net"
 	"slices"
 	"strconv"
@@ -50,8 +51,8 @@ type NotInDirectoryError struct{ Service string }
 func (e *NotInDirectoryError) Error() string {
 	return fmt.Sprintf("the directory has no entry for service %q", e.Service)
 }
-func (e *NotInDirectoryError) Unwrap() error       { return registry.ErrNotFound }
-func (e *NotInDirectoryError) RefusalCode() string { return "not_found" }
+func (e *NotInDirectoryError) Unwrap() error             { return registry.ErrNotFound }
+func (e *NotInDirectoryError) RefusalCode() refusal.Code { return refusal.NotFound }
 
 // CallerRefusedError says the directory lists who may call a service and
 // the calling host is not among them.
@@ -68,7 +69,7 @@ func (e *CallerRefusedError) Error() string {
 	}
 	return fmt.Sprintf("%s may not call service %q: the directory allows only %s", who, e.Service, strings.Join(e.Callers, ", "))
 }
-func (e *CallerRefusedError) RefusalCode() string { return "caller_not_allowed" }
+func (e *CallerRefusedError) RefusalCode() refusal.Code { return refusal.CallerNotAllowed }
 
 // NoPortError says the directory entry records no port.
 type NoPortError struct{ Service, Host string }
@@ -76,7 +77,7 @@ type NoPortError struct{ Service, Host string }
 func (e *NoPortError) Error() string {
 	return fmt.Sprintf("the directory records no port for service %q on %s", e.Service, e.Host)
 }
-func (e *NoPortError) RefusalCode() string { return "unreadable" }
+func (e *NoPortError) RefusalCode() refusal.Code { return refusal.Unreadable }
 
 // FromStore returns a loader reading the registry document from st.
 func FromStore(st registry.Store) func(context.Context) (*registry.Document, error) {

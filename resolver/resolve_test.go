@@ -3,6 +3,7 @@ package resolver
 import (
 	"context"
 	"errors"
+	"github.com/wisent/stado/refusal"
 	"strings"
 	"testing"
 	"time"
@@ -82,8 +83,8 @@ func TestResolveThroughTheDirectory(t *testing.T) {
 				}
 				return
 			}
-			var coded interface{ RefusalCode() string }
-			if !errors.As(err, &coded) || coded.RefusalCode() != tc.code {
+			var coded refusal.Coded
+			if !errors.As(err, &coded) || string(coded.RefusalCode()) != tc.code {
 				t.Fatalf("err = %v, want refusal %s", err, tc.code)
 			}
 			for _, m := range tc.mention {

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/wisent/stado/refusal"
 	"io"
 	"net/http"
 	"net/http/httptrace"
@@ -35,7 +36,7 @@ func (e *HeldError) Error() string {
 	return fmt.Sprintf("service %s on %s holds %d request(s) unanswered past the %s bound; the oldest, %q from %s to %s, was accepted %s ago; new requests are refused until it answers",
 		e.Service, e.Host, e.Held, e.Bound, e.Oldest.RequestLine, e.Oldest.Client, e.Oldest.Endpoint, e.At.Sub(e.Oldest.AcceptedAt).Round(time.Millisecond))
 }
-func (e *HeldError) RefusalCode() string { return "held" }
+func (e *HeldError) RefusalCode() refusal.Code { return refusal.Held }
 
 // HeldBody is the JSON body of the 503 a resolver answers for a held
 // service.

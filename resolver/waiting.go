@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/wisent/stado/refusal"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -96,7 +97,7 @@ type UnreadableError struct {
 func (e *UnreadableError) Error() string {
 	return fmt.Sprintf("waiting list %s is unreadable: %s", e.File, e.Cause)
 }
-func (e *UnreadableError) RefusalCode() string { return "unreadable" }
+func (e *UnreadableError) RefusalCode() refusal.Code { return refusal.Unreadable }
 
 // ReadList reads a waiting list. A missing file is an empty list; any
 // other failure, or content that is not a waiting list, is an

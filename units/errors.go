@@ -3,6 +3,7 @@ package units
 import (
 	"errors"
 	"fmt"
+	"github.com/wisent/stado/refusal"
 	"strings"
 
 	"github.com/wisent/stado/registry"
@@ -29,7 +30,7 @@ func (e *IncompleteError) Error() string {
 }
 
 // RefusalCode is the stable machine code the CLI reports.
-func (e *IncompleteError) RefusalCode() string { return "declaration_incomplete" }
+func (e *IncompleteError) RefusalCode() refusal.Code { return refusal.DeclarationIncomplete }
 
 // Unwrap lets errors.Is(err, ErrIncomplete) hold.
 func (e *IncompleteError) Unwrap() error { return ErrIncomplete }
@@ -100,7 +101,7 @@ type NotLoadedError struct {
 func (e *NotLoadedError) Error() string { return fmt.Sprintf("unit %s is not loaded", e.Unit) }
 
 // RefusalCode maps to not_found in the CLI.
-func (e *NotLoadedError) RefusalCode() string { return "not_found" }
+func (e *NotLoadedError) RefusalCode() refusal.Code { return refusal.NotFound }
 
 // Unwrap makes errors.Is(err, registry.ErrNotFound) hold.
 func (e *NotLoadedError) Unwrap() error { return registry.ErrNotFound }

@@ -1,0 +1,166 @@
+// Package refusal owns the one refusal type of stado and its one set of
+// machine codes. A refusal is a result, not a crash: the command, verb or
+// step declined with a stable code that --json output, the host channel's
+// documents, the beacon and the recovery register all carry.
+//
+// refusal imports only the standard library, so every package (registry,
+// units, channel, repair, the write half, cli) can use it without pulling
+// anything else in. Wrapping keeps a refusal's code end to end: CodeOf finds
+// it through any chain of %w wraps.
+package refusal
+
+import (
+	"errors"
+	"fmt"
+)
+
+// Code is a stable machine code. Only the constants below are codes; a code
+// read from a document is checked with Known.
+type Code string
+
+// The codes. Grouped by where they arise; each is documented in
+// docs/exit-codes.md.
+const (
+	// Documents, declarations and the store.
+	Validation            Code = "validation"             // a document or field is invalid
+	Conflict              Code = "conflict"               // compare-and-swap lost
+	NotFound              Code = "not_found"              // no such target, service, unit or step
+	Ambiguous             Code = "ambiguous"              // a name matches more than one thing
+	AlreadyDeclared       Code = "already_declared"       // adopt of a declared unit
+	DeclarationIncomplete Code = "declaration_incomplete" // a path-only declaration cannot be rendered
+	RecoveryUnit          Code = "recovery_unit"          // the host process is managed by the recovery step
+	TargetNotEmpty        Code = "target_not_empty"       // a target still declares services
+	StoreUnwritable       Code = "store_unwritable"       // the store refused the write
+	Usage                 Code = "usage"                  // the command line is wrong
+
+	// The host channel's grammar and the host's own checks.
+	EmptyCommand       Code = "empty_command"
+	ForbiddenCharacter Code = "forbidden_character"
+	UnbalancedQuote    Code = "unbalanced_quote"
+	PathTraversal      Code = "path_traversal"
+	TooLong            Code = "too_long"
+	UnknownVerb        Code = "unknown_verb"
+	InvalidArguments   Code = "invalid_arguments"
+	InvalidScope       Code = "invalid_scope"
+	InvalidUnit        Code = "invalid_unit"
+	InvalidPath        Code = "invalid_path"
+	InvalidLines       Code = "invalid_lines"
+	InvalidPort        Code = "invalid_port"
+	InvalidStep        Code = "invalid_step"
+	InvalidEnv         Code = "invalid_env"
+	InvalidContent     Code = "invalid_content"
+	ContentTooLarge    Code = "content_too_large"
+	InvalidDuration    Code = "invalid_duration"
+	ProtocolMismatch   Code = "protocol_mismatch" // the two ends speak different channel protocols
+	OSMismatch         Code = "os_mismatch"       // the registry names another OS than the host runs
+
+	// Stages of a call that failed before the host answered.
+	HostKeyMismatch Code = "host_key_mismatch"
+	HostKeyUnknown  Code = "host_key_unknown"
+	HostKeyRevoked  Code = "host_key_revoked"
+
+	// Confirming a unit after a start.
+	Failing Code = "failing"
+
+	// Repair steps and restarts.
+	UnknownHost     Code = "unknown_host"
+	StepUnknown     Code = "repair_step_unknown"
+	InputMissing    Code = "repair_input_missing"
+	StepUnsupported Code = "repair_step_unsupported"
+	StepFailed      Code = "repair_step_failed"
+	StepTimeout     Code = "repair_step_timeout"
+	WrongHost       Code = "wrong_host"
+	RestartFailed   Code = "restart_failed"
+	NoManager       Code = "restart_unavailable"
+
+	// The read half's findings, reported by doctor and health.
+	NoBeacon              Code = "no_beacon"
+	StaleBeacon           Code = "stale_beacon"
+	UnreadableBeacon      Code = "unreadable_beacon"
+	UndeclaredHost        Code = "undeclared_host"
+	Undeclared            Code = "undeclared"
+	Missing               Code = "missing"
+	Inactive              Code = "inactive"
+	Failed                Code = "failed"
+	NeedsAttention        Code = "needs_attention"
+	AnsweringUnsuccessful Code = "answering_unsuccessful"
+	AnsweringStood        Code = "answering_stood"
+	RegisterUnreadable    Code = "register_unreadable"
+	ListenFailed          Code = "listen_failed"
+	HostRefusal           Code = "host_refusal"
+
+	// The resolver.
+	CallerNotAllowed Code = "caller_not_allowed"
+	Unreadable       Code = "unreadable"
+	Held             Code = "held"
+)
+
+var known = map[Code]bool{}
+
+func init() {
+	for _, c := range []Code{
+		Validation, Conflict, NotFound, Ambiguous, AlreadyDeclared, DeclarationIncomplete, RecoveryUnit,
+		TargetNotEmpty, StoreUnwritable, Usage,
+		EmptyCommand, ForbiddenCharacter, UnbalancedQuote, PathTraversal, TooLong, UnknownVerb,
+		InvalidArguments, InvalidScope, InvalidUnit, InvalidPath, InvalidLines, InvalidPort, InvalidStep,
+		InvalidEnv, InvalidContent, ContentTooLarge, InvalidDuration, ProtocolMismatch, OSMismatch,
+		HostKeyMismatch, HostKeyUnknown, HostKeyRevoked, Failing,
+		UnknownHost, StepUnknown, InputMissing, StepUnsupported, StepFailed, StepTimeout, WrongHost,
+		RestartFailed, NoManager,
+		NoBeacon, StaleBeacon, UnreadableBeacon, UndeclaredHost, Undeclared, Missing, Inactive, Failed,
+		NeedsAttention, AnsweringUnsuccessful, AnsweringStood, RegisterUnreadable, ListenFailed, HostRefusal,
+		CallerNotAllowed, Unreadable, Held,
+	} {
+		known[c] = true
+	}
+}
+
+// Known reports whether c is one of the codes above.
+func Known(c Code) bool { return known[c] }
+
+// Coded is any error that carries a refusal code. *Error implements it;
+// typed errors of other packages (units.NotLoadedError, the host-key errors)
+// implement it to be reported as refusals with their code.
+type Coded interface {
+	error
+	RefusalCode() Code
+}
+
+// Error is the refusal: a code, a short lowercase message without a trailing
+// period, an optional hint (the known fix) and optional structured details
+// for --json, with an optional cause.
+type Error struct {
+	Code    Code
+	Message string
+	Hint    string
+	Details any
+	Err     error
+}
+
+func (e *Error) Error() string { return e.Message }
+
+// Unwrap returns the cause.
+func (e *Error) Unwrap() error { return e.Err }
+
+// RefusalCode implements Coded.
+func (e *Error) RefusalCode() Code { return e.Code }
+
+// New returns a refusal with a formatted message.
+func New(code Code, format string, args ...any) *Error {
+	return &Error{Code: code, Message: fmt.Sprintf(format, args...)}
+}
+
+// CodeOf returns the code of the first refusal in err's chain.
+func CodeOf(err error) (Code, bool) {
+	var c Coded
+	if errors.As(err, &c) {
+		return c.RefusalCode(), true
+	}
+	return "", false
+}
+
+// Is reports whether err's chain holds a refusal with code c.
+func Is(err error, c Code) bool {
+	got, ok := CodeOf(err)
+	return ok && got == c
+}
