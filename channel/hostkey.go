@@ -2,6 +2,7 @@ package channel
 
 import (
 	"bytes"
+	"context"
 	"crypto/ed25519"
 	"crypto/rand"
 	"errors"
@@ -12,9 +13,8 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
-	"syscall"
 
-	"github.com/wisent/stado/registry"
+	"github.com/wisent/stado/safefile"
 	"golang.org/x/crypto/ssh"
 	"golang.org/x/crypto/ssh/knownhosts"
 )
@@ -192,7 +192,7 @@ func (c *hostKeyChecker) record(addr string, remote net.Addr, key ssh.PublicKey)
 	if err := os.MkdirAll(filepath.Dir(c.path), 0o700); err != nil {
 		return fmt.Errorf("record host key of %s: %w", c.host, err)
 	}
-	unlock, err := flockFile(c.path + ".lock")
+	unlock, err := safefile.Lock(context.Background(), c.path+".lock")
 	if err != nil {
 		return fmt.Errorf("record host key of %s: %w", c.host, err)
 	}
@@ -230,23 +230,8 @@ func (c *hostKeyChecker) record(addr string, remote net.Addr, key ssh.PublicKey)
 	}
 	b.WriteString(knownhosts.Line(addrs, key))
 	b.WriteByte('\n')
-	if err := registry.WriteFileAtomic(c.path, b.Bytes(), mode); err != nil {
+	if err := safefile.Write(c.path, b.Bytes(), mode); err != nil {
 		return fmt.Errorf("record host key of %s: %w", c.host, err)
 	}
 	return nil
-}
-
-func flockFile(path string) (func(), error) {
-	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
-	if err != nil {
-		return nil, err
-	}
-	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX); err != nil {
-		f.Close()
-		return nil, err
-	}
-	return func() {
-		_ = syscall.Flock(int(f.Fd()), syscall.LOCK_UN)
-		f.Close()
-	}, nil
 }

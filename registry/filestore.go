@@ -8,14 +8,14 @@ import (
 	"fmt"
 	"hash/crc32"
 	"io/fs"
-	mrand "math/rand/v2"
 	"os"
 	"path/filepath"
 	"sort"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
+
+	"github.com/wisent/stado/safefile"
 )
 
 func init() {
@@ -252,7 +252,7 @@ func (s *FileStore) write(ctx context.Context, key string, value []byte, expect 
 	if opts.TTL > 0 {
 		rec.expires = now.Add(opts.TTL).UnixNano()
 	}
-	if err := WriteFileAtomic(p, encodeRecord(rec), 0o600); err != nil {
+	if err := safefile.Write(p, encodeRecord(rec), 0o600); err != nil {
 		return 0, fmt.Errorf("write %s: %w", key, err)
 	}
 	return next, nil
@@ -277,7 +277,7 @@ func (s *FileStore) Delete(ctx context.Context, key string) error {
 		return fmt.Errorf("delete %s: %w", key, ErrNotFound)
 	}
 	live := cur.live(s.now())
-	if err := WriteFileAtomic(p, encodeRecord(record{revision: cur.revision, deleted: true}), 0o600); err != nil {
+	if err := safefile.Write(p, encodeRecord(record{revision: cur.revision, deleted: true}), 0o600); err != nil {
 		return fmt.Errorf("delete %s: %w", key, err)
 	}
 	if !live {
@@ -321,10 +321,11 @@ func (s *FileStore) List(ctx context.Context, prefix string) ([]Object, error) {
 	return out, nil
 }
 
-// lock takes the in-process mutex of key, then an exclusive flock on its
-// sidecar lock file (never the data file, which rename replaces). The
-// flock is tried without blocking and retried with back-off so that ctx
-// can end the wait. The lock dies with the process that holds it.
+// lock takes the in-process mutex of key, then the file lock on its
+// sidecar lock file (never the data file, which rename replaces) through
+// safefile.Lock, which gives up when ctx ends. The mutex queues this
+// process's writers so only one of them polls the file lock at a time. The
+// file lock dies with the process that holds it.
 func (s *FileStore) lock(ctx context.Context, key, p string) (func(), error) {
 	s.mu.Lock()
 	m, ok := s.locks[key]
@@ -334,39 +335,13 @@ func (s *FileStore) lock(ctx context.Context, key, p string) (func(), error) {
 	}
 	s.mu.Unlock()
 	m.Lock()
-	lp := filepath.Join(filepath.Dir(p), ".lock~"+filepath.Base(p))
-	f, err := os.OpenFile(lp, os.O_RDWR|os.O_CREATE, 0o600)
+	unlock, err := safefile.Lock(ctx, filepath.Join(filepath.Dir(p), ".lock~"+filepath.Base(p)))
 	if err != nil {
 		m.Unlock()
 		return nil, fmt.Errorf("lock %s: %w", key, err)
 	}
-	wait := 500 * time.Microsecond
-	for {
-		err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
-		if err == nil {
-			break
-		}
-		if !errors.Is(err, syscall.EWOULDBLOCK) && !errors.Is(err, syscall.EINTR) {
-			f.Close()
-			m.Unlock()
-			return nil, fmt.Errorf("lock %s: %w", key, err)
-		}
-		t := time.NewTimer(wait/2 + time.Duration(mrand.Int64N(int64(wait))))
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			f.Close()
-			m.Unlock()
-			return nil, fmt.Errorf("lock %s: %w", key, ctx.Err())
-		case <-t.C:
-		}
-		if wait < 20*time.Millisecond {
-			wait *= 2
-		}
-	}
 	return func() {
-		_ = syscall.Flock(int(f.Fd()), syscall.LOCK_UN)
-		f.Close()
+		unlock()
 		m.Unlock()
 	}, nil
 }

@@ -3,19 +3,19 @@ package repair
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/wisent/stado/refusal"
 	"io/fs"
 	"os"
 	"path/filepath"
-	"syscall"
 	"time"
 
 	"github.com/wisent/stado/beacon"
 	"github.com/wisent/stado/catalog"
-	"github.com/wisent/stado/registry"
+	"github.com/wisent/stado/refusal"
+	"github.com/wisent/stado/safefile"
 )
 
 // RecoveryKind marks every register row.
@@ -179,9 +179,9 @@ func (r *Register) Append(rec Recovery) error {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return &FileError{Op: "mkdir", File: dir, Err: err}
 	}
-	unlock, err := lockFile(r.Path + ".lock")
+	unlock, err := safefile.Lock(context.Background(), r.Path+".lock")
 	if err != nil {
-		return err
+		return &FileError{Op: "lock", File: r.Path + ".lock", Err: err}
 	}
 	defer unlock()
 	old, err := os.ReadFile(r.Path)
@@ -191,23 +191,8 @@ func (r *Register) Append(rec Recovery) error {
 	if len(old) > 0 && old[len(old)-1] != '\n' {
 		old = append(old, '\n')
 	}
-	if err := registry.WriteFileAtomic(r.Path, append(append(old, line...), '\n'), 0o600); err != nil {
+	if err := safefile.Write(r.Path, append(append(old, line...), '\n'), 0o600); err != nil {
 		return &FileError{Op: "replace", File: r.Path, Err: err}
 	}
 	return nil
-}
-
-func lockFile(p string) (func(), error) {
-	f, err := os.OpenFile(p, os.O_RDWR|os.O_CREATE, 0o600)
-	if err != nil {
-		return nil, &FileError{Op: "open lock", File: p, Err: err}
-	}
-	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX); err != nil {
-		f.Close()
-		return nil, &FileError{Op: "lock", File: p, Err: err}
-	}
-	return func() {
-		_ = syscall.Flock(int(f.Fd()), syscall.LOCK_UN)
-		f.Close()
-	}, nil
 }

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/wisent/stado/refusal"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -16,7 +15,8 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/wisent/stado/registry"
+	"github.com/wisent/stado/refusal"
+	"github.com/wisent/stado/safefile"
 )
 
 // Phases of a wait.
@@ -373,15 +373,11 @@ func (p *Publisher) update(include bool) error {
 	if err := os.MkdirAll(filepath.Dir(p.Path), 0o700); err != nil {
 		return fmt.Errorf("publish waiting list: %w", err)
 	}
-	lock, err := os.OpenFile(p.Path+".lock", os.O_CREATE|os.O_RDWR, 0o600)
+	unlock, err := safefile.Lock(context.Background(), p.Path+".lock")
 	if err != nil {
 		return fmt.Errorf("publish waiting list: %w", err)
 	}
-	defer lock.Close()
-	if err := syscall.Flock(int(lock.Fd()), syscall.LOCK_EX); err != nil {
-		return fmt.Errorf("lock %s: %w", lock.Name(), err)
-	}
-	defer func() { _ = syscall.Flock(int(lock.Fd()), syscall.LOCK_UN) }()
+	defer unlock()
 
 	pid := p.pid()
 	list := &WaitingList{Kind: ListKind, Version: ListVersion, Publishers: []Publication{}}
@@ -412,5 +408,5 @@ func (p *Publisher) update(include bool) error {
 	if err != nil {
 		return fmt.Errorf("encode waiting list: %w", err)
 	}
-	return registry.WriteFileAtomic(p.Path, append(data, '\n'), 0o600)
+	return safefile.Write(p.Path, append(data, '\n'), 0o600)
 }

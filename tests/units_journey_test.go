@@ -16,7 +16,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/wisent/stado/registry"
+	"github.com/wisent/stado/safefile"
 	"github.com/wisent/stado/tests/testbed"
 )
 
@@ -76,7 +76,7 @@ func unitsInstallTestBinary(t testing.TB, bed *testbed.Bed) {
 	if err := os.MkdirAll(bed.BinDir(), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	if err := registry.WriteFileAtomic(filepath.Join(bed.BinDir(), filepath.Base(unitsTestInHost)), unitsBuild.data, 0o755); err != nil {
+	if err := safefile.Write(filepath.Join(bed.BinDir(), filepath.Base(unitsTestInHost)), unitsBuild.data, 0o755); err != nil {
 		t.Fatal(err)
 	}
 }

@@ -14,7 +14,8 @@
 //   - the Verdict: one vocabulary (active, inactive, missing, failed,
 //     failing) for both init systems, including the crash-loop sentence.
 //
-// units imports registry and nothing else of stado. It must not import
-// channel, beacon or repair: the read half (beacon) imports units, and the
-// SSH channel wraps the local commands built on it, never the other way.
+// units imports registry and safefile and nothing else of stado. It must
+// not import channel, beacon or repair: the read half (beacon) imports
+// units, and the SSH channel wraps the local commands built on it, never
+// the other way.
 package units

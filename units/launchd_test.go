@@ -190,26 +190,6 @@ func TestLaunchdLogsReadTheDeclaredFiles(t *testing.T) {
 	}
 }
 
-func TestWriteFileAtomicLeavesNoTemporaryFiles(t *testing.T) {
-	dir := t.TempDir()
-	path := filepath.Join(dir, "x.service")
-	for i, content := range []string{"a\n", "b\n"} {
-		if err := registry.WriteFileAtomic(path, []byte(content), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		if got, _ := os.ReadFile(path); string(got) != content {
-			t.Fatalf("write %d: got %q", i, got)
-		}
-	}
-	entries, _ := os.ReadDir(dir)
-	if len(entries) != 1 {
-		t.Fatalf("directory holds %d entries, want 1", len(entries))
-	}
-	if err := registry.WriteFileAtomic(filepath.Join(dir, "missing", "x"), []byte("a"), 0o644); err == nil {
-		t.Fatal("write into a missing directory succeeded")
-	}
-}
-
 func TestJournalArgvSelectsOnlyWhatTheProgramPrinted(t *testing.T) {
 	cases := []struct {
 		scope string

@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 
 	"github.com/wisent/stado/registry"
+	"github.com/wisent/stado/safefile"
 )
 
 // Install actions.
@@ -121,7 +122,7 @@ func writeIfChanged(path string, content []byte, perm fs.FileMode) (string, erro
 	case err == nil && bytes.Equal(old, content):
 		return ActionUnchanged, nil
 	case err == nil:
-		if err := registry.WriteFileAtomic(path, content, perm); err != nil {
+		if err := safefile.Write(path, content, perm); err != nil {
 			return "", err
 		}
 		return ActionUpdated, nil
@@ -129,7 +130,7 @@ func writeIfChanged(path string, content []byte, perm fs.FileMode) (string, erro
 		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 			return "", fmt.Errorf("create %s: %w", filepath.Dir(path), err)
 		}
-		if err := registry.WriteFileAtomic(path, content, perm); err != nil {
+		if err := safefile.Write(path, content, perm); err != nil {
 			return "", err
 		}
 		return ActionInstalled, nil

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/wisent/stado/registry"
+	"github.com/wisent/stado/safefile"
 )
 
 // The tests and benchmarks in this file need a real systemd system manager
@@ -278,7 +279,7 @@ func TestSystemdInstallOfTheSameBytesTwiceChangesNothingOnARealManager(t *testin
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := registry.WriteFileAtomic(UnitPath(w, registry.OSLinux, ""), c, 0o644); err != nil {
+		if err := safefile.Write(UnitPath(w, registry.OSLinux, ""), c, 0o644); err != nil {
 			t.Fatal(err)
 		}
 		if got := systemctlShow(t, witness.Unit, "NeedDaemonReload")["NeedDaemonReload"]; got != "yes" {

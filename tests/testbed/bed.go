@@ -1,8 +1,6 @@
 package testbed
 
 import (
-	"github.com/wisent/stado/registry"
-
 	"bytes"
 	"context"
 	"errors"
@@ -13,6 +11,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/wisent/stado/safefile"
 )
 
 // Host is one simulated host of the bed.
@@ -181,7 +181,7 @@ func (b *Bed) WriteFile(h Host, path string, data []byte, mode os.FileMode) erro
 	if err != nil {
 		return err
 	}
-	if err := registry.WriteFileAtomic(p, data, mode); err != nil {
+	if err := safefile.Write(p, data, mode); err != nil {
 		return fmt.Errorf("write %s:%s: %w", h.Name, path, err)
 	}
 	return nil

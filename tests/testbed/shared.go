@@ -1,8 +1,6 @@
 package testbed
 
 import (
-	"github.com/wisent/stado/registry"
-
 	"context"
 	"errors"
 	"fmt"
@@ -18,6 +16,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/wisent/stado/safefile"
 )
 
 // Environment knobs of the Go side (testbed.sh has its own, see its header).
@@ -40,7 +40,7 @@ const upTimeout = 3 * time.Minute
 var shared struct {
 	mu     sync.Mutex
 	cond   *sync.Cond
-	lock   *os.File           // flock on LockPath, held until Shutdown
+	unlock func()             // releases the lock on LockPath, held until Shutdown
 	bed    *Bed               // nil while down
 	users  int                // tests between Shared and their cleanup
 	holds  map[testing.TB]int // users per test
@@ -74,7 +74,7 @@ func Shared(t testing.TB, n int) *Bed {
 	if shared.broken != nil {
 		t.Fatalf("testbed: an earlier up failed: %v", shared.broken)
 	}
-	if shared.lock == nil {
+	if shared.unlock == nil {
 		if err := takeLock(t); err != nil {
 			t.Fatalf("testbed: %v", err)
 		}
@@ -159,22 +159,15 @@ func defaultHosts(t testing.TB) int {
 // process holds it. Called with shared.mu held.
 func takeLock(t testing.TB) error {
 	t.Helper()
-	f, err := os.OpenFile(LockPath, os.O_RDWR|os.O_CREATE, 0o600)
-	if err != nil {
-		return fmt.Errorf("open lock: %w", err)
-	}
-	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
-		if !errors.Is(err, syscall.EWOULDBLOCK) {
-			f.Close()
-			return fmt.Errorf("lock %s: %w", LockPath, err)
-		}
+	unlock, err := safefile.TryLock(LockPath)
+	if errors.Is(err, safefile.ErrLocked) {
 		t.Logf("testbed: another test process holds %s; waiting for it", LockPath)
-		if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX); err != nil {
-			f.Close()
-			return fmt.Errorf("lock %s: %w", LockPath, err)
-		}
+		unlock, err = safefile.Lock(context.Background(), LockPath)
 	}
-	shared.lock = f
+	if err != nil {
+		return err
+	}
+	shared.unlock = unlock
 	return nil
 }
 
@@ -215,9 +208,9 @@ func Shutdown() error {
 		err = shared.bed.down()
 		shared.bed = nil
 	}
-	if shared.lock != nil {
-		shared.lock.Close() // releases the flock
-		shared.lock = nil
+	if shared.unlock != nil {
+		shared.unlock()
+		shared.unlock = nil
 	}
 	build.mu.Lock()
 	if build.dir != "" {
@@ -423,7 +416,7 @@ func (b *Bed) InstallStado(t testing.TB, path string) {
 	if err := os.MkdirAll(b.BinDir(), 0o755); err != nil {
 		t.Fatalf("testbed: install stado: %v", err)
 	}
-	if err := registry.WriteFileAtomic(filepath.Join(b.BinDir(), "stado"), data, 0o755); err != nil {
+	if err := safefile.Write(filepath.Join(b.BinDir(), "stado"), data, 0o755); err != nil {
 		t.Fatalf("testbed: install stado: %v", err)
 	}
 }
