@@ -411,24 +411,42 @@ func TestRemoteExitCarriesItsStatusAndTheTailOfStderr(t *testing.T) {
 	}
 }
 
-func TestCallReturnsTheHostResultThroughTheRemoteProgram(t *testing.T) {
+func TestClientReturnsTheHostsTypedResultThroughTheRemoteProgram(t *testing.T) {
 	f := newFixture(t)
 	host := &recordingHost{}
 	f.srv.serveChannel(host)
 	pool := NewPool(f.dialer())
 	defer pool.Close()
-	cmd := Command{Verb: VerbUnitInstall, Scope: ScopeSystem, Units: []string{"a.service"}, Path: "/etc/systemd/system/a.service"}
-	res, err := pool.Call(context.Background(), f.srv.target("web1"), cmd, []byte("[Unit]\n"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var got map[string]string
-	if err := json.Unmarshal(res, &got); err != nil || got["method"] != "UnitInstall" {
-		t.Fatalf("result %s, %v", res, err)
+	c := &Client{Pool: pool, Target: f.srv.target("web1")}
+	res, err := c.UnitInstall(context.Background(), InstallRequest{UnitRef: UnitRef{Scope: ScopeSystem, Unit: "a.service"}, Path: "/etc/systemd/system/a.service", Content: []byte("[Unit]\n")})
+	if err != nil || res.Action != "installed" || res.Path != "/etc/systemd/system/a.service" {
+		t.Fatalf("result %+v, %v", res, err)
 	}
 	calls := host.Calls()
-	if len(calls) != 1 || calls[0].Content != "[Unit]\n" || calls[0].Path != cmd.Path {
+	if len(calls) != 1 || calls[0].Content != "[Unit]\n" || calls[0].Path != "/etc/systemd/system/a.service" {
 		t.Fatalf("host calls %+v", calls)
+	}
+}
+
+func TestEnsureIsOneRemoteExecutionCarryingTheDeclaration(t *testing.T) {
+	f := newFixture(t)
+	host := &recordingHost{}
+	f.srv.serveChannel(host)
+	pool := NewPool(f.dialer())
+	defer pool.Close()
+	c := &Client{Pool: pool, Target: f.srv.target("web1")}
+	req := EnsureRequest{OS: "linux", Mode: ModeApply, Settle: time.Second}
+	req.Service.Name, req.Service.Unit, req.Service.Program = "api", "api.service", "/usr/bin/api"
+	res, err := c.Ensure(context.Background(), req)
+	if err != nil || !res.Confirmed || res.Run != RunNone {
+		t.Fatalf("ensure %+v, %v", res, err)
+	}
+	calls := host.Calls()
+	if len(calls) != 1 || calls[0].Method != "Ensure" || calls[0].Units[0] != "api.service" || calls[0].Content != ModeApply {
+		t.Fatalf("host calls %+v", calls)
+	}
+	if n := f.srv.commands.Load(); n != 1 {
+		t.Fatalf("%d remote executions, want 1", n)
 	}
 }
 

@@ -12,12 +12,14 @@ type Verb string
 
 // The verbs of `stado host channel`.
 const (
-	VerbUnitInstall Verb = "unit-install" // SCOPE UNIT PATH, unit content on stdin
-	VerbUnitRemove  Verb = "unit-remove"  // SCOPE UNIT PATH
+	VerbEnsure      Verb = "ensure"       // SCOPE UNIT MODE, the request document on stdin
+	VerbUnitInstall Verb = "unit-install" // SCOPE UNIT [PATH], unit content on stdin
+	VerbUnitRemove  Verb = "unit-remove"  // SCOPE UNIT [PATH]
 	VerbUnitStart   Verb = "unit-start"   // SCOPE UNIT
 	VerbUnitStop    Verb = "unit-stop"    // SCOPE UNIT
 	VerbUnitRestart Verb = "unit-restart" // SCOPE UNIT
 	VerbUnitShow    Verb = "unit-show"    // SCOPE UNIT [UNIT...]
+	VerbUnitFile    Verb = "unit-file"    // SCOPE UNIT
 	VerbUnitLogs    Verb = "unit-logs"    // SCOPE UNIT LINES
 	VerbUnitEnv     Verb = "unit-env"     // SCOPE UNIT
 	VerbUnitList    Verb = "unit-list"    // SCOPE
@@ -28,8 +30,8 @@ const (
 
 // Verbs lists every verb in the order docs/channel.md describes them.
 var Verbs = []Verb{
-	VerbUnitInstall, VerbUnitRemove, VerbUnitStart, VerbUnitStop, VerbUnitRestart,
-	VerbUnitShow, VerbUnitLogs, VerbUnitEnv, VerbUnitList, VerbPortOwner,
+	VerbEnsure, VerbUnitInstall, VerbUnitRemove, VerbUnitStart, VerbUnitStop, VerbUnitRestart,
+	VerbUnitShow, VerbUnitFile, VerbUnitLogs, VerbUnitEnv, VerbUnitList, VerbPortOwner,
 	VerbRepairStep, VerbVersion,
 }
 
@@ -66,6 +68,7 @@ type Command struct {
 	Port  int      `json:"port,omitempty"`
 	Step  string   `json:"step,omitempty"`
 	Env   []EnvVar `json:"env,omitempty"`
+	Mode  string   `json:"mode,omitempty"` // ensure: ModeApply or ModePlan
 }
 
 // Unit returns the command's unit, or "" when it has none.
@@ -91,9 +94,14 @@ func (c Command) EnvMap() map[string]string {
 func (c Command) Argv() []string {
 	argv := []string{string(c.Verb)}
 	switch c.Verb {
+	case VerbEnsure:
+		argv = append(argv, c.Scope, c.Unit(), c.Mode)
 	case VerbUnitInstall, VerbUnitRemove:
-		argv = append(argv, c.Scope, c.Unit(), c.Path)
-	case VerbUnitStart, VerbUnitStop, VerbUnitRestart, VerbUnitEnv:
+		argv = append(argv, c.Scope, c.Unit())
+		if c.Path != "" {
+			argv = append(argv, c.Path)
+		}
+	case VerbUnitStart, VerbUnitStop, VerbUnitRestart, VerbUnitEnv, VerbUnitFile:
 		argv = append(argv, c.Scope, c.Unit())
 	case VerbUnitShow:
 		argv = append(append(argv, c.Scope), c.Units...)
@@ -173,8 +181,8 @@ func parseWords(words []string) (Command, error) {
 	}
 	var err error
 	switch verb {
-	case VerbUnitInstall, VerbUnitRemove:
-		if err = need(3, "SCOPE UNIT PATH"); err != nil {
+	case VerbEnsure:
+		if err = need(3, "SCOPE UNIT MODE"); err != nil {
 			return Command{}, err
 		}
 		if c.Scope, err = parseScope(args[0]); err != nil {
@@ -184,11 +192,28 @@ func parseWords(words []string) (Command, error) {
 			return Command{}, err
 		}
 		c.Units = []string{args[1]}
-		if err = checkUnitPath(c.Scope, args[1], args[2]); err != nil {
+		if args[2] != ModeApply && args[2] != ModePlan {
+			return Command{}, refusef(CodeInvalidArguments, "ensure mode %s is neither %s nor %s", strconv.Quote(args[2]), ModeApply, ModePlan)
+		}
+		c.Mode = args[2]
+	case VerbUnitInstall, VerbUnitRemove:
+		if len(args) != 2 && len(args) != 3 {
+			return Command{}, refusef(CodeInvalidArguments, "%s takes SCOPE UNIT [PATH], got %d argument(s)", verb, len(args))
+		}
+		if c.Scope, err = parseScope(args[0]); err != nil {
 			return Command{}, err
 		}
-		c.Path = args[2]
-	case VerbUnitStart, VerbUnitStop, VerbUnitRestart, VerbUnitEnv:
+		if err = checkUnit(args[1]); err != nil {
+			return Command{}, err
+		}
+		c.Units = []string{args[1]}
+		if len(args) == 3 {
+			if err = checkUnitPath(c.Scope, args[1], args[2]); err != nil {
+				return Command{}, err
+			}
+			c.Path = args[2]
+		}
+	case VerbUnitStart, VerbUnitStop, VerbUnitRestart, VerbUnitEnv, VerbUnitFile:
 		if err = need(2, "SCOPE UNIT"); err != nil {
 			return Command{}, err
 		}
@@ -334,6 +359,10 @@ const (
 	LaunchDaemonsDir = "/Library/LaunchDaemons"
 	LaunchAgentsDir  = "/Library/LaunchAgents" // below a home directory, or at /
 )
+
+// CheckUnitPath holds a unit path to the directories the channel writes in
+// (see checkUnitPath). Every error is a *Refusal.
+func CheckUnitPath(scope, unit, p string) error { return checkUnitPath(scope, unit, p) }
 
 // checkUnitPath holds a unit path to the allowed directories: the file is
 // named after the unit and lies directly in the directory its scope and

@@ -143,7 +143,7 @@ var refusedCommands = []struct {
 	{"version extra", "version now", CodeInvalidArguments},
 	{"start missing unit", "unit-start system", CodeInvalidArguments},
 	{"start too many", "unit-start system a.service b.service", CodeInvalidArguments},
-	{"install missing path", "unit-install system a.service", CodeInvalidArguments},
+	{"install missing unit", "unit-install system", CodeInvalidArguments},
 	{"show no units", "unit-show system", CodeInvalidArguments},
 	{"show too many", "unit-show system" + strings.Repeat(" a.service", MaxShowUnits+1), CodeInvalidArguments},
 	{"logs missing lines", "unit-logs system a.service", CodeInvalidArguments},
@@ -270,6 +270,11 @@ func TestServeCallsTheHostOnceWithTheValidatedArguments(t *testing.T) {
 		{"repair", "repair-step crypto SKARBIEC_READY_WITHIN_SECONDS=30", "",
 			hostCall{Method: "RepairStep", Step: "crypto", Env: map[string]string{"SKARBIEC_READY_WITHIN_SECONDS": "30"}}},
 		{"version", "version", "", hostCall{Method: "Version"}},
+		{"unit-file", "unit-file user a.service", "", hostCall{Method: "UnitFile", Scope: "user", Units: []string{"a.service"}}},
+		{"remove without a path", "unit-remove system a.service", "", hostCall{Method: "UnitRemove", Scope: "system", Units: []string{"a.service"}}},
+		// the declaration travels on stdin and must agree with the words
+		{"ensure", "ensure system a.service plan", `{"os":"linux","service":{"name":"a","unit":"a.service","program":"/bin/a"},"settle":1000000000,"wait":0,"mode":"plan"}`,
+			hostCall{Method: "Ensure", Scope: "system", Units: []string{"a.service"}, Content: "plan"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -289,6 +294,42 @@ func TestServeCallsTheHostOnceWithTheValidatedArguments(t *testing.T) {
 			}
 			if stderr.Len() != 0 {
 				t.Fatalf("stderr on success: %q", stderr.String())
+			}
+		})
+	}
+}
+
+func TestServeRefusesAnEnsureRequestThatDisagreesWithItsWords(t *testing.T) {
+	for _, tc := range []struct {
+		name, original, stdin string
+		code                  refusal.Code
+	}{
+		// another unit in the document than on the line
+		{"unit", "ensure system a.service apply", `{"service":{"name":"b","unit":"b.service","program":"/bin/b"},"mode":"apply"}`, refusal.InvalidUnit},
+		// another scope
+		{"scope", "ensure system a.service apply", `{"service":{"name":"a","unit":"a.service","scope":"user","program":"/bin/a"},"mode":"apply"}`, refusal.InvalidScope},
+		// another mode
+		{"mode", "ensure system a.service apply", `{"service":{"name":"a","unit":"a.service","program":"/bin/a"},"mode":"plan"}`, refusal.InvalidArguments},
+		// a settle beyond its bound
+		{"settle", "ensure system a.service apply", `{"service":{"name":"a","unit":"a.service","program":"/bin/a"},"mode":"apply","settle":999999999999999}`, refusal.InvalidDuration},
+		// a field the request does not have
+		{"unknown field", "ensure system a.service apply", `{"service":{"name":"a","unit":"a.service"},"mode":"apply","shell":"sh"}`, refusal.InvalidContent},
+		// a unit path outside the unit directories
+		{"path", "ensure system a.service apply", `{"service":{"name":"a","unit":"a.service","unit_path":"/tmp/a.service","program":"/bin/a"},"mode":"apply"}`, refusal.InvalidPath},
+		// nothing on stdin
+		{"empty", "ensure system a.service apply", "", refusal.InvalidContent},
+		// a mode that is neither
+		{"bad mode", "ensure system a.service now", "{}", refusal.InvalidArguments},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			host := &recordingHost{}
+			var stdout, stderr bytes.Buffer
+			code := Serve(context.Background(), tc.original, strings.NewReader(tc.stdin), &stdout, &stderr, host)
+			if code != ExitRefused || len(host.Calls()) != 0 {
+				t.Fatalf("exit %d, calls %+v", code, host.Calls())
+			}
+			if doc := decodeOne[RefusalDocument](t, stdout.Bytes()); doc.Code != string(tc.code) {
+				t.Fatalf("code %s, want %s: %s", doc.Code, tc.code, doc.Message)
 			}
 		})
 	}

@@ -3,8 +3,10 @@ package channel
 import (
 	"context"
 	"errors"
-	"github.com/wisent/stado/refusal"
 	"sync"
+
+	"github.com/wisent/stado/refusal"
+	"github.com/wisent/stado/units"
 )
 
 // recordingHost is a Host that records every call and performs none: the
@@ -30,14 +32,11 @@ type hostCall struct {
 	Env     map[string]string
 }
 
-func (h *recordingHost) record(c hostCall) (any, error) {
+func (h *recordingHost) record(c hostCall) error {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	h.calls = append(h.calls, c)
-	if h.err != nil {
-		return nil, h.err
-	}
-	return map[string]any{"method": c.Method}, nil
+	return h.err
 }
 
 func (h *recordingHost) Calls() []hostCall {
@@ -53,41 +52,64 @@ func (h *recordingHost) OS() string {
 	return h.os
 }
 
-func (h *recordingHost) UnitInstall(_ context.Context, scope, unit, path string, content []byte) (any, error) {
-	return h.record(hostCall{Method: "UnitInstall", Scope: scope, Units: []string{unit}, Path: path, Content: string(content)})
+var _ Host = (*recordingHost)(nil)
+
+func (h *recordingHost) Ensure(_ context.Context, req EnsureRequest) (EnsureResult, error) {
+	return EnsureResult{Unit: req.Service.Unit, Install: "unchanged", Run: RunNone, Confirmed: true},
+		h.record(hostCall{Method: "Ensure", Scope: req.Service.EffectiveScope(), Units: []string{req.Service.Unit}, Path: req.Service.UnitPath, Content: req.Mode})
 }
-func (h *recordingHost) UnitRemove(_ context.Context, scope, unit, path string) (any, error) {
-	return h.record(hostCall{Method: "UnitRemove", Scope: scope, Units: []string{unit}, Path: path})
+func (h *recordingHost) UnitInstall(_ context.Context, r InstallRequest) (units.InstallResult, error) {
+	return units.InstallResult{Action: "installed", Path: r.Path}, h.record(hostCall{Method: "UnitInstall", Scope: r.Scope, Units: []string{r.Unit}, Path: r.Path, Content: string(r.Content)})
 }
-func (h *recordingHost) UnitStart(_ context.Context, scope, unit string) (any, error) {
-	return h.record(hostCall{Method: "UnitStart", Scope: scope, Units: []string{unit}})
+func (h *recordingHost) UnitRemove(_ context.Context, r RemoveRequest) (RemoveResult, error) {
+	return RemoveResult{Unit: r.Unit, Path: r.Path}, h.record(hostCall{Method: "UnitRemove", Scope: r.Scope, Units: []string{r.Unit}, Path: r.Path})
 }
-func (h *recordingHost) UnitStop(_ context.Context, scope, unit string) (any, error) {
-	return h.record(hostCall{Method: "UnitStop", Scope: scope, Units: []string{unit}})
+func (h *recordingHost) control(method string, u UnitRef) (units.Verdict, error) {
+	return units.Verdict{Unit: u.Unit, State: units.StateActive, PID: 42}, h.record(hostCall{Method: method, Scope: u.Scope, Units: []string{u.Unit}})
 }
-func (h *recordingHost) UnitRestart(_ context.Context, scope, unit string) (any, error) {
-	return h.record(hostCall{Method: "UnitRestart", Scope: scope, Units: []string{unit}})
+func (h *recordingHost) UnitStart(_ context.Context, u UnitRef) (units.Verdict, error) {
+	return h.control("UnitStart", u)
 }
-func (h *recordingHost) UnitShow(_ context.Context, scope string, units []string) (any, error) {
-	return h.record(hostCall{Method: "UnitShow", Scope: scope, Units: units})
+func (h *recordingHost) UnitStop(_ context.Context, u UnitRef) (units.Verdict, error) {
+	return h.control("UnitStop", u)
 }
-func (h *recordingHost) UnitLogs(_ context.Context, scope, unit string, lines int) (any, error) {
-	return h.record(hostCall{Method: "UnitLogs", Scope: scope, Units: []string{unit}, Lines: lines})
+func (h *recordingHost) UnitRestart(_ context.Context, u UnitRef) (units.Verdict, error) {
+	return h.control("UnitRestart", u)
 }
-func (h *recordingHost) UnitEnv(_ context.Context, scope, unit string) (any, error) {
-	return h.record(hostCall{Method: "UnitEnv", Scope: scope, Units: []string{unit}})
+func (h *recordingHost) UnitShow(_ context.Context, r ShowRequest) (ShowResult, error) {
+	res := ShowResult{}
+	for _, u := range r.Units {
+		res.Units = append(res.Units, units.Verdict{Unit: u, State: units.StateInactive})
+	}
+	return res, h.record(hostCall{Method: "UnitShow", Scope: r.Scope, Units: r.Units})
 }
-func (h *recordingHost) UnitList(_ context.Context, scope string) (any, error) {
-	return h.record(hostCall{Method: "UnitList", Scope: scope})
+func (h *recordingHost) UnitFile(_ context.Context, u UnitRef) (FileResult, error) {
+	return FileResult{Verdict: units.Verdict{Unit: u.Unit, State: units.StateInactive}}, h.record(hostCall{Method: "UnitFile", Scope: u.Scope, Units: []string{u.Unit}})
 }
-func (h *recordingHost) PortOwner(_ context.Context, port int) (any, error) {
-	return h.record(hostCall{Method: "PortOwner", Port: port})
+func (h *recordingHost) UnitLogs(_ context.Context, r LogsRequest) (LogsResult, error) {
+	return LogsResult{Unit: r.Unit, Lines: []string{}}, h.record(hostCall{Method: "UnitLogs", Scope: r.Scope, Units: []string{r.Unit}, Lines: r.Lines})
 }
-func (h *recordingHost) RepairStep(_ context.Context, step string, env map[string]string) (any, error) {
-	return h.record(hostCall{Method: "RepairStep", Step: step, Env: env})
+func (h *recordingHost) UnitEnv(_ context.Context, u UnitRef) (EnvResult, error) {
+	return EnvResult{Unit: u.Unit}, h.record(hostCall{Method: "UnitEnv", Scope: u.Scope, Units: []string{u.Unit}})
 }
-func (h *recordingHost) Version(context.Context) (any, error) {
-	return h.record(hostCall{Method: "Version"})
+func (h *recordingHost) UnitList(_ context.Context, scope string) (ListResult, error) {
+	return ListResult{Units: []string{}}, h.record(hostCall{Method: "UnitList", Scope: scope})
+}
+func (h *recordingHost) PortOwner(_ context.Context, port int) (PortOwnerResult, error) {
+	return PortOwnerResult{Port: port}, h.record(hostCall{Method: "PortOwner", Port: port})
+}
+func (h *recordingHost) RepairStep(_ context.Context, r StepRequest) (StepResult, error) {
+	env := map[string]string{}
+	for _, e := range r.Env {
+		env[e.Name] = e.Value
+	}
+	if len(env) == 0 {
+		env = nil
+	}
+	return StepResult{Step: r.Step, OK: true}, h.record(hostCall{Method: "RepairStep", Step: r.Step, Env: env})
+}
+func (h *recordingHost) Version(context.Context) (VersionResult, error) {
+	return VersionResult{Protocol: ProtocolVersion, OS: h.OS()}, h.record(hostCall{Method: "Version"})
 }
 
 // notLoaded is a host error that is a refusal, as "unit not loaded" is.

@@ -183,7 +183,7 @@ func (p *Pool) Run(ctx context.Context, t registry.Target, argv []string, stdin 
 			re.Err = fmt.Errorf("%s killed by signal %s", argv[0], exit.Signal())
 		}
 		if re.ExitStatus == ExitRefused {
-			if r, ok := refusalIn(out.Bytes()); ok {
+			if r, ok := refusalIn(t.Name, out.Bytes()); ok {
 				re.Stage, re.Err = StageRemoteRefusal, r
 			}
 		}
@@ -195,12 +195,23 @@ func (p *Pool) Run(ctx context.Context, t registry.Target, argv []string, stdin 
 	return out.Bytes(), errb.Bytes(), re
 }
 
-func refusalIn(stdout []byte) (*Refusal, bool) {
+func refusalIn(host string, stdout []byte) (*Refusal, bool) {
 	var doc RefusalDocument
 	if json.Unmarshal(bytes.TrimSpace(stdout), &doc) != nil || doc.Kind != KindRefusal || doc.Code == "" {
 		return nil, false
 	}
+	if doc.Protocol != ProtocolVersion && doc.Code == string(CodeUnknownVerb) {
+		return protocolMismatch(host, doc.Protocol), true
+	}
 	return &Refusal{Code: refusal.Code(doc.Code), Message: doc.Message}, true
+}
+
+// protocolMismatch is the refusal of a host whose stado speaks another
+// channel protocol than this one.
+func protocolMismatch(host string, theirs int) *Refusal {
+	return &Refusal{Code: refusal.ProtocolMismatch,
+		Message: fmt.Sprintf("the stado on %s speaks channel protocol %d and this one %d", host, theirs, ProtocolVersion),
+		Hint:    "install the same stado on the host (stado service ensure stado --host " + host + ")"}
 }
 
 // Call runs cmd through the remote program on t and returns the result the
@@ -231,6 +242,9 @@ func (p *Pool) Call(ctx context.Context, t registry.Target, cmd Command, stdin [
 	var doc ResultDocument
 	if err := json.Unmarshal(bytes.TrimSpace(stdout), &doc); err != nil || doc.Kind != KindResult || doc.Verb != cmd.Verb {
 		return nil, &RemoteError{Host: t.Name, Stage: StageRemoteExit, Err: fmt.Errorf("%s printed no %s result document for %s", prog, KindResult, cmd.Verb)}
+	}
+	if doc.Protocol != ProtocolVersion {
+		return nil, &RemoteError{Host: t.Name, Stage: StageRemoteRefusal, Err: protocolMismatch(t.Name, doc.Protocol)}
 	}
 	return doc.Result, nil
 }

@@ -1,18 +1,21 @@
 package channel
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/wisent/stado/refusal"
 	"io"
+	"strconv"
 	"strings"
+
+	"github.com/wisent/stado/refusal"
 )
 
 // ProtocolVersion is the version of the verb set and its documents. It is
 // carried in every document the remote program prints.
-const ProtocolVersion = 1
+const ProtocolVersion = 2
 
 // Document kinds the remote program prints on stdout, exactly one per call.
 const (
@@ -27,35 +30,6 @@ const (
 	ExitFailure = 1 // the host action failed; an error document
 	ExitRefused = 3 // refused; nothing ran; a refusal document
 )
-
-// Host is the host-side work the verbs trigger. The caller implements it with
-// the units Manager and the repair catalog; channel validates every argument
-// before a method is called, so an implementation receives only names and
-// paths of the grammar (scope "system" or "user"; a unit of this host's init
-// system; a path in an allowed directory named after the unit). Each method
-// returns a JSON-encodable result, or an error; an error that implements
-// RefusalCode() string is reported as a refusal (exit 3) with that code, any
-// other as a failure (exit 1).
-//
-// An implementation must still restrict what the grammar cannot know: a user
-// unit path below the login user's own home, and repair-step environment
-// names to those the step declares.
-type Host interface {
-	// OS is "linux" or "darwin"; it selects which unit identities are valid.
-	OS() string
-	UnitInstall(ctx context.Context, scope, unit, path string, content []byte) (any, error)
-	UnitRemove(ctx context.Context, scope, unit, path string) (any, error)
-	UnitStart(ctx context.Context, scope, unit string) (any, error)
-	UnitStop(ctx context.Context, scope, unit string) (any, error)
-	UnitRestart(ctx context.Context, scope, unit string) (any, error)
-	UnitShow(ctx context.Context, scope string, units []string) (any, error)
-	UnitLogs(ctx context.Context, scope, unit string, lines int) (any, error)
-	UnitEnv(ctx context.Context, scope, unit string) (any, error)
-	UnitList(ctx context.Context, scope string) (any, error)
-	PortOwner(ctx context.Context, port int) (any, error)
-	RepairStep(ctx context.Context, step string, env map[string]string) (any, error)
-	Version(ctx context.Context) (any, error)
-}
 
 // ResultDocument is what the remote program prints after a verb ran.
 type ResultDocument struct {
@@ -82,120 +56,185 @@ type ErrorDocument struct {
 	Message  string `json:"message"`
 }
 
-// Main is the whole of `stado host channel`: with arguments it serves them
-// as one verb call (ServeArgv); without, it serves the forced command's
-// SSH_ORIGINAL_COMMAND (Serve), and with neither it refuses — a forced
-// command never opens a login shell. It returns the exit code.
+// Main is the whole of `stado host channel` as an exit code: Run, then
+// ExitCode of its error.
 func Main(ctx context.Context, args []string, lookupEnv func(string) (string, bool), stdin io.Reader, stdout, stderr io.Writer, host Host) int {
+	return ExitCode(Run(ctx, args, lookupEnv, stdin, stdout, stderr, host))
+}
+
+// Run serves one verb call: with arguments, argv (verb first); without,
+// the forced command's SSH_ORIGINAL_COMMAND; with neither it refuses — a
+// forced command never opens a login shell. It prints exactly one JSON
+// document on stdout and a short line on stderr when it did not succeed,
+// and returns nil, the *Refusal it printed, or the host's failure.
+func Run(ctx context.Context, args []string, lookupEnv func(string) (string, bool), stdin io.Reader, stdout, stderr io.Writer, host Host) error {
 	if len(args) > 0 {
-		return ServeArgv(ctx, args, stdin, stdout, stderr, host)
+		cmd, err := ParseArgv(args)
+		return serve(ctx, cmd, err, stdin, stdout, stderr, host)
 	}
 	original, _ := lookupEnv("SSH_ORIGINAL_COMMAND")
-	return Serve(ctx, original, stdin, stdout, stderr, host)
+	cmd, err := ParseCommand(original)
+	return serve(ctx, cmd, err, stdin, stdout, stderr, host)
+}
+
+// ExitCode is the remote program's exit code for Run's error.
+func ExitCode(err error) int {
+	var r *Refusal
+	switch {
+	case err == nil:
+		return ExitOK
+	case errors.As(err, &r):
+		return ExitRefused
+	default:
+		return ExitFailure
+	}
 }
 
 // Serve parses original (an SSH_ORIGINAL_COMMAND) with ParseCommand and runs
-// it against host, printing exactly one JSON document on stdout and a short
-// line on stderr when it did not succeed. Anything outside the grammar is
-// refused with exit 3 before any Host method is called. It never starts a
-// process itself.
+// it against host (see Run). Anything outside the grammar is refused with
+// exit 3 before any Host method is called. It never starts a process itself.
 func Serve(ctx context.Context, original string, stdin io.Reader, stdout, stderr io.Writer, host Host) int {
 	cmd, err := ParseCommand(original)
-	return serve(ctx, cmd, err, stdin, stdout, stderr, host)
+	return ExitCode(serve(ctx, cmd, err, stdin, stdout, stderr, host))
 }
 
 // ServeArgv is Serve for argv given directly (verb first).
 func ServeArgv(ctx context.Context, argv []string, stdin io.Reader, stdout, stderr io.Writer, host Host) int {
 	cmd, err := ParseArgv(argv)
-	return serve(ctx, cmd, err, stdin, stdout, stderr, host)
+	return ExitCode(serve(ctx, cmd, err, stdin, stdout, stderr, host))
 }
 
-func serve(ctx context.Context, cmd Command, err error, stdin io.Reader, stdout, stderr io.Writer, host Host) int {
+func serve(ctx context.Context, cmd Command, err error, stdin io.Reader, stdout, stderr io.Writer, host Host) error {
 	if err == nil {
 		err = cmd.CheckOS(host.OS())
 	}
-	var content []byte
-	if err == nil && cmd.Verb == VerbUnitInstall {
-		content, err = readContent(stdin)
+	var body []byte
+	if err == nil && (cmd.Verb == VerbUnitInstall || cmd.Verb == VerbEnsure) {
+		body, err = readBody(stdin, cmd.Verb)
 	}
 	if err != nil {
 		return printRefusal(stdout, stderr, cmd.Verb, err)
 	}
-	result, err := dispatch(ctx, cmd, content, host)
+	raw, err := dispatch(ctx, cmd, body, host)
 	if err != nil {
-		var coded refusal.Coded
-		if errors.As(err, &coded) {
-			return printRefusal(stdout, stderr, cmd.Verb, &Refusal{Code: coded.RefusalCode(), Message: err.Error()})
+		if code, ok := refusal.CodeOf(err); ok {
+			return printRefusal(stdout, stderr, cmd.Verb, &Refusal{Code: code, Message: err.Error()})
 		}
 		writeDoc(stdout, ErrorDocument{Kind: KindError, Protocol: ProtocolVersion, Verb: cmd.Verb, Message: err.Error()})
 		fmt.Fprintf(stderr, "stado host channel: %s: %s\n", cmd.Verb, oneLine(err.Error()))
-		return ExitFailure
-	}
-	raw, err := json.Marshal(result)
-	if err != nil {
-		writeDoc(stdout, ErrorDocument{Kind: KindError, Protocol: ProtocolVersion, Verb: cmd.Verb, Message: "encode result: " + err.Error()})
-		fmt.Fprintf(stderr, "stado host channel: %s: encode result: %s\n", cmd.Verb, err)
-		return ExitFailure
+		return err
 	}
 	writeDoc(stdout, ResultDocument{Kind: KindResult, Protocol: ProtocolVersion, Verb: cmd.Verb, Result: raw})
-	return ExitOK
+	return nil
 }
 
-func readContent(stdin io.Reader) ([]byte, error) {
+// readBody reads the document a verb takes on stdin: the unit file of
+// unit-install, the request of ensure.
+func readBody(stdin io.Reader, verb Verb) ([]byte, error) {
 	if stdin == nil {
-		return nil, refusef(CodeInvalidContent, "unit-install reads the unit file on stdin, and stdin is empty")
+		return nil, refusef(CodeInvalidContent, "%s reads its input on stdin, and stdin is empty", verb)
 	}
 	content, err := io.ReadAll(io.LimitReader(stdin, MaxUnitBytes+1))
 	if err != nil {
-		return nil, refusef(CodeInvalidContent, "read unit content from stdin: %v", err)
+		return nil, refusef(CodeInvalidContent, "read %s input from stdin: %v", verb, err)
 	}
 	switch {
 	case len(content) > MaxUnitBytes:
-		return nil, refusef(CodeContentTooLarge, "unit content exceeds %d bytes", MaxUnitBytes)
+		return nil, refusef(CodeContentTooLarge, "%s input exceeds %d bytes", verb, MaxUnitBytes)
 	case len(content) == 0:
-		return nil, refusef(CodeInvalidContent, "unit-install reads the unit file on stdin, and stdin is empty")
+		return nil, refusef(CodeInvalidContent, "%s reads its input on stdin, and stdin is empty", verb)
 	}
 	return content, nil
 }
 
-func dispatch(ctx context.Context, c Command, content []byte, h Host) (any, error) {
-	switch c.Verb {
-	case VerbUnitInstall:
-		return h.UnitInstall(ctx, c.Scope, c.Unit(), c.Path, content)
-	case VerbUnitRemove:
-		return h.UnitRemove(ctx, c.Scope, c.Unit(), c.Path)
-	case VerbUnitStart:
-		return h.UnitStart(ctx, c.Scope, c.Unit())
-	case VerbUnitStop:
-		return h.UnitStop(ctx, c.Scope, c.Unit())
-	case VerbUnitRestart:
-		return h.UnitRestart(ctx, c.Scope, c.Unit())
-	case VerbUnitShow:
-		return h.UnitShow(ctx, c.Scope, append([]string(nil), c.Units...))
-	case VerbUnitLogs:
-		return h.UnitLogs(ctx, c.Scope, c.Unit(), c.Lines)
-	case VerbUnitEnv:
-		return h.UnitEnv(ctx, c.Scope, c.Unit())
-	case VerbUnitList:
-		return h.UnitList(ctx, c.Scope)
-	case VerbPortOwner:
-		return h.PortOwner(ctx, c.Port)
-	case VerbRepairStep:
-		return h.RepairStep(ctx, c.Step, c.EnvMap())
-	case VerbVersion:
-		return h.Version(ctx)
+// decodeEnsure reads the ensure request document strictly and holds it to
+// the verb's words: the same unit, scope and mode, durations in bounds.
+func decodeEnsure(c Command, body []byte) (EnsureRequest, error) {
+	var req EnsureRequest
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&req); err != nil {
+		return req, refusef(CodeInvalidContent, "ensure request on stdin is not a request document: %v", err)
 	}
-	return nil, fmt.Errorf("verb %q has no dispatch", c.Verb) // unreachable: parseWords closes the set
+	switch {
+	case req.Service.Unit != c.Unit():
+		return req, refusef(CodeInvalidUnit, "ensure names unit %s and its request declares %s", strconv.Quote(c.Unit()), strconv.Quote(req.Service.Unit))
+	case req.Service.EffectiveScope() != c.Scope:
+		return req, refusef(CodeInvalidScope, "ensure names scope %s and its request declares %s", c.Scope, req.Service.EffectiveScope())
+	case req.Mode != c.Mode:
+		return req, refusef(CodeInvalidArguments, "ensure names mode %s and its request says %s", c.Mode, strconv.Quote(req.Mode))
+	case req.Settle < 0 || req.Settle > MaxSettle:
+		return req, refusef(refusal.InvalidDuration, "settle %s is outside 0 to %s", req.Settle, MaxSettle)
+	case req.Wait < 0 || req.Wait > MaxWait:
+		return req, refusef(refusal.InvalidDuration, "wait %s is outside 0 to %s", req.Wait, MaxWait)
+	}
+	if req.Service.UnitPath != "" {
+		if err := checkUnitPath(c.Scope, c.Unit(), req.Service.UnitPath); err != nil {
+			return req, err
+		}
+	}
+	return req, nil
 }
 
-func printRefusal(stdout, stderr io.Writer, verb Verb, err error) int {
+// dispatch calls the Host method of c's verb with its typed request and
+// encodes the typed result.
+func dispatch(ctx context.Context, c Command, body []byte, h Host) (json.RawMessage, error) {
+	u := UnitRef{Scope: c.Scope, Unit: c.Unit()}
+	var res any
+	var err error
+	switch c.Verb {
+	case VerbEnsure:
+		var req EnsureRequest
+		if req, err = decodeEnsure(c, body); err == nil {
+			res, err = h.Ensure(ctx, req)
+		}
+	case VerbUnitInstall:
+		res, err = h.UnitInstall(ctx, InstallRequest{UnitRef: u, Path: c.Path, Content: body})
+	case VerbUnitRemove:
+		res, err = h.UnitRemove(ctx, RemoveRequest{UnitRef: u, Path: c.Path})
+	case VerbUnitStart:
+		res, err = h.UnitStart(ctx, u)
+	case VerbUnitStop:
+		res, err = h.UnitStop(ctx, u)
+	case VerbUnitRestart:
+		res, err = h.UnitRestart(ctx, u)
+	case VerbUnitShow:
+		res, err = h.UnitShow(ctx, ShowRequest{Scope: c.Scope, Units: append([]string(nil), c.Units...)})
+	case VerbUnitFile:
+		res, err = h.UnitFile(ctx, u)
+	case VerbUnitLogs:
+		res, err = h.UnitLogs(ctx, LogsRequest{UnitRef: u, Lines: c.Lines})
+	case VerbUnitEnv:
+		res, err = h.UnitEnv(ctx, u)
+	case VerbUnitList:
+		res, err = h.UnitList(ctx, c.Scope)
+	case VerbPortOwner:
+		res, err = h.PortOwner(ctx, c.Port)
+	case VerbRepairStep:
+		res, err = h.RepairStep(ctx, StepRequest{Step: c.Step, Env: append([]EnvVar(nil), c.Env...)})
+	case VerbVersion:
+		res, err = h.Version(ctx)
+	default:
+		return nil, fmt.Errorf("verb %q has no dispatch", c.Verb) // unreachable: parseWords closes the set
+	}
+	if err != nil {
+		return nil, err
+	}
+	raw, err := json.Marshal(res)
+	if err != nil {
+		return nil, fmt.Errorf("encode %s result: %w", c.Verb, err)
+	}
+	return raw, nil
+}
+
+func printRefusal(stdout, stderr io.Writer, verb Verb, err error) error {
 	var r *Refusal
 	if !errors.As(err, &r) {
 		r = &Refusal{Code: CodeInvalidArguments, Message: err.Error()}
 	}
 	writeDoc(stdout, RefusalDocument{Kind: KindRefusal, Protocol: ProtocolVersion, Verb: verb, Code: string(r.Code), Message: r.Message})
 	fmt.Fprintf(stderr, "stado host channel: refused (%s): %s\n", r.Code, oneLine(r.Message))
-	return ExitRefused
+	return r
 }
 
 func writeDoc(w io.Writer, doc any) {

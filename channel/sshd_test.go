@@ -16,6 +16,7 @@ import (
 	"golang.org/x/crypto/ssh"
 
 	"github.com/wisent/stado/registry"
+	"github.com/wisent/stado/units"
 	"github.com/wisent/stado/tests/testbed"
 )
 
@@ -37,23 +38,33 @@ type fileHost struct {
 	dir string
 }
 
-func (h *fileHost) log(c hostCall) (any, error) {
+func (h *fileHost) log(c hostCall) error {
 	b, _ := json.Marshal(c)
 	f, err := os.OpenFile(filepath.Join(h.dir, "calls"), os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o600)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	defer f.Close()
 	_, err = f.Write(append(b, '\n'))
-	return map[string]string{"method": c.Method}, err
+	return err
 }
 
-func (h *fileHost) Version(context.Context) (any, error) { return h.log(hostCall{Method: "Version"}) }
-func (h *fileHost) RepairStep(_ context.Context, step string, env map[string]string) (any, error) {
-	return h.log(hostCall{Method: "RepairStep", Step: step, Env: env})
+func (h *fileHost) Version(context.Context) (VersionResult, error) {
+	return VersionResult{Protocol: ProtocolVersion, OS: "linux"}, h.log(hostCall{Method: "Version"})
 }
-func (h *fileHost) UnitShow(_ context.Context, scope string, units []string) (any, error) {
-	return h.log(hostCall{Method: "UnitShow", Scope: scope, Units: units})
+func (h *fileHost) RepairStep(_ context.Context, r StepRequest) (StepResult, error) {
+	env := map[string]string{}
+	for _, e := range r.Env {
+		env[e.Name] = e.Value
+	}
+	return StepResult{Step: r.Step, OK: true}, h.log(hostCall{Method: "RepairStep", Step: r.Step, Env: env})
+}
+func (h *fileHost) UnitShow(_ context.Context, r ShowRequest) (ShowResult, error) {
+	res := ShowResult{}
+	for _, u := range r.Units {
+		res.Units = append(res.Units, units.Verdict{Unit: u, State: units.StateInactive})
+	}
+	return res, h.log(hostCall{Method: "UnitShow", Scope: r.Scope, Units: r.Units})
 }
 
 // realSSHD runs OpenSSH's sshd on 127.0.0.1 with the client key restricted
@@ -143,7 +154,7 @@ func TestARealSSHDForcedCommandRunsOnlyTheChannelGrammar(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(string(res), "RepairStep") {
+	if !strings.Contains(string(res), `"step":"crypto"`) {
 		t.Fatalf("result %s", res)
 	}
 	b, err := os.ReadFile(filepath.Join(calls, "calls"))
@@ -182,7 +193,7 @@ func TestARealSSHDForcedCommandRunsOnlyTheChannelGrammar(t *testing.T) {
 		if !errors.As(err, &exit) || exit.ExitStatus() != ExitRefused {
 			t.Fatalf("%q: %v, want exit %d", line, err, ExitRefused)
 		}
-		if r, ok := refusalIn(out); !ok || r.Code == "" {
+		if r, ok := refusalIn("sshd1", out); !ok || r.Code == "" {
 			t.Fatalf("%q printed %q, not one refusal document", line, out)
 		}
 	}

@@ -2,7 +2,6 @@ package repair
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"sort"
@@ -10,12 +9,13 @@ import (
 
 	"github.com/wisent/stado/catalog"
 	"github.com/wisent/stado/channel"
+	"github.com/wisent/stado/refusal"
 	"github.com/wisent/stado/registry"
 )
 
 // CodeUnknownHost refuses a step or restart on a host the registry does not
 // declare.
-const CodeUnknownHost = "unknown_host"
+const CodeUnknownHost = string(refusal.UnknownHost)
 
 // Remote runs steps and restarts on another host over its registry SSH
 // channel: the repair-step verb runs the step's fixed payload there, the
@@ -60,10 +60,10 @@ func (r *Remote) RunStep(ctx context.Context, host, step string, inputs map[stri
 	rep := StepReport{Step: step, Host: host, At: r.now().UTC()}
 	t, ok := r.Target(host)
 	if !ok {
-		rep.Code, rep.Refusal = CodeUnknownHost, fmt.Sprintf("the registry declares no target %q", host)
+		rep.Code, rep.Refusal = string(refusal.UnknownHost), fmt.Sprintf("the registry declares no target %q", host)
 		return rep
 	}
-	cmd := channel.Command{Verb: channel.VerbRepairStep, Step: step}
+	req := channel.StepRequest{Step: step}
 	if r.Catalog != nil {
 		if st, ok := r.Catalog.Step(step); ok {
 			needed := map[string]string{}
@@ -81,22 +81,21 @@ func (r *Remote) RunStep(ctx context.Context, host, step string, inputs map[stri
 	}
 	sort.Strings(keys)
 	for _, k := range keys {
-		cmd.Env = append(cmd.Env, channel.EnvVar{Name: k, Value: inputs[k]})
+		req.Env = append(req.Env, channel.EnvVar{Name: k, Value: inputs[k]})
 	}
 	start := time.Now()
-	res, err := r.Pool.Call(ctx, t, cmd, nil)
-	rep.ElapsedMS = time.Since(start).Milliseconds()
+	remote, err := r.host(t).RepairStep(ctx, req)
 	if err != nil {
+		rep.ElapsedMS = time.Since(start).Milliseconds()
 		rep.Code, rep.Refusal = remoteCode(err), err.Error()
-		return rep
-	}
-	var remote StepReport
-	if err := json.Unmarshal(res, &remote); err != nil || remote.Step == "" {
-		rep.Code, rep.Refusal = CodeStepFailed, fmt.Sprintf("%s answered repair-step with no step report", host)
 		return rep
 	}
 	remote.Host = host
 	return remote
+}
+
+func (r *Remote) host(t registry.Target) channel.Host {
+	return &channel.Client{Pool: r.Pool, Target: t}
 }
 
 // Restart implements Executor over the unit-restart verb.
@@ -107,11 +106,11 @@ func (r *Remote) Restart(ctx context.Context, host, scope, unit string) RestartR
 	rep := RestartReport{Host: host, Unit: unit, Scope: scope, At: r.now().UTC(), Answer: "refused"}
 	t, ok := r.Target(host)
 	if !ok {
-		rep.Code, rep.Refusal = CodeUnknownHost, fmt.Sprintf("the registry declares no target %q", host)
+		rep.Code, rep.Refusal = string(refusal.UnknownHost), fmt.Sprintf("the registry declares no target %q", host)
 		return rep
 	}
 	start := time.Now()
-	res, err := r.Pool.Call(ctx, t, channel.Command{Verb: channel.VerbUnitRestart, Scope: scope, Units: []string{unit}}, nil)
+	v, err := r.host(t).UnitRestart(ctx, channel.UnitRef{Scope: scope, Unit: unit})
 	rep.ElapsedMS = time.Since(start).Milliseconds()
 	if err != nil {
 		rep.Code, rep.Refusal = remoteCode(err), err.Error()
@@ -120,34 +119,19 @@ func (r *Remote) Restart(ctx context.Context, host, scope, unit string) RestartR
 		}
 		return rep
 	}
-	rep.OK, rep.Answer = true, "done"
-	var v struct {
-		PID   int `json:"pid"`
-		After struct {
-			PID int `json:"pid"`
-		} `json:"after"`
-	}
-	if json.Unmarshal(res, &v) == nil {
-		rep.PID = v.PID
-		if rep.PID == 0 {
-			rep.PID = v.After.PID
-		}
-	}
+	rep.OK, rep.Answer, rep.PID = true, "done", v.PID
 	return rep
 }
 
-// remoteCode is the stable code of a channel failure: the remote refusal's
-// own code, else the stage (connect, auth, host_key, remote_exit).
+// remoteCode is the stable code of a channel failure: the refusal's own
+// code, else the stage (connect, auth, host_key, remote_exit).
 func remoteCode(err error) string {
+	if c, ok := refusal.CodeOf(err); ok {
+		return string(c)
+	}
 	var re *channel.RemoteError
 	if errors.As(err, &re) {
-		if c := codeOf(re.Err); c != "" {
-			return c
-		}
 		return string(re.Stage)
-	}
-	if c := codeOf(err); c != "" {
-		return c
 	}
 	return "channel_failed"
 }

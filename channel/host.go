@@ -1,0 +1,211 @@
+package channel
+
+import (
+	"context"
+	"time"
+
+	"github.com/wisent/stado/registry"
+	"github.com/wisent/stado/units"
+)
+
+// Host is everything the write half can ask of one host, one typed request
+// and one typed result per verb. It has three implementations: the SSH
+// client (Client, one verb per remote execution), the remote end (Serve,
+// which parses a verb call and hands it to a Host), and the local host
+// (package channel/local, over units.Manager, the unit files and /proc).
+// An in-process Host lets the write half be tested without root.
+//
+// Errors: a *refusal.Error (or any refusal.Coded) is a refusal — nothing was
+// changed and its code crosses the wire unchanged; a *RemoteError names the
+// host and the stage a remote call failed at; anything else is a failure of
+// the host action. Implementations are safe for concurrent use.
+type Host interface {
+	// OS is "linux" or "darwin"; it selects which unit identities are valid.
+	OS() string
+	// Version says who answers: stado's version, the protocol, the OS and
+	// the login user's home.
+	Version(ctx context.Context) (VersionResult, error)
+	// Ensure is a whole ensure in one call: render the declaration on the
+	// host, install only when the bytes differ, reload, start or restart,
+	// and confirm the unit's own process holds for the settle time.
+	Ensure(ctx context.Context, req EnsureRequest) (EnsureResult, error)
+	UnitInstall(ctx context.Context, req InstallRequest) (units.InstallResult, error)
+	UnitRemove(ctx context.Context, req RemoveRequest) (RemoveResult, error)
+	UnitStart(ctx context.Context, u UnitRef) (units.Verdict, error)
+	UnitStop(ctx context.Context, u UnitRef) (units.Verdict, error)
+	UnitRestart(ctx context.Context, u UnitRef) (units.Verdict, error)
+	// UnitShow reads verdicts only; UnitFile adds the unit's file.
+	UnitShow(ctx context.Context, req ShowRequest) (ShowResult, error)
+	UnitFile(ctx context.Context, u UnitRef) (FileResult, error)
+	UnitLogs(ctx context.Context, req LogsRequest) (LogsResult, error)
+	UnitEnv(ctx context.Context, u UnitRef) (EnvResult, error)
+	UnitList(ctx context.Context, scope string) (ListResult, error)
+	PortOwner(ctx context.Context, port int) (PortOwnerResult, error)
+	RepairStep(ctx context.Context, req StepRequest) (StepResult, error)
+}
+
+// UnitRef names one unit of one manager: scope "system" or "user", and a
+// systemd unit name or launchd label.
+type UnitRef struct {
+	Scope string `json:"scope"`
+	Unit  string `json:"unit"`
+}
+
+// Ensure modes.
+const (
+	ModeApply = "apply" // change the host
+	ModePlan  = "plan"  // say what apply would do, change nothing
+)
+
+// EnsureRequest is one declaration to make true on a host. The host renders
+// it (it knows its own home, which places user units and launchd logs).
+type EnsureRequest struct {
+	// OS is the OS the registry says the host runs; a host running another
+	// is refused (os_mismatch) before anything is read.
+	OS      string           `json:"os"`
+	Service registry.Service `json:"service"`
+	// Settle is how long a newly started process must keep its pid; Wait
+	// bounds the whole confirmation.
+	Settle time.Duration `json:"settle"`
+	Wait   time.Duration `json:"wait"`
+	// Mode is ModeApply or ModePlan.
+	Mode string `json:"mode"`
+}
+
+// Bounds of an ensure's timing.
+const (
+	MaxSettle = 10 * time.Minute
+	MaxWait   = 30 * time.Minute
+)
+
+// Run actions of an ensure.
+const (
+	RunNone      = "none"
+	RunStarted   = "started"
+	RunRestarted = "restarted"
+)
+
+// EnsureResult is what an ensure did (or, in plan mode, would do), with the
+// evidence: the verdict read on the host after the settle time and, when the
+// unit did not hold, its last log lines.
+type EnsureResult struct {
+	Unit string `json:"unit"`
+	Path string `json:"path"`
+	// Install is installed, updated or unchanged.
+	Install string `json:"install"`
+	// Run is started, restarted or none.
+	Run     string        `json:"run"`
+	Verdict units.Verdict `json:"verdict"`
+	// Confirmed is true when the unit's process held for the settle time
+	// (or was already running unchanged).
+	Confirmed bool     `json:"confirmed"`
+	Logs      []string `json:"logs,omitempty"`
+	// Diff is the unit file's change, old to new (plan mode only).
+	Diff string `json:"diff,omitempty"`
+}
+
+// InstallRequest writes a unit file. Path may be empty: the host places the
+// unit in its scope's directory.
+type InstallRequest struct {
+	UnitRef
+	Path    string `json:"path,omitempty"`
+	Content []byte `json:"-"`
+}
+
+// RemoveRequest stops, unloads and deletes a unit. Path may be empty as in
+// InstallRequest.
+type RemoveRequest struct {
+	UnitRef
+	Path string `json:"path,omitempty"`
+}
+
+// RemoveResult is what unit-remove did.
+type RemoveResult struct {
+	Unit    string `json:"unit"`
+	Path    string `json:"path"`
+	Removed bool   `json:"removed"` // a file was there
+}
+
+// ShowRequest reads the verdicts of 1..MaxShowUnits units of one scope.
+type ShowRequest struct {
+	Scope string   `json:"scope"`
+	Units []string `json:"units"`
+}
+
+// ShowResult is the verdicts, in the order asked.
+type ShowResult struct {
+	Units []units.Verdict `json:"units"`
+}
+
+// FileResult is a unit's verdict and, when the init system loaded it from a
+// file, that file.
+type FileResult struct {
+	Verdict units.Verdict   `json:"verdict"`
+	File    *units.UnitFile `json:"file,omitempty"`
+}
+
+// LogsRequest reads the last Lines lines of a unit's program.
+type LogsRequest struct {
+	UnitRef
+	Lines int `json:"lines"`
+}
+
+// LogsResult is a unit's last lines, oldest first.
+type LogsResult struct {
+	Unit  string   `json:"unit"`
+	Lines []string `json:"lines"`
+}
+
+// EnvResult is the environment a unit's file (and its drop-ins) give its
+// program, values included: masking is the caller's business.
+type EnvResult struct {
+	Unit string            `json:"unit"`
+	Path string            `json:"path"`
+	Env  map[string]string `json:"env"`
+	// Source is "file" when read from the unit file, "systemd" when the file
+	// is one a declaration cannot represent and systemd's own reading of its
+	// Environment= was taken instead.
+	Source string `json:"source"`
+}
+
+// ListResult names the services a manager holds, sorted.
+type ListResult struct {
+	Units []string `json:"units"`
+}
+
+// PortOwnerResult is every socket listening on a TCP port and its owner.
+type PortOwnerResult struct {
+	Port      int              `json:"port"`
+	Listeners []units.Listener `json:"listeners"`
+}
+
+// StepRequest runs one repair step of the catalog with the caller's values
+// of the names the step needs.
+type StepRequest struct {
+	Step string   `json:"step"`
+	Env  []EnvVar `json:"env,omitempty"`
+}
+
+// StepResult is what one repair step did.
+type StepResult struct {
+	Step     string    `json:"step"`
+	Host     string    `json:"host"`
+	Argv     []string  `json:"argv,omitempty"`
+	OK       bool      `json:"ok"`
+	ExitCode *int      `json:"exit_code,omitempty"`
+	Output   string    `json:"output,omitempty"` // the last lines it printed
+	Code     string    `json:"code,omitempty"`
+	Refusal  string    `json:"refusal,omitempty"`
+	At       time.Time `json:"at"`
+	// ElapsedMS is how long the payload ran.
+	ElapsedMS int64 `json:"elapsed_ms"`
+}
+
+// VersionResult is what version reports.
+type VersionResult struct {
+	Version  string `json:"version"`
+	Protocol int    `json:"protocol"`
+	OS       string `json:"os"`
+	Home     string `json:"home"`
+	User     string `json:"user,omitempty"`
+}

@@ -1,0 +1,119 @@
+package fleet
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/wisent/stado/channel"
+	"github.com/wisent/stado/refusal"
+	"github.com/wisent/stado/registry"
+	"github.com/wisent/stado/units"
+)
+
+// AdoptOptions name a unit a host already runs.
+type AdoptOptions struct {
+	Unit   string
+	Host   string
+	Name   string // the declaration's name; default from the unit
+	User   bool   // a unit of the login user's manager
+	Reason string
+	DryRun bool
+}
+
+// AdoptResult is what adopt recorded (or would record). Env values are
+// masked.
+type AdoptResult struct {
+	Kind     string           `json:"kind"`
+	Host     string           `json:"host"`
+	Unit     string           `json:"unit"`
+	Path     string           `json:"path,omitempty"`
+	Service  registry.Service `json:"service"`
+	Complete bool             `json:"complete"`
+	Reason   string           `json:"incomplete_reason,omitempty"`
+	Revision int64            `json:"registry_revision,omitempty"`
+	DryRun   bool             `json:"dry_run,omitempty"`
+	Error    *HostError       `json:"error,omitempty"`
+}
+
+// AlreadyDeclared is the refusal of adopting what a declaration covers.
+func AlreadyDeclared(name, host string) *refusal.Error {
+	return &refusal.Error{Code: refusal.AlreadyDeclared, Message: fmt.Sprintf("%s is already declared on %s", name, host),
+		Hint: "stado service show " + name + " prints the declaration"}
+}
+
+// Adopt reads a loaded unit's file and drop-ins from its host in one call,
+// parses them and records the declaration: complete when the unit renders
+// back from it, path-only with the reason otherwise. Refusals: an unknown
+// target, a unit already declared, a recovery unit, a unit not loaded or
+// without a file.
+func (f *Fleet) Adopt(ctx context.Context, o AdoptOptions) (AdoptResult, error) {
+	res := AdoptResult{Kind: "stado.service.adopt", Host: o.Host, Unit: o.Unit, DryRun: o.DryRun}
+	t, err := f.Target(o.Host)
+	if err != nil {
+		return res, err
+	}
+	if _, ok := t.Service(o.Unit); ok {
+		return res, AlreadyDeclared(o.Unit, t.Name)
+	}
+	if _, ok := f.Catalog.RecoveryEntry(o.Unit); ok {
+		return res, refusal.New(refusal.RecoveryUnit, "%s is on the fixed recovery list: the host repair step manages it, so it is not adopted", o.Unit)
+	}
+	h, err := f.host(t)
+	if err != nil {
+		return res, err
+	}
+	scope := registry.ScopeSystem
+	if o.User {
+		scope = registry.ScopeUser
+	}
+	fr, err := h.UnitFile(ctx, channel.UnitRef{Scope: scope, Unit: o.Unit})
+	if err != nil {
+		return res, err
+	}
+	if fr.Verdict.State == units.StateMissing {
+		return res, refusal.New(refusal.NotFound, "unit %s is not loaded on %s", o.Unit, t.Name)
+	}
+	file := fr.File
+	if file == nil {
+		return res, refusal.New(refusal.NotFound, "unit %s on %s has no unit file to adopt", o.Unit, t.Name)
+	}
+	parsed, err := units.ParseFile(file.Path, []byte(file.Content), file.DropInBytes())
+	if err != nil {
+		return res, fmt.Errorf("%s: adopt %s: %w", t.Name, o.Unit, err)
+	}
+	s := parsed.Service
+	if o.Name != "" {
+		s.Name = o.Name
+	}
+	if parsed.Complete {
+		s = units.Canonical(s, t.OS, file.Home)
+	}
+	if _, ok := t.Service(s.Name); ok {
+		return res, AlreadyDeclared(s.Name, t.Name)
+	}
+	res.Path, res.Service, res.Complete, res.Reason = file.Path, s, parsed.Complete, parsed.Reason
+	res.Service.Env = MaskEnv(s.Env, false)
+	if o.DryRun {
+		return res, nil
+	}
+	reason := Reason(o.Reason, "service adopt %s on %s", o.Unit, t.Name)
+	_, meta, err := registry.Update(ctx, f.Store, reason, func(d *registry.Document) error {
+		dt, ok := d.Target(t.Name)
+		if !ok {
+			return refusal.New(refusal.NotFound, "target %s left the registry", t.Name)
+		}
+		if _, ok := dt.Service(s.Name); ok {
+			return AlreadyDeclared(s.Name, t.Name)
+		}
+		if _, ok := dt.Service(s.Unit); ok {
+			return AlreadyDeclared(s.Unit, t.Name)
+		}
+		dt.Services = append(dt.Services, s)
+		return nil
+	})
+	if err != nil {
+		return res, err
+	}
+	res.Revision = meta.Revision
+	return res, nil
+}

@@ -1,0 +1,237 @@
+package fleet
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/wisent/stado/catalog"
+	"github.com/wisent/stado/channel"
+	"github.com/wisent/stado/refusal"
+	"github.com/wisent/stado/registry"
+	"github.com/wisent/stado/units"
+)
+
+// EnsureOptions say what to ensure where.
+type EnsureOptions struct {
+	Name  string
+	Hosts []string // the targets; or All
+	All   bool     // every target that declares Name
+	// AsLaunchAgent ensures a catalog product in user scope (a launchd
+	// agent, a systemd --user unit).
+	AsLaunchAgent bool
+	Reason        string
+	DryRun        bool
+	Wait          time.Duration // bound on confirming the unit runs
+	Settle        time.Duration // how long a fresh pid must hold
+}
+
+// EnsureOutcome is one host's outcome of ensure.
+type EnsureOutcome struct {
+	Host string `json:"host"`
+	OK   bool   `json:"ok"`
+	// Install is installed, updated or unchanged (what the host did, or
+	// would do under a dry run).
+	Install string `json:"install,omitempty"`
+	// Run is started, restarted or none.
+	Run      string            `json:"run,omitempty"`
+	Unit     string            `json:"unit,omitempty"`
+	Path     string            `json:"path,omitempty"`
+	Verdict  *units.Verdict    `json:"verdict,omitempty"`
+	Logs     []string          `json:"logs,omitempty"` // the unit's last lines when it did not hold
+	Recorded bool              `json:"recorded,omitempty"`
+	Revision int64             `json:"registry_revision,omitempty"`
+	Service  *registry.Service `json:"service,omitempty"`
+	DryRun   bool              `json:"dry_run,omitempty"`
+	Plan     []string          `json:"plan,omitempty"`
+	Diff     string            `json:"diff,omitempty"`
+	Error    *HostError        `json:"error,omitempty"`
+}
+
+// ensurePlan is what ensure will do on one host, decided from the registry
+// and the catalog before any connection.
+type ensurePlan struct {
+	target  registry.Target
+	service registry.Service
+	// fromCatalog: the target declares nothing; the declaration comes from
+	// the catalog product and is recorded once the host installed it.
+	fromCatalog bool
+	refused     error
+}
+
+// Ensure makes Name's declaration true on each host: one channel call per
+// host renders, installs when the bytes differ, starts or restarts, and
+// confirms on the host. A target without a declaration gets the catalog
+// product's, recorded in the registry after its install. each (if not nil)
+// gets every host's outcome as it completes, one at a time. The error is
+// FanOutError's; a refusal decided before any host (an unknown target, no
+// target declaring Name) is returned with no outcomes.
+func (f *Fleet) Ensure(ctx context.Context, o EnsureOptions, each func(EnsureOutcome)) ([]EnsureOutcome, error) {
+	if o.All == (len(o.Hosts) > 0) {
+		return nil, &refusal.Error{Code: refusal.Usage, Message: "service ensure takes --host HOST (repeatable) or --all"}
+	}
+	var plans []ensurePlan
+	if o.All {
+		for _, t := range f.Doc.Targets {
+			if s, ok := t.Service(o.Name); ok {
+				plans = append(plans, planDeclared(t, *s))
+			}
+		}
+		if len(plans) == 0 {
+			return nil, refusal.New(refusal.NotFound, "no target declares %s", o.Name)
+		}
+	} else {
+		for _, h := range dedupe(o.Hosts) {
+			t, err := f.Target(h)
+			if err != nil {
+				return nil, err
+			}
+			plans = append(plans, planEnsure(f.Catalog, t, o))
+		}
+	}
+	reason := Reason(o.Reason, "service ensure %s", o.Name)
+	targets := make([]registry.Target, len(plans))
+	byHost := map[string]ensurePlan{}
+	for i, p := range plans {
+		targets[i] = p.target
+		byHost[p.target.Name] = p
+	}
+	results := map[string]EnsureOutcome{}
+	errs := map[string]error{}
+	channel.FanOut(ctx, targets, f.Parallel, func(ctx context.Context, t registry.Target) channel.Result {
+		r, err := f.ensureOne(ctx, byHost[t.Name], reason, o)
+		return channel.Result{Value: r, Err: err}
+	}, func(res channel.Result) {
+		r, _ := res.Value.(EnsureOutcome) // zero when cancelled before it started
+		r.Host, r.OK, r.Error = res.Host, res.Err == nil, DescribeHostError(res.Host, res.Err)
+		r.DryRun = o.DryRun
+		results[res.Host], errs[res.Host] = r, res.Err
+		if each != nil {
+			each(r)
+		}
+	})
+	order := make([]string, len(targets))
+	list := make([]EnsureOutcome, len(targets))
+	for i, t := range targets {
+		order[i], list[i] = t.Name, results[t.Name]
+	}
+	return list, FanOutError("service ensure "+o.Name, errs, order)
+}
+
+// planDeclared is the plan of a target that declares the service.
+func planDeclared(t registry.Target, s registry.Service) ensurePlan {
+	p := ensurePlan{target: t, service: s}
+	if s.Incomplete() {
+		p.refused = &units.IncompleteError{Service: s.Name, Unit: s.Unit, Reason: s.IncompleteReason}
+	}
+	return p
+}
+
+// planEnsure finds what to ensure on t: its declaration, else the catalog
+// product's, with the product's required environment present.
+func planEnsure(cat *catalog.Catalog, t registry.Target, o EnsureOptions) ensurePlan {
+	if s, ok := t.Service(o.Name); ok {
+		return planDeclared(t, *s)
+	}
+	p := ensurePlan{target: t, fromCatalog: true}
+	if _, ok := cat.RecoveryEntry(o.Name); ok {
+		p.refused = refusal.New(refusal.RecoveryUnit, "%s is on the fixed recovery list, managed by the host repair step, not by a declaration", o.Name)
+		return p
+	}
+	product, ok := cat.Lookup(o.Name)
+	if !ok {
+		p.refused = &refusal.Error{Code: refusal.NotFound, Message: fmt.Sprintf("%s is neither declared on %s nor a catalog product", o.Name, t.Name),
+			Hint: "stado catalog show lists the products; stado service adopt UNIT records a unit the host already runs"}
+		return p
+	}
+	if !product.Supports(t.OS) {
+		p.refused = refusal.New(refusal.NotFound, "catalog product %s has no unit for %s, which %s runs", product.Name, t.OS, t.Name)
+		return p
+	}
+	scope := registry.ScopeSystem
+	if o.AsLaunchAgent {
+		scope = registry.ScopeUser
+	}
+	p.service = product.Declaration(t.OS, scope)
+	if missing := product.MissingEnv(p.service.Env); len(missing) > 0 {
+		p.refused = &refusal.Error{Code: refusal.Validation, Message: fmt.Sprintf("catalog product %s needs %s, which no declaration on %s supplies", product.Name, strings.Join(missing, ", "), t.Name),
+			Hint: "declare the service with its env in the registry (stado registry push), then ensure it"}
+	}
+	return p
+}
+
+var errAlreadyRecorded = errors.New("already recorded")
+
+func (f *Fleet) ensureOne(ctx context.Context, p ensurePlan, reason string, o EnsureOptions) (EnsureOutcome, error) {
+	s, t := p.service, p.target
+	r := EnsureOutcome{Unit: s.Unit}
+	if p.refused != nil {
+		return r, &stagedError{host: t.Name, stage: StagePlan, err: p.refused}
+	}
+	h, err := f.host(t)
+	if err != nil {
+		return r, err
+	}
+	mode := channel.ModeApply
+	if o.DryRun {
+		mode = channel.ModePlan
+	}
+	res, err := h.Ensure(ctx, channel.EnsureRequest{OS: t.OS, Service: s, Settle: o.Settle, Wait: o.Wait, Mode: mode})
+	if err != nil {
+		return r, err
+	}
+	r.Install, r.Run, r.Path, r.Diff = res.Install, res.Run, res.Path, res.Diff
+	v := res.Verdict
+	r.Verdict = &v
+	if o.DryRun {
+		r.Plan = planLines(p, res)
+		return r, nil
+	}
+	if p.fromCatalog && res.Install != "" {
+		rec := s
+		_, meta, err := registry.Update(ctx, f.Store, reason, func(d *registry.Document) error {
+			dt, ok := d.Target(t.Name)
+			if !ok {
+				return refusal.New(refusal.NotFound, "target %s left the registry", t.Name)
+			}
+			if _, ok := dt.Service(rec.Name); ok {
+				return errAlreadyRecorded
+			}
+			dt.Services = append(dt.Services, rec)
+			return nil
+		})
+		switch {
+		case errors.Is(err, errAlreadyRecorded):
+		case err != nil:
+			return r, &stagedError{host: t.Name, stage: StageRegistry, err: err}
+		default:
+			r.Recorded, r.Revision, r.Service = true, meta.Revision, &rec
+		}
+	}
+	if !res.Confirmed {
+		r.Logs = res.Logs
+		return r, &FailingError{Host: t.Name, Verdict: res.Verdict}
+	}
+	return r, nil
+}
+
+// planLines says in words what apply would do.
+func planLines(p ensurePlan, res channel.EnsureResult) []string {
+	s := p.service
+	plan := []string{fmt.Sprintf("unit-install %s %s (%s)", s.Unit, res.Path, res.Install)}
+	if p.fromCatalog {
+		plan = append(plan, fmt.Sprintf("record declaration %s on %s from catalog product %s", s.Name, p.target.Name, s.Product))
+	}
+	switch res.Run {
+	case channel.RunRestarted:
+		plan = append(plan, "unit-restart "+s.Unit)
+	case channel.RunStarted:
+		plan = append(plan, "unit-start "+s.Unit)
+	}
+	if res.Run != channel.RunNone {
+		plan = append(plan, "confirm "+s.Unit+" runs")
+	}
+	return plan
+}

@@ -1,0 +1,200 @@
+// Package fleet is stado's write half: ensure, adopt, retire, remove,
+// restart, logs, env and the unit reads, as functions over the registry
+// store, the catalog and a channel.Connector (the Host of each target). It
+// decides what to do from the declarations, asks each host once per
+// operation where it can, changes declarations only through the registry's
+// compare-and-swap, and returns typed results with every host's outcome. The
+// CLI prints them; the autonomy cycle and the desktop page call the same
+// functions.
+//
+// fleet imports channel (never an SSH type directly: hosts come through the
+// Connector), units, catalog, registry and refusal. It must not import cli,
+// repair or beacon. The name says what it acts on: the fleet's hosts, as
+// declared.
+package fleet
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/wisent/stado/catalog"
+	"github.com/wisent/stado/channel"
+	"github.com/wisent/stado/refusal"
+	"github.com/wisent/stado/registry"
+)
+
+// Fleet is one command's view of the fleet: the registry document as read
+// at Meta's revision, the catalog, the store to write declarations to, and
+// how to reach a target's host.
+type Fleet struct {
+	Store   registry.Store
+	Doc     *registry.Document
+	Meta    registry.Meta
+	Catalog *catalog.Catalog
+	// Connect returns a target's Host; nil refuses every host operation.
+	Connect channel.Connector
+	// Parallel bounds how many hosts are acted on at once; <= 0 means
+	// channel.DefaultParallel.
+	Parallel int
+}
+
+// Open reads the registry (an empty store is an empty document) and the
+// catalog of st. Errors are the store's.
+func Open(ctx context.Context, st registry.Store, connect channel.Connector) (*Fleet, error) {
+	doc, meta, err := registry.Load(ctx, st)
+	if errors.Is(err, registry.ErrNotFound) {
+		doc, meta, err = &registry.Document{Version: 1}, registry.Meta{}, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	cat, err := catalog.Load(ctx, st)
+	if err != nil {
+		return nil, err
+	}
+	return &Fleet{Store: st, Doc: doc, Meta: meta, Catalog: cat, Connect: connect}, nil
+}
+
+func (f *Fleet) host(t registry.Target) (channel.Host, error) {
+	if f.Connect == nil {
+		return nil, refusal.New(refusal.NoManager, "no host channel to reach %s", t.Name)
+	}
+	return f.Connect(t), nil
+}
+
+// Target returns the registry target named host.
+func (f *Fleet) Target(host string) (registry.Target, error) {
+	if host == "" {
+		return registry.Target{}, &refusal.Error{Code: refusal.Usage, Message: "--host HOST is required"}
+	}
+	t, ok := f.Doc.Target(host)
+	if !ok {
+		return registry.Target{}, refusal.New(refusal.NotFound, "no target %q in the registry", host)
+	}
+	return *t, nil
+}
+
+// NotManaged is the refusal for a name no declaration on host covers.
+func NotManaged(name, host string) *refusal.Error {
+	return &refusal.Error{Code: refusal.NotFound, Message: fmt.Sprintf("%s is not a registry-managed service on %s", name, host),
+		Hint: fmt.Sprintf("stado service unit show %s --host %s reads a loaded unit without a declaration", name, host)}
+}
+
+// Declared returns host's declaration addressed by name or unit.
+func (f *Fleet) Declared(host, name string) (registry.Target, registry.Service, error) {
+	t, err := f.Target(host)
+	if err != nil {
+		return t, registry.Service{}, err
+	}
+	s, ok := t.Service(name)
+	if !ok {
+		return t, registry.Service{}, NotManaged(name, host)
+	}
+	return t, *s, nil
+}
+
+// declaring returns the targets declaring name (every one, or those named
+// in hosts, each of which must declare it) with their declarations.
+func (f *Fleet) declaring(name string, hosts []string) ([]registry.Target, map[string]registry.Service, error) {
+	decl := map[string]registry.Service{}
+	var targets []registry.Target
+	add := func(t registry.Target) bool {
+		s, ok := t.Service(name)
+		if ok {
+			targets = append(targets, t)
+			decl[t.Name] = *s
+		}
+		return ok
+	}
+	if len(hosts) == 0 {
+		for _, t := range f.Doc.Targets {
+			add(t)
+		}
+		if len(targets) == 0 {
+			return nil, nil, refusal.New(refusal.NotFound, "%s is not a registry-managed service on any target", name)
+		}
+		return targets, decl, nil
+	}
+	for _, h := range dedupe(hosts) {
+		t, err := f.Target(h)
+		if err != nil {
+			return nil, nil, err
+		}
+		if !add(t) {
+			return nil, nil, NotManaged(name, h)
+		}
+	}
+	return targets, decl, nil
+}
+
+func dedupe(hosts []string) []string {
+	seen := map[string]bool{}
+	var out []string
+	for _, h := range hosts {
+		if !seen[h] {
+			seen[h] = true
+			out = append(out, h)
+		}
+	}
+	return out
+}
+
+// Reason is reason, or the formatted default when it is blank.
+func Reason(reason, format string, args ...any) string {
+	if strings.TrimSpace(reason) != "" {
+		return reason
+	}
+	return fmt.Sprintf(format, args...)
+}
+
+// Mask is what a masked environment value reads as.
+const Mask = "********"
+
+// MaskEnv is the one rule for showing a declaration's environment: every
+// value is replaced by Mask unless show is set. nil stays nil.
+func MaskEnv(env map[string]string, show bool) map[string]string {
+	if env == nil {
+		return nil
+	}
+	out := make(map[string]string, len(env))
+	for k, v := range env {
+		if show {
+			out[k] = v
+		} else {
+			out[k] = Mask
+		}
+	}
+	return out
+}
+
+// SortedKeys returns m's keys in order.
+func SortedKeys(m map[string]string) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}
+
+// withdraw removes host's declaration name from the registry; an absent one
+// is the not_found refusal.
+func (f *Fleet) withdraw(ctx context.Context, host, name, reason string) (int64, error) {
+	_, meta, err := registry.Update(ctx, f.Store, reason, func(d *registry.Document) error {
+		t, ok := d.Target(host)
+		if !ok {
+			return refusal.New(refusal.NotFound, "no target %q in the registry", host)
+		}
+		for i := range t.Services {
+			if t.Services[i].Name == name {
+				t.Services = append(t.Services[:i], t.Services[i+1:]...)
+				return nil
+			}
+		}
+		return NotManaged(name, host)
+	})
+	return meta.Revision, err
+}

@@ -1,0 +1,90 @@
+package fleet
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/wisent/stado/channel"
+	"github.com/wisent/stado/registry"
+)
+
+// WithdrawOptions name one declaration on one host.
+type WithdrawOptions struct {
+	Name   string // the declaration's name or unit
+	Host   string
+	Reason string
+	DryRun bool
+}
+
+// WithdrawResult is what retire and remove did (or would do). Env values
+// are masked.
+type WithdrawResult struct {
+	Kind      string           `json:"kind"`
+	Host      string           `json:"host"`
+	Service   registry.Service `json:"service"`
+	Path      string           `json:"path,omitempty"`
+	UnitFound bool             `json:"unit_file_removed,omitempty"`
+	Revision  int64            `json:"registry_revision,omitempty"`
+	DryRun    bool             `json:"dry_run,omitempty"`
+	Plan      []string         `json:"plan,omitempty"`
+	Error     *HostError       `json:"error,omitempty"`
+}
+
+// Retire stops the declared unit, removes it from its host (one channel
+// call) and withdraws its declaration. A name no declaration covers is
+// refused with not_found.
+func (f *Fleet) Retire(ctx context.Context, o WithdrawOptions) (WithdrawResult, error) {
+	res := WithdrawResult{Kind: "stado.service.retire", Host: o.Host, DryRun: o.DryRun}
+	t, s, err := f.Declared(o.Host, o.Name)
+	if err != nil {
+		return res, err
+	}
+	res.Service = s
+	res.Service.Env = MaskEnv(s.Env, false)
+	where := s.UnitPath
+	if where == "" {
+		where = "its " + s.EffectiveScope() + " unit directory"
+	}
+	res.Plan = []string{"unit-remove " + s.Unit + " from " + where + " (stops and unloads it)", fmt.Sprintf("withdraw declaration %s from %s", s.Name, t.Name)}
+	if o.DryRun {
+		res.Path = s.UnitPath
+		return res, nil
+	}
+	h, err := f.host(t)
+	if err != nil {
+		return res, err
+	}
+	rm, err := h.UnitRemove(ctx, channel.RemoveRequest{UnitRef: channel.UnitRef{Scope: s.EffectiveScope(), Unit: s.Unit}, Path: s.UnitPath})
+	if err != nil {
+		return res, err
+	}
+	res.Path, res.UnitFound = rm.Path, rm.Removed
+	rev, err := f.withdraw(ctx, t.Name, s.Name, Reason(o.Reason, "service retire %s on %s", s.Name, t.Name))
+	if err != nil {
+		return res, &stagedError{host: t.Name, stage: StageRegistry, err: err}
+	}
+	res.Revision = rev
+	return res, nil
+}
+
+// Remove withdraws a declaration and leaves the host untouched: no channel
+// call. A declaration that is not there is refused with not_found.
+func (f *Fleet) Remove(ctx context.Context, o WithdrawOptions) (WithdrawResult, error) {
+	res := WithdrawResult{Kind: "stado.service.remove", Host: o.Host, DryRun: o.DryRun}
+	t, s, err := f.Declared(o.Host, o.Name)
+	if err != nil {
+		return res, err
+	}
+	res.Service = s
+	res.Service.Env = MaskEnv(s.Env, false)
+	res.Plan = []string{fmt.Sprintf("withdraw declaration %s from %s (the host keeps its unit)", s.Name, t.Name)}
+	if o.DryRun {
+		return res, nil
+	}
+	rev, err := f.withdraw(ctx, t.Name, s.Name, Reason(o.Reason, "service remove %s on %s", s.Name, t.Name))
+	if err != nil {
+		return res, err
+	}
+	res.Revision = rev
+	return res, nil
+}

@@ -1,0 +1,189 @@
+package units
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+)
+
+// Listener is one socket listening on a port, with its owner when this
+// host's process table shows it.
+type Listener struct {
+	Address string `json:"address"`
+	Inode   uint64 `json:"inode"`
+	PID     int    `json:"pid,omitempty"`
+	Program string `json:"program,omitempty"`
+	Unit    string `json:"unit,omitempty"`
+}
+
+// PortOwners finds the TCP sockets listening on port (procRoot/net/tcp and
+// tcp6), the process holding each (its fd links) and that process's
+// systemd unit (its cgroup). procRoot is /proc; tests point it at fixtures.
+// Nothing listening is an empty list. A socket whose process is outside
+// this host's process table (another PID namespace) has no owner.
+func PortOwners(procRoot string, port int) ([]Listener, error) {
+	var ls []Listener
+	for _, name := range []string{"tcp", "tcp6"} {
+		found, err := listeningSockets(filepath.Join(procRoot, "net", name), port)
+		if err != nil {
+			return nil, err
+		}
+		ls = append(ls, found...)
+	}
+	owners := socketOwners(procRoot, ls)
+	for i := range ls {
+		pid, ok := owners[ls[i].Inode]
+		if !ok {
+			continue
+		}
+		ls[i].PID = pid
+		if comm, err := os.ReadFile(filepath.Join(procRoot, strconv.Itoa(pid), "comm")); err == nil {
+			ls[i].Program = strings.TrimSpace(string(comm))
+		}
+		if cg, err := os.ReadFile(filepath.Join(procRoot, strconv.Itoa(pid), "cgroup")); err == nil {
+			ls[i].Unit = unitOfCgroup(cg)
+		}
+	}
+	return ls, nil
+}
+
+// tcpListen is the st column of a listening socket in /proc/net/tcp.
+const tcpListen = "0A"
+
+// listeningSockets reads one /proc/net/tcp-format file; a missing file
+// (no IPv6) holds none.
+func listeningSockets(path string, port int) ([]Listener, error) {
+	data, err := os.ReadFile(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read %s: %w", path, err)
+	}
+	var out []Listener
+	sc := bufio.NewScanner(bytes.NewReader(data))
+	first := true
+	for sc.Scan() {
+		if first { // header
+			first = false
+			continue
+		}
+		f := strings.Fields(sc.Text())
+		if len(f) < 10 || f[3] != tcpListen {
+			continue
+		}
+		addr, p, ok := decodeProcAddr(f[1])
+		if !ok || p != port {
+			continue
+		}
+		inode, err := strconv.ParseUint(f[9], 10, 64)
+		if err != nil {
+			continue
+		}
+		out = append(out, Listener{Address: addr, Inode: inode})
+	}
+	return out, sc.Err()
+}
+
+// decodeProcAddr reads "0100007F:1F90" (IPv4, or 32 hex digits for IPv6,
+// each 32-bit word in host byte order, little-endian here) into an address
+// and port.
+func decodeProcAddr(s string) (string, int, bool) {
+	hexAddr, hexPort, ok := strings.Cut(s, ":")
+	if !ok {
+		return "", 0, false
+	}
+	port, err := strconv.ParseUint(hexPort, 16, 16)
+	if err != nil {
+		return "", 0, false
+	}
+	raw := make([]byte, 0, 16)
+	for i := 0; i+8 <= len(hexAddr); i += 8 {
+		w, err := strconv.ParseUint(hexAddr[i:i+8], 16, 32)
+		if err != nil {
+			return "", 0, false
+		}
+		raw = append(raw, byte(w), byte(w>>8), byte(w>>16), byte(w>>24))
+	}
+	switch len(raw) {
+	case 4:
+		return fmt.Sprintf("%d.%d.%d.%d", raw[0], raw[1], raw[2], raw[3]), int(port), true
+	case 16:
+		var parts []string
+		for i := 0; i < 16; i += 2 {
+			parts = append(parts, strconv.FormatUint(uint64(raw[i])<<8|uint64(raw[i+1]), 16))
+		}
+		return "[" + strings.Join(parts, ":") + "]", int(port), true
+	}
+	return "", 0, false
+}
+
+// socketOwners maps the inodes of ls to the first process holding them.
+func socketOwners(procRoot string, ls []Listener) map[uint64]int {
+	want := map[string]uint64{}
+	for _, l := range ls {
+		want["socket:["+strconv.FormatUint(l.Inode, 10)+"]"] = l.Inode
+	}
+	owners := map[uint64]int{}
+	entries, err := os.ReadDir(procRoot)
+	if err != nil {
+		return owners
+	}
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		fdDir := filepath.Join(procRoot, e.Name(), "fd")
+		fds, err := os.ReadDir(fdDir)
+		if err != nil {
+			continue // gone, or not ours to read
+		}
+		for _, fd := range fds {
+			link, err := os.Readlink(filepath.Join(fdDir, fd.Name()))
+			if err != nil {
+				continue
+			}
+			if inode, ok := want[link]; ok {
+				if _, seen := owners[inode]; !seen {
+					owners[inode] = pid
+				}
+			}
+		}
+		if len(owners) == len(want) {
+			break
+		}
+	}
+	return owners
+}
+
+// unitOfCgroup names the systemd unit of a /proc/PID/cgroup: the last
+// path element ending in .service (or .scope) of the unified hierarchy, or
+// of the name=systemd one on a hybrid host.
+func unitOfCgroup(data []byte) string {
+	var path string
+	for _, line := range strings.Split(string(data), "\n") {
+		f := strings.SplitN(line, ":", 3)
+		if len(f) != 3 {
+			continue
+		}
+		if f[0] == "0" && f[1] == "" || f[1] == "name=systemd" {
+			path = f[2]
+			if f[1] == "name=systemd" {
+				break
+			}
+		}
+	}
+	parts := strings.Split(path, "/")
+	for i := len(parts) - 1; i >= 0; i-- {
+		if strings.HasSuffix(parts[i], ".service") || strings.HasSuffix(parts[i], ".scope") {
+			return parts[i]
+		}
+	}
+	return ""
+}

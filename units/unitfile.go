@@ -1,0 +1,149 @@
+package units
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strconv"
+	"time"
+
+	"github.com/wisent/stado/registry"
+)
+
+// MaxFileBytes bounds one unit file or drop-in read from a host.
+const MaxFileBytes = 1 << 20
+
+// UnitFile is a unit's file as the host holds it: where the init system
+// loaded it from, its bytes, and its drop-ins in the order they apply.
+type UnitFile struct {
+	Unit    string    `json:"unit"`
+	Path    string    `json:"path"`
+	Content string    `json:"content"`
+	DropIns []DropIn  `json:"dropins,omitempty"`
+	Home    string    `json:"home"` // the login user's home, which places user units
+	Read    time.Time `json:"read"`
+}
+
+// DropIn is one drop-in file of a unit.
+type DropIn struct {
+	Path    string `json:"path"`
+	Content string `json:"content"`
+}
+
+// DropInBytes returns the drop-ins' contents in order, as ParseFile takes them.
+func (f *UnitFile) DropInBytes() [][]byte {
+	out := make([][]byte, len(f.DropIns))
+	for i, d := range f.DropIns {
+		out[i] = []byte(d.Content)
+	}
+	return out
+}
+
+// FileLocator is implemented by Managers that can say which file the init
+// system loaded a unit from, and its drop-ins.
+type FileLocator interface {
+	// UnitFiles returns the unit's file and drop-in paths; "" when the unit
+	// has no file (a transient unit).
+	UnitFiles(ctx context.Context, unit string) (path string, dropins []string, err error)
+}
+
+// UnitFiles reads FragmentPath and DropInPaths over D-Bus.
+func (m *Systemd) UnitFiles(ctx context.Context, unit string) (string, []string, error) {
+	p, err := m.conn.GetUnitPropertyContext(ctx, unit, "FragmentPath")
+	if err != nil {
+		return "", nil, fmt.Errorf("read the file of %s: %w", unit, err)
+	}
+	path, _ := p.Value.Value().(string)
+	d, err := m.conn.GetUnitPropertyContext(ctx, unit, "DropInPaths")
+	if err != nil {
+		return "", nil, fmt.Errorf("read the drop-ins of %s: %w", unit, err)
+	}
+	dropins, _ := d.Value.Value().([]string)
+	return path, dropins, nil
+}
+
+// UnitFiles is the plist the label was installed from, else its domain's
+// default place. launchd has no drop-ins.
+func (l *Launchd) UnitFiles(_ context.Context, label string) (string, []string, error) {
+	return l.plistPath(label), nil, nil
+}
+
+// Environment reads systemd's own reading of a service's Environment=
+// (KEY=VALUE words) over D-Bus.
+func (m *Systemd) Environment(ctx context.Context, unit string) ([]string, error) {
+	p, err := m.conn.GetServicePropertyContext(ctx, unit, "Environment")
+	if err != nil {
+		return nil, fmt.Errorf("read the environment of %s: %w", unit, err)
+	}
+	env, _ := p.Value.Value().([]string)
+	return env, nil
+}
+
+// ReadUnitFile reads the file (and drop-ins) m loaded unit from; nil when it
+// has none or the file is gone. now stamps the read.
+func ReadUnitFile(ctx context.Context, m Manager, unit, home string, now time.Time) (*UnitFile, error) {
+	loc, ok := m.(FileLocator)
+	if !ok {
+		return nil, fmt.Errorf("read the file of %s: this init system cannot say where it loaded it from", unit)
+	}
+	path, dropins, err := loc.UnitFiles(ctx, unit)
+	if err != nil || path == "" {
+		return nil, err
+	}
+	content, err := readBounded(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	f := &UnitFile{Unit: unit, Path: path, Content: string(content), Home: home, Read: now.UTC()}
+	for _, d := range dropins {
+		b, err := readBounded(d)
+		if err != nil {
+			return nil, err
+		}
+		f.DropIns = append(f.DropIns, DropIn{Path: d, Content: string(b)})
+	}
+	return f, nil
+}
+
+func readBounded(path string) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	b, err := io.ReadAll(io.LimitReader(f, MaxFileBytes+1))
+	if err != nil {
+		return nil, fmt.Errorf("read %s: %w", path, err)
+	}
+	if len(b) > MaxFileBytes {
+		return nil, fmt.Errorf("read %s: larger than %d bytes", path, MaxFileBytes)
+	}
+	return b, nil
+}
+
+// Open connects to this host's init system for scope ("system" or "user"):
+// systemd over D-Bus on linux, launchctl on darwin. home is the login user's
+// home. The returned func closes it.
+func Open(ctx context.Context, goos, scope, home string) (Manager, func(), error) {
+	switch goos {
+	case registry.OSLinux:
+		m, err := NewSystemd(ctx, scope, home, ExecRunner{})
+		if err != nil {
+			return nil, nil, err
+		}
+		return m, m.Close, nil
+	case registry.OSDarwin:
+		domain := "system"
+		if scope == registry.ScopeUser {
+			domain = "gui/" + strconv.Itoa(os.Getuid())
+		}
+		return NewLaunchd(ExecRunner{}, domain, home), func() {}, nil
+	default:
+		return nil, nil, fmt.Errorf("no init system stado drives on %s", goos)
+	}
+}
