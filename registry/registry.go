@@ -191,21 +191,42 @@ func Push(ctx context.Context, st Store, d *Document, expect int64, reason strin
 	return meta, nil
 }
 
-// UpdateAttempts bounds how many times Update runs fn against a freshly
-// read registry before giving up on conflicts.
-const UpdateAttempts = 50
+// Back-off of Update between conflicting attempts: the first wait is about
+// updateFirstWait and each next one doubles up to updateMaxWait. Every wait
+// is jittered (half to one and a half times), so writers that collided once
+// do not collide again in step.
+const (
+	updateFirstWait = time.Millisecond
+	updateMaxWait   = 200 * time.Millisecond
+)
+
+// DefaultUpdateBound is how long Update keeps retrying conflicts when its
+// context has no deadline of its own.
+const DefaultUpdateBound = 2 * time.Minute
 
 // Update is the one mutation path of the registry: read the current
 // document (an empty store reads as Document{Version: 1}), apply fn to a
-// deep copy, validate, and compare-and-swap. On a conflict it re-reads and
-// runs fn again, up to UpdateAttempts times with jittered back-off, so fn
-// must have no effect outside the document it is given. An error from fn
-// is returned as it is and nothing is written; an invalid result returns a
-// *ValidationError and nothing is written. Safe for concurrent use.
+// deep copy, validate, and compare-and-swap. On a conflict it waits a
+// jittered, growing back-off (from about 1ms up to 200ms) and runs fn again
+// on a freshly read document, as often as it takes: there is no cap on
+// attempts, so a writer under heavy contention is slow but still lands.
+// Only the context ends the retries; when ctx has no deadline Update gives
+// itself DefaultUpdateBound (two minutes). fn may run many times, so it
+// must have no effect outside the document it is given.
+//
+// An error from fn is returned as it is and nothing is written; an invalid
+// result returns a *ValidationError and nothing is written. When the
+// context ends while conflicts continue, the error wraps both ctx.Err() and
+// the last *ConflictError (errors.Is matches ErrConflict). Safe for
+// concurrent use, also across processes sharing the store.
 func Update(ctx context.Context, st Store, reason string, fn func(d *Document) error) (*Document, Meta, error) {
-	backoff := time.Millisecond
-	var last error
-	for attempt := 0; attempt < UpdateAttempts; attempt++ {
+	if _, ok := ctx.Deadline(); !ok {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, DefaultUpdateBound)
+		defer cancel()
+	}
+	wait := updateFirstWait
+	for attempt := 1; ; attempt++ {
 		cur, meta, err := Load(ctx, st)
 		switch {
 		case errors.Is(err, ErrNotFound):
@@ -224,17 +245,13 @@ func Update(ctx context.Context, st Store, reason string, fn func(d *Document) e
 			}
 			return next, m, err
 		}
-		last = err
-		t := time.NewTimer(time.Duration(mrand.Int64N(int64(backoff))) + backoff/4)
+		t := time.NewTimer(wait/2 + mrand.N(wait))
 		select {
 		case <-ctx.Done():
 			t.Stop()
-			return nil, Meta{}, fmt.Errorf("update registry: %w", ctx.Err())
+			return nil, Meta{}, fmt.Errorf("update registry: %d attempts met a conflict: %w (last: %w)", attempt, ctx.Err(), err)
 		case <-t.C:
 		}
-		if backoff < 64*time.Millisecond {
-			backoff *= 2
-		}
+		wait = min(2*wait, updateMaxWait)
 	}
-	return nil, Meta{}, fmt.Errorf("update registry: gave up after %d conflicting attempts: %w", UpdateAttempts, last)
 }

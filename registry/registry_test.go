@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -240,6 +241,10 @@ func TestUpdateGivesFnACopy(t *testing.T) {
 	}
 }
 
+// 32 writers each add 50 to one counter at once. Update retries conflicts
+// with back-off until its context ends (here five minutes), never after a
+// fixed number of attempts, so on a loaded machine every increment still
+// lands, late rather than lost.
 func TestConcurrentUpdatesFromManyGoroutinesLoseNoIncrement(t *testing.T) {
 	st := openFileStore(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
@@ -270,6 +275,36 @@ func TestConcurrentUpdatesFromManyGoroutinesLoseNoIncrement(t *testing.T) {
 	}
 	if got := d.ServiceResolver.RefreshSeconds; got != workers*each {
 		t.Fatalf("counter = %d, want %d", got, workers*each)
+	}
+}
+
+// conflictingStore is a file store whose registry compare-and-swap always
+// finds another writer's revision.
+type conflictingStore struct {
+	*registry.FileStore
+	attempts atomic.Int64
+}
+
+func (s *conflictingStore) CompareAndSwap(ctx context.Context, key string, value []byte, expect int64, opts registry.PutOptions) (int64, error) {
+	s.attempts.Add(1)
+	return 0, &registry.ConflictError{Key: key, Want: expect, Got: expect + 1}
+}
+
+// Under endless conflicts Update keeps trying until its context ends, and
+// the error says both: the context's end and the last conflict.
+func TestUpdateRetriesConflictsUntilItsContextEnds(t *testing.T) {
+	st := &conflictingStore{FileStore: openFileStore(t)}
+	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	defer cancel()
+	_, _, err := registry.Update(ctx, st, "", incrementCounter)
+	if !errors.Is(err, context.DeadlineExceeded) || !errors.Is(err, registry.ErrConflict) {
+		t.Fatalf("Update = %v, want an error matching both context.DeadlineExceeded and ErrConflict", err)
+	}
+	// It tried again (more than once) but backed off between attempts: a
+	// loop without back-off makes thousands of attempts in 300ms, the
+	// doubling waits about ten.
+	if n := st.attempts.Load(); n < 2 || n > 100 {
+		t.Fatalf("%d attempts in 300ms, want more than one and a back-off's worth at most", n)
 	}
 }
 
