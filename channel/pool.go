@@ -37,6 +37,10 @@ type Pool struct {
 	// RemoteProgram is what Call puts before "host channel VERB ...";
 	// default DefaultRemoteProgram.
 	RemoteProgram string
+	// Keeper, when set, carries every Run over a kept connection (see
+	// ServeKeeper); a call no keeper takes falls back to the pool's own
+	// connection.
+	Keeper *KeeperClient
 
 	mu     sync.Mutex
 	conns  map[string]*poolConn
@@ -137,6 +141,12 @@ func (p *Pool) Close() error {
 // is the channel's refusal document, at StageRemoteExit otherwise, with the
 // tail of stderr; stdout and stderr are returned with it.
 func (p *Pool) Run(ctx context.Context, t registry.Target, argv []string, stdin []byte) (stdout, stderr []byte, err error) {
+	if p.Keeper != nil {
+		stdout, stderr, err = p.Keeper.Run(ctx, t, p.Dialer, argv, stdin)
+		if !errors.Is(err, ErrKeeperUnavailable) {
+			return stdout, stderr, err
+		}
+	}
 	line, err := Quote(argv)
 	if err != nil {
 		return nil, nil, fmt.Errorf("%s: %w", t.Name, err)

@@ -3,9 +3,9 @@ package cli
 import (
 	"errors"
 	"fmt"
-	"github.com/wisent/stado/refusal"
 
-	"github.com/wisent/stado/registry"
+	"github.com/wisent/stado/fleet"
+	"github.com/wisent/stado/refusal"
 )
 
 // Exit codes of every stado command (docs/exit-codes.md).
@@ -35,30 +35,19 @@ func usagef(format string, args ...any) error {
 }
 
 // exitCode maps every error a command returns to its exit code and the
-// machine code --json reports. It is the only place that decides.
+// machine code --json reports. It is the only place that decides; which
+// errors are refusals is fleet.Classify's.
 func exitCode(err error) (int, string) {
-	var (
-		ref   *Refusal
-		use   *usageError
-		val   *registry.ValidationError
-		coded refusal.Coded
-	)
+	var use *usageError
 	switch {
 	case err == nil:
 		return ExitOK, ""
-	case errors.As(err, &use):
-		return ExitUsage, "usage"
-	case errors.As(err, &ref):
-		return ExitRefused, string(ref.Code)
-	case errors.As(err, &val), errors.Is(err, registry.ErrInvalid):
-		return ExitRefused, "validation"
-	case errors.Is(err, registry.ErrConflict):
-		return ExitRefused, "conflict"
-	case errors.Is(err, registry.ErrNotFound):
-		return ExitRefused, "not_found"
-	case errors.As(err, &coded):
-		return ExitRefused, string(coded.RefusalCode())
-	default:
-		return ExitFailure, "failure"
+	case errors.As(err, &use), refusal.Is(err, refusal.Usage):
+		return ExitUsage, string(refusal.Usage)
 	}
+	code, refused := fleet.Classify(err)
+	if refused {
+		return ExitRefused, code
+	}
+	return ExitFailure, code
 }

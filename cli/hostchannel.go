@@ -1,16 +1,19 @@
 package cli
 
 import (
-	"bytes"
-	"encoding/json"
+	"context"
 	"errors"
-	"github.com/wisent/stado/refusal"
+	"fmt"
+	"io"
 	"os"
-	"strings"
 
 	ucli "github.com/urfave/cli/v2"
 
+	"github.com/wisent/stado/catalog"
 	"github.com/wisent/stado/channel"
+	"github.com/wisent/stado/channel/local"
+	"github.com/wisent/stado/registry"
+	"github.com/wisent/stado/repair"
 )
 
 // newHostChannelCommand is `stado host channel`, the remote end of the host
@@ -25,8 +28,8 @@ func newHostChannelCommand(env *Env) *ucli.Command {
 			"Without arguments it serves $SSH_ORIGINAL_COMMAND, as sshd runs it for a key\n" +
 			"restricted in authorized_keys with\n" +
 			"   command=\"/usr/local/bin/stado host channel\",restrict ssh-ed25519 AAAA... operator\n" +
-			"Verbs: unit-install unit-remove unit-start unit-stop unit-restart unit-show\n" +
-			"unit-logs unit-env unit-list port-owner repair-step version (docs/channel.md).\n" +
+			"Verbs: ensure unit-install unit-remove unit-start unit-stop unit-restart unit-show\n" +
+			"unit-file unit-logs unit-env unit-list port-owner repair-step version (docs/channel.md).\n" +
 			"Anything else is refused with exit 3 having run nothing.\n\n" +
 			"example:\n   stado host channel unit-show system brama.service",
 		SkipFlagParsing: true,
@@ -35,43 +38,60 @@ func newHostChannelCommand(env *Env) *ucli.Command {
 			if len(args) == 1 && (args[0] == "--help" || args[0] == "-h") {
 				return ucli.ShowCommandHelp(c.Lineage()[1], "channel") // help is shown by the parent
 			}
-			return runHostChannel(c, env, args)
+			return runHostChannel(c.Context, env, args)
 		},
 	}, false)
 }
 
-// channelExit carries the channel's exit code out through the CLI's one
-// exit-code table: exit 3 as a refusal with the channel's code, exit 1 as
-// a failure. Its message is the line the channel would have printed on
-// stderr.
-type channelExit struct {
-	code    int
-	refusal refusal.Code
-	msg     string
+// newLocalHost is this machine as a channel.Host: its init system, its
+// unit files and /proc, and the repair steps of its store's catalog.
+func newLocalHost(env *Env) *local.Host {
+	h := local.New(homeDir(env), env.Getenv("USER"), Version)
+	h.Now = env.Now
+	h.Catalog = func(ctx context.Context) (*catalog.Catalog, error) { return hostCatalog(ctx, env) }
+	h.RunStep = func(ctx context.Context, cat *catalog.Catalog, step string, vars map[string]string) channel.StepResult {
+		// One step runner for every path: the same code a host's own
+		// recovery and `stado repair --apply` use.
+		return (&repair.Local{Catalog: cat, OS: h.OS(), Home: h.Home}).RunStep(ctx, "", step, vars)
+	}
+	return h
 }
 
-func (e *channelExit) Error() string { return e.msg }
-
-// RefusalCode makes exitCode report exit 3 with the channel's code; it is
-// only consulted for refusals (see runHostChannel).
-func (e *channelExit) RefusalCode() refusal.Code { return e.refusal }
-
-func runHostChannel(c *ucli.Context, env *Env, args []string) error {
-	var stdout, stderr bytes.Buffer
-	code := channel.Main(c.Context, args, os.LookupEnv, env.Stdin, &stdout, &stderr, newLocalHost(env))
-	if _, err := env.Stdout.Write(stdout.Bytes()); err != nil {
-		return err
-	}
-	if code == channel.ExitOK {
-		return nil
-	}
-	msg := strings.TrimSpace(strings.TrimPrefix(strings.TrimSpace(stderr.String()), "stado host channel: "))
-	if code == channel.ExitRefused {
-		var doc channel.RefusalDocument
-		if json.Unmarshal(bytes.TrimSpace(stdout.Bytes()), &doc) == nil && doc.Code != "" {
-			return &channelExit{code: code, refusal: refusal.Code(doc.Code), msg: msg}
+// hostCatalog is the catalog of the store this host names ($STADO_STORE or
+// ~/.stado/store), which may extend the shipped one. A host whose store
+// cannot be read still has the shipped catalog; a site catalog that is
+// invalid is an error, never silently ignored.
+func hostCatalog(ctx context.Context, env *Env) (*catalog.Catalog, error) {
+	if env.StoreURL == "" {
+		env.StoreURL = env.Getenv("STADO_STORE")
+		if env.StoreURL == "" {
+			env.StoreURL = defaultStoreURL(env)
 		}
-		return &channelExit{code: code, refusal: "refused", msg: msg}
 	}
-	return errors.New(msg)
+	st, err := env.OpenStore(ctx, env.StoreURL)
+	if err != nil {
+		return catalog.Shipped(), nil
+	}
+	defer st.Close()
+	cat, err := catalog.Load(ctx, st)
+	var val *registry.ValidationError
+	switch {
+	case errors.As(err, &val):
+		return nil, err
+	case err != nil:
+		return catalog.Shipped(), nil
+	}
+	return cat, nil
+}
+
+// runHostChannel serves one verb; its error (nil, the refusal the channel
+// printed, or the host's failure) goes through the CLI's one exit-code
+// table, which gives the channel's own exit codes 0, 3 and 1.
+func runHostChannel(ctx context.Context, env *Env, args []string) error {
+	err := channel.Run(ctx, args, os.LookupEnv, env.Stdin, env.Stdout, io.Discard, newLocalHost(env))
+	var r *channel.Refusal
+	if errors.As(err, &r) {
+		return &channel.Refusal{Code: r.Code, Message: fmt.Sprintf("host channel refused (%s): %s", r.Code, r.Message), Err: err}
+	}
+	return err
 }

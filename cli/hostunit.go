@@ -2,13 +2,11 @@ package cli
 
 import (
 	"context"
-	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"runtime"
-	"sort"
-	"strconv"
 	"strings"
 
 	ucli "github.com/urfave/cli/v2"
@@ -31,55 +29,6 @@ func newHostUnitCommand(env *Env) *ucli.Command {
 	}
 }
 
-// lateFlags takes flags written after the positional arguments out of args
-// (urfave/cli stops reading flags at the first argument). bools names flags
-// without a value, values flags that take one; anything else stays.
-func lateFlags(env *Env, c *ucli.Context, bools, values []string) ([]string, map[string]string, error) {
-	isBool := map[string]bool{"json": true}
-	for _, b := range bools {
-		isBool[b] = true
-	}
-	isValue := map[string]bool{}
-	for _, v := range values {
-		isValue[v] = true
-	}
-	got := map[string]string{}
-	var args []string
-	in := c.Args().Slice()
-	for i := 0; i < len(in); i++ {
-		a := in[i]
-		name, val, hasVal := strings.Cut(strings.TrimLeft(a, "-"), "=")
-		switch {
-		case !strings.HasPrefix(a, "-"):
-			args = append(args, a)
-		case isBool[name]:
-			got[name] = "true"
-			if name == "json" {
-				env.JSON = true
-			}
-		case isValue[name] && hasVal:
-			got[name] = val
-		case isValue[name]:
-			if i+1 >= len(in) {
-				return nil, nil, usagef("flag --%s needs a value", name)
-			}
-			got[name] = in[i+1]
-			i++
-		default:
-			args = append(args, a)
-		}
-	}
-	return args, got, nil
-}
-
-// flagValue is a flag's value written before or after the arguments.
-func flagValue(c *ucli.Context, late map[string]string, name string) string {
-	if v, ok := late[name]; ok {
-		return v
-	}
-	return c.String(name)
-}
-
 func homeDir(env *Env) string {
 	if h := env.Getenv("HOME"); h != "" {
 		return h
@@ -90,26 +39,7 @@ func homeDir(env *Env) string {
 
 // hostUnitManager opens the Manager of this host's init system.
 func hostUnitManager(ctx context.Context, env *Env, user bool) (units.Manager, func(), error) {
-	scope := registry.ScopeSystem
-	if user {
-		scope = registry.ScopeUser
-	}
-	switch runtime.GOOS {
-	case "linux":
-		m, err := units.NewSystemd(ctx, scope, homeDir(env), units.ExecRunner{})
-		if err != nil {
-			return nil, nil, err
-		}
-		return m, m.Close, nil
-	case "darwin":
-		domain := "system"
-		if user {
-			domain = "gui/" + strconv.Itoa(os.Getuid())
-		}
-		return units.NewLaunchd(units.ExecRunner{}, domain, homeDir(env)), func() {}, nil
-	default:
-		return nil, nil, fmt.Errorf("no init system stado drives on %s", runtime.GOOS)
-	}
+	return units.Open(ctx, runtime.GOOS, scopeOf(user), homeDir(env))
 }
 
 // --- show ---
@@ -132,14 +62,11 @@ func newHostUnitShowCommand(env *Env) *ucli.Command {
 			"example:\n   stado host unit show brama.service --json",
 		Flags: []ucli.Flag{&ucli.BoolFlag{Name: "user", Usage: "read the user manager (systemd --user, launchd gui/<uid>)"}},
 		Action: func(c *ucli.Context) error {
-			args, late, err := lateFlags(env, c, []string{"user"}, nil)
+			unit, err := oneArg(c, "UNIT")
 			if err != nil {
 				return err
 			}
-			if len(args) != 1 {
-				return usagef("host unit show takes one UNIT, got %d arguments", len(args))
-			}
-			return runHostUnitShow(c.Context, env, hostUnitShowOptions{Unit: args[0], User: c.Bool("user") || late["user"] != ""})
+			return runHostUnitShow(c.Context, env, hostUnitShowOptions{Unit: unit, User: c.Bool("user")})
 		},
 	}, true)
 }
@@ -168,7 +95,14 @@ func printVerdict(env *Env, v units.Verdict) error {
 			units.Verdict
 		}{"stado.host.unit", v})
 	}
-	line := fmt.Sprintf("%s  %s", v.Unit, v.State)
+	printVerdictLine(env.Stdout, "", v)
+	return nil
+}
+
+// printVerdictLine prints a unit's verdict as one line (after prefix), and
+// the failing sentence when it has one.
+func printVerdictLine(w io.Writer, prefix string, v units.Verdict) {
+	line := fmt.Sprintf("%s%s  %s", prefix, v.Unit, v.State)
 	if v.PID > 0 {
 		line += fmt.Sprintf("  pid %d", v.PID)
 	}
@@ -178,11 +112,10 @@ func printVerdict(env *Env, v units.Verdict) error {
 	if v.Detail != "" {
 		line += "  (" + v.Detail + ")"
 	}
-	fmt.Fprintln(env.Stdout, line)
+	fmt.Fprintln(w, line)
 	if v.Sentence != "" {
-		fmt.Fprintln(env.Stdout, v.Sentence)
+		fmt.Fprintln(w, v.Sentence)
 	}
-	return nil
 }
 
 // --- render ---
@@ -211,16 +144,11 @@ func newHostUnitRenderCommand(env *Env) *ucli.Command {
 			&ucli.StringFlag{Name: "host", Usage: "target whose declaration to render"},
 		},
 		Action: func(c *ucli.Context) error {
-			args, late, err := lateFlags(env, c, nil, []string{"os", "registry", "host"})
+			svc, err := oneArg(c, "SERVICE")
 			if err != nil {
 				return err
 			}
-			if len(args) != 1 {
-				return usagef("host unit render takes one SERVICE, got %d arguments", len(args))
-			}
-			return runHostUnitRender(c.Context, env, hostUnitRenderOptions{
-				Service: args[0], OS: flagValue(c, late, "os"), Registry: flagValue(c, late, "registry"), Host: flagValue(c, late, "host"),
-			})
+			return runHostUnitRender(c.Context, env, hostUnitRenderOptions{Service: svc, OS: c.String("os"), Registry: c.String("registry"), Host: c.String("host")})
 		},
 	}, false)
 }
@@ -297,14 +225,11 @@ func newHostUnitParseCommand(env *Env) *ucli.Command {
 			"example:\n   stado host unit parse /etc/systemd/system/brama.service --json",
 		Flags: []ucli.Flag{&ucli.StringFlag{Name: "dropins", Usage: "directory of *.conf drop-ins to apply"}},
 		Action: func(c *ucli.Context) error {
-			args, late, err := lateFlags(env, c, nil, []string{"dropins"})
+			file, err := oneArg(c, "FILE")
 			if err != nil {
 				return err
 			}
-			if len(args) != 1 {
-				return usagef("host unit parse takes one FILE, got %d arguments", len(args))
-			}
-			return runHostUnitParse(c.Context, env, hostUnitParseOptions{File: args[0], Dropins: flagValue(c, late, "dropins")})
+			return runHostUnitParse(c.Context, env, hostUnitParseOptions{File: file, Dropins: c.String("dropins")})
 		},
 	}, true)
 }
@@ -316,28 +241,8 @@ func runHostUnitParse(_ context.Context, env *Env, opts hostUnitParseOptions) er
 	}
 	var dropins [][]byte
 	if !units.IsPlist(data) {
-		dir := opts.Dropins
-		explicit := dir != ""
-		if !explicit {
-			dir = opts.File + ".d"
-		}
-		entries, err := os.ReadDir(dir)
-		if err != nil && (explicit || !errors.Is(err, os.ErrNotExist)) {
-			return fmt.Errorf("read drop-ins %s: %w", dir, err)
-		}
-		var names []string
-		for _, e := range entries {
-			if strings.HasSuffix(e.Name(), ".conf") && !e.IsDir() {
-				names = append(names, e.Name())
-			}
-		}
-		sort.Strings(names)
-		for _, n := range names {
-			d, err := os.ReadFile(filepath.Join(dir, n))
-			if err != nil {
-				return fmt.Errorf("read drop-in: %w", err)
-			}
-			dropins = append(dropins, d)
+		if dropins, err = units.ReadDropIns(opts.File, opts.Dropins); err != nil {
+			return err
 		}
 	}
 	path := opts.File
@@ -389,23 +294,14 @@ func newHostUnitLogsCommand(env *Env) *ucli.Command {
 			&ucli.BoolFlag{Name: "user", Usage: "read the user manager's unit"},
 		},
 		Action: func(c *ucli.Context) error {
-			args, late, err := lateFlags(env, c, []string{"user"}, []string{"lines"})
+			unit, err := oneArg(c, "UNIT")
 			if err != nil {
 				return err
 			}
-			if len(args) != 1 {
-				return usagef("host unit logs takes one UNIT, got %d arguments", len(args))
+			if c.Int("lines") <= 0 {
+				return usagef("--lines must be positive, not %d", c.Int("lines"))
 			}
-			lines := c.Int("lines")
-			if v, ok := late["lines"]; ok {
-				if lines, err = strconv.Atoi(v); err != nil {
-					return usagef("--lines must be a number, not %q", v)
-				}
-			}
-			if lines <= 0 {
-				return usagef("--lines must be positive, not %d", lines)
-			}
-			return runHostUnitLogs(c.Context, env, hostUnitLogsOptions{Unit: args[0], Lines: lines, User: c.Bool("user") || late["user"] != ""})
+			return runHostUnitLogs(c.Context, env, hostUnitLogsOptions{Unit: unit, Lines: c.Int("lines"), User: c.Bool("user")})
 		},
 	}, true)
 }

@@ -7,22 +7,16 @@ import (
 	"crypto/rand"
 	"encoding/json"
 	"encoding/pem"
-	"errors"
-	"github.com/wisent/stado/refusal"
-	"net"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 	"testing"
 
 	"golang.org/x/crypto/ssh"
 
-	"github.com/wisent/stado/catalog"
 	"github.com/wisent/stado/channel"
+	"github.com/wisent/stado/fleet"
 	"github.com/wisent/stado/registry"
-	"github.com/wisent/stado/repair"
-	"github.com/wisent/stado/units"
 )
 
 // writeStore holds a registry document in a fresh file store and returns
@@ -177,8 +171,8 @@ func TestEnsureRefusalNamesHostAndStageInJSON(t *testing.T) {
 		t.Fatalf("exit %d", code)
 	}
 	var doc struct {
-		Kind    string         `json:"kind"`
-		Results []EnsureResult `json:"results"`
+		Kind    string                `json:"kind"`
+		Results []fleet.EnsureOutcome `json:"results"`
 	}
 	if err := json.Unmarshal([]byte(out), &doc); err != nil {
 		t.Fatal(err)
@@ -187,7 +181,7 @@ func TestEnsureRefusalNamesHostAndStageInJSON(t *testing.T) {
 		t.Fatalf("document %s", out)
 	}
 	e := doc.Results[0].Error
-	if e == nil || e.Host != "host1" || e.Stage != stagePlan || e.Code != "declaration_incomplete" || e.Exit != ExitRefused {
+	if e == nil || e.Host != "host1" || e.Stage != fleet.StagePlan || e.Code != "declaration_incomplete" {
 		t.Errorf("host error %+v", e)
 	}
 }
@@ -202,7 +196,7 @@ func TestConnectFailureNamesHostAndStage(t *testing.T) {
 		t.Fatalf("exit %d, want %d: %s", code, ExitFailure, errOut)
 	}
 	var doc struct {
-		Results []RestartResult `json:"results"`
+		Results []fleet.RestartOutcome `json:"results"`
 	}
 	if err := json.Unmarshal([]byte(out), &doc); err != nil {
 		t.Fatal(err)
@@ -242,7 +236,7 @@ func TestServiceShowMasksEnvironmentUnlessAsked(t *testing.T) {
 	if code != ExitOK {
 		t.Fatalf("exit %d: %s", code, errOut)
 	}
-	if strings.Contains(out, "s3cret") || !strings.Contains(out, maskedValue) {
+	if strings.Contains(out, "s3cret") || !strings.Contains(out, fleet.Mask) {
 		t.Errorf("show without --show-values: %s", out)
 	}
 	code, out, _ = runRegistryCLI(t, dir, "service", "show", "api", "--show-values")
@@ -320,8 +314,8 @@ func TestHostChannelServesTheForcedCommand(t *testing.T) {
 		t.Fatalf("exit %d: %s", code, errOut)
 	}
 	var doc struct {
-		Kind   string        `json:"kind"`
-		Result VersionResult `json:"result"`
+		Kind   string                `json:"kind"`
+		Result channel.VersionResult `json:"result"`
 	}
 	if err := json.Unmarshal([]byte(out), &doc); err != nil || doc.Result.Protocol != channel.ProtocolVersion || doc.Result.Home == "" {
 		t.Errorf("version document %s (%v)", out, err)
@@ -336,234 +330,5 @@ func TestHostChannelServesTheForcedCommand(t *testing.T) {
 	t.Setenv("SSH_ORIGINAL_COMMAND", "")
 	if code, out, _ = runChannel(t, ""); code != 3 || decodeJSON(t, out)["code"] != "empty_command" {
 		t.Errorf("a login without a command: exit %d: %s", code, out)
-	}
-}
-
-// testHost is the real localHost with a manager that must never be
-// reached: the cases here are refused before any init system is touched.
-func testHost(t *testing.T, home string) *localHost {
-	env := NewEnv(strings.NewReader(""), &bytes.Buffer{}, &bytes.Buffer{})
-	h := newLocalHost(env)
-	h.home = home
-	h.manager = func(context.Context, string) (units.Manager, func(), error) {
-		t.Error("the init system was reached for a call that should have been refused")
-		return nil, nil, errors.New("refused call reached the init system")
-	}
-	return h
-}
-
-func refusalCode(err error) string {
-	var coded refusal.Coded
-	if errors.As(err, &coded) {
-		return string(coded.RefusalCode())
-	}
-	return ""
-}
-
-func TestUnitInstallRefusesWhatTheGrammarCannotKnow(t *testing.T) {
-	h := testHost(t, "/home/alice")
-	unit := []byte("[Service]\nExecStart=/bin/true\n")
-	for _, tc := range []struct {
-		name        string
-		scope, path string
-		content     []byte
-		code        refusal.Code
-		goos        string
-	}{
-		// another user's home
-		{"other home", "user", "/home/bob/.config/systemd/user/x.service", unit, channel.CodeInvalidPath, "linux"},
-		// a home that is a prefix of another
-		{"prefix home", "user", "/home/alice2/.config/systemd/user/x.service", unit, channel.CodeInvalidPath, "linux"},
-		// a property list sent to systemd
-		{"plist on linux", "system", "/etc/systemd/system/x.service", []byte(`<?xml version="1.0"?><plist><dict/></plist>`), channel.CodeInvalidContent, "linux"},
-		// bytes that are no unit at all
-		{"garbage", "system", "/etc/systemd/system/x.service", []byte("[Service\nExecStart=/bin/true\n"), channel.CodeInvalidContent, "linux"},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			h.goos = tc.goos
-			_, err := h.UnitInstall(context.Background(), tc.scope, "x.service", tc.path, tc.content)
-			if got := refusalCode(err); got != string(tc.code) {
-				t.Errorf("UnitInstall: %v (code %q), want code %s", err, got, tc.code)
-			}
-		})
-	}
-	if _, err := h.UnitRemove(context.Background(), "user", "x.service", "/root/.config/systemd/user/x.service"); refusalCode(err) != string(channel.CodeInvalidPath) {
-		t.Errorf("UnitRemove outside the home: %v", err)
-	}
-}
-
-// siteStepHost is a localHost whose catalog is the shipped one extended by
-// a site catalog in a real file store, holding test steps.
-func siteStepHost(t *testing.T, site string) *localHost {
-	t.Helper()
-	dir := t.TempDir()
-	st, err := registry.OpenFileStore(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := st.Put(context.Background(), registry.CatalogKey, []byte(site), registry.PutOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	st.Close()
-	env := NewEnv(strings.NewReader(""), &bytes.Buffer{}, &bytes.Buffer{})
-	env.StoreURL = "file://" + dir
-	h := newLocalHost(env)
-	h.goos = "linux"
-	h.home = t.TempDir()
-	return h
-}
-
-func TestRepairStepRunsItsArgvWithOnlyTheDeclaredEnvironment(t *testing.T) {
-	marker := filepath.Join(t.TempDir(), "ran")
-	h := siteStepHost(t, `version: 1
-steps:
-  show-env:
-    needs: [WITHIN_SECONDS]
-    linux: {argv: [/usr/bin/env], env: {FIXED: "yes"}, timeout_seconds: 5}
-  touch-marker:
-    linux: {argv: [/usr/bin/touch, `+marker+`], timeout_seconds: 5}
-  fails:
-    linux: {argv: [/bin/ls, /nonexistent-stado-path], timeout_seconds: 5}
-`)
-	t.Setenv("STADO_TEST_SECRET", "must-not-leak")
-	res, err := h.RepairStep(context.Background(), "show-env", map[string]string{"WITHIN_SECONDS": "7"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	out := res.(repair.StepReport).Output
-	for _, want := range []string{"WITHIN_SECONDS=7", "FIXED=yes", "PATH=" + units.PathLinux, "HOME=" + h.home} {
-		if !slices.Contains(strings.Split(out, "\n"), want) {
-			t.Errorf("payload environment lacks %s:\n%s", want, out)
-		}
-	}
-	if strings.Contains(out, "must-not-leak") {
-		t.Errorf("the payload inherited the caller's environment:\n%s", out)
-	}
-	// a name the step does not declare: refused, nothing runs
-	if _, err := h.RepairStep(context.Background(), "touch-marker", map[string]string{"WITHIN_SECONDS": "7"}); refusalCode(err) != string(channel.CodeInvalidEnv) {
-		t.Errorf("undeclared name: %v", err)
-	}
-	if _, err := os.Stat(marker); !errors.Is(err, os.ErrNotExist) {
-		t.Errorf("the refused step ran: %v", err)
-	}
-	// a needed name missing
-	if _, err := h.RepairStep(context.Background(), "show-env", nil); refusalCode(err) != "repair_input_missing" {
-		t.Errorf("missing input: %v", err)
-	}
-	// an unknown step
-	if _, err := h.RepairStep(context.Background(), "no-such-step", nil); refusalCode(err) != "not_found" {
-		t.Errorf("unknown step: %v", err)
-	}
-	// a payload that exits nonzero is a failure with its stderr
-	if _, err := h.RepairStep(context.Background(), "fails", nil); err == nil || refusalCode(err) != "" || !strings.Contains(err.Error(), "nonexistent-stado-path") {
-		t.Errorf("failing payload: %v", err)
-	}
-	if _, err := h.RepairStep(context.Background(), "touch-marker", nil); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := os.Stat(marker); err != nil {
-		t.Errorf("the step did not run: %v", err)
-	}
-}
-
-func TestPortOwnerFindsTheProcessListening(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	port := ln.Addr().(*net.TCPAddr).Port
-	h := newLocalHost(NewEnv(strings.NewReader(""), &bytes.Buffer{}, &bytes.Buffer{}))
-	res, err := h.PortOwner(context.Background(), port)
-	if err != nil {
-		t.Fatal(err)
-	}
-	r := res.(PortOwnerResult)
-	if len(r.Listeners) != 1 {
-		t.Fatalf("listeners on %d: %+v", port, r.Listeners)
-	}
-	l := r.Listeners[0]
-	if l.Address != "127.0.0.1" || l.PID != os.Getpid() || l.Program == "" {
-		t.Errorf("listener %+v, want 127.0.0.1 held by pid %d", l, os.Getpid())
-	}
-	ln.Close()
-	if _, err := h.PortOwner(context.Background(), port); refusalCode(err) != "not_found" {
-		t.Errorf("a closed port: %v", err)
-	}
-}
-
-func TestDecodeProcAddr(t *testing.T) {
-	for _, tc := range []struct {
-		in   string
-		addr string
-		port int
-	}{
-		{"0100007F:1F90", "127.0.0.1", 8080},                                      // IPv4 loopback
-		{"0201017F:0016", "127.1.1.2", 22},                                        // a testbed host's address
-		{"00000000000000000000000001000000:0050", "[0:0:0:0:0:0:0:1]", 80},        // IPv6 loopback
-		{"0000000000000000FFFF00000100007F:01BB", "[0:0:0:0:0:ffff:7f00:1]", 443}, // v4-mapped
-	} {
-		addr, port, ok := decodeProcAddr(tc.in)
-		if !ok || addr != tc.addr || port != tc.port {
-			t.Errorf("decodeProcAddr(%q) = %q %d %v, want %q %d", tc.in, addr, port, ok, tc.addr, tc.port)
-		}
-	}
-}
-
-func TestUnitOfCgroup(t *testing.T) {
-	for _, tc := range []struct{ in, want string }{
-		{"0::/system.slice/brama.service\n", "brama.service"},                          // unified
-		{"12:cpu:/x\n1:name=systemd:/system.slice/ssh.service\n0::/\n", "ssh.service"}, // hybrid
-		{"0::/user.slice/user-0.slice/session-4.scope\n", "session-4.scope"},           // a login
-		{"0::/system.slice/brama.service/worker\n", "brama.service"},                   // a sub-cgroup
-		{"0::/\n", ""}, // no unit
-	} {
-		if got := unitOfCgroup([]byte(tc.in)); got != tc.want {
-			t.Errorf("unitOfCgroup(%q) = %q, want %q", tc.in, got, tc.want)
-		}
-	}
-}
-
-func TestUnitDiff(t *testing.T) {
-	old := "[Unit]\nDescription=a\n[Service]\nExecStart=/bin/a\n"
-	new := "[Unit]\nDescription=a\n[Service]\nExecStart=/bin/b\nRestart=always\n"
-	want := "--- /p\n+++ /p\n [Unit]\n Description=a\n [Service]\n-ExecStart=/bin/a\n+ExecStart=/bin/b\n+Restart=always\n"
-	if got := unitDiff("/p", old, new); got != want {
-		t.Errorf("diff:\n%s\nwant:\n%s", got, want)
-	}
-	if got := unitDiff("/p", new, new); got != "" {
-		t.Errorf("diff of equal files %q", got)
-	}
-	if got := unitDiff("/p", "", "x\n"); got != "--- /dev/null\n+++ /p\n+x\n" {
-		t.Errorf("diff from nothing %q", got)
-	}
-}
-
-func TestFanOutErrorPrefersAFailureOverARefusal(t *testing.T) {
-	refused := notManaged("api", "h1")
-	failed := &channel.RemoteError{Host: "h2", Stage: channel.StageConnect, Err: errors.New("connection refused")}
-	order := []string{"h1", "h2", "h3"}
-	if err := fanOutError("x", map[string]error{"h1": nil, "h3": nil}, order); err != nil {
-		t.Errorf("all ok: %v", err)
-	}
-	if code, _ := exitCode(fanOutError("x", map[string]error{"h1": refused, "h2": failed}, order)); code != ExitFailure {
-		t.Errorf("refusal and failure: exit %d, want %d", code, ExitFailure)
-	}
-	if code, machine := exitCode(fanOutError("x", map[string]error{"h1": refused}, order)); code != ExitRefused || machine != "not_found" {
-		t.Errorf("one refusal: exit %d %s", code, machine)
-	}
-}
-
-// The catalog declaration ensure records when a host declares nothing
-// carries the product's unit and program.
-func TestEnsurePlanFromTheCatalog(t *testing.T) {
-	cat := catalog.Shipped()
-	p := planEnsure(cat, registry.Target{Name: "h", OS: "linux"}, serviceEnsureOptions{Name: "brama"})
-	prod, _ := cat.Lookup("brama")
-	if !p.fromCatalog || p.service.Unit != prod.Units.Systemd || p.service.Program != prod.Program || p.service.Product != "brama" {
-		t.Errorf("plan %+v", p)
-	}
-	if missing := prod.MissingEnv(p.service.Env); len(missing) > 0 && p.refused == nil {
-		t.Errorf("product needs %v and the plan is not refused", missing)
 	}
 }

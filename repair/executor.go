@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/wisent/stado/catalog"
+	"github.com/wisent/stado/channel"
 	"github.com/wisent/stado/registry"
 	"github.com/wisent/stado/units"
 )
@@ -32,19 +33,7 @@ const (
 
 // StepReport is what one repair step did on a host. OK is true only when
 // the payload ran and exited 0; otherwise Code and Refusal say why.
-type StepReport struct {
-	Step     string    `json:"step"`
-	Host     string    `json:"host"`
-	Argv     []string  `json:"argv,omitempty"`
-	OK       bool      `json:"ok"`
-	ExitCode *int      `json:"exit_code,omitempty"`
-	Output   string    `json:"output,omitempty"` // the last lines it printed
-	Code     string    `json:"code,omitempty"`
-	Refusal  string    `json:"refusal,omitempty"`
-	At       time.Time `json:"at"`
-	// ElapsedMS is how long the payload ran.
-	ElapsedMS int64 `json:"elapsed_ms"`
-}
+type StepReport = channel.StepResult
 
 // RestartReport is what the restart of one unit did. OK is true only when
 // the init system finished the restart job; Answer is its own word.
@@ -166,12 +155,7 @@ func (l *Local) os() string {
 	return runtime.GOOS
 }
 
-func (l *Local) cat() *catalog.Catalog {
-	if l.Catalog != nil {
-		return l.Catalog
-	}
-	return catalog.Shipped()
-}
+func (l *Local) cat() *catalog.Catalog { return catalog.OrShipped(l.Catalog) }
 
 // Command resolves a step for this machine without running it: the argv,
 // environment and timeout RunStep would use. Errors are *catalog.NeedError,

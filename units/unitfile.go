@@ -6,7 +6,10 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
+	"sort"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/wisent/stado/registry"
@@ -146,4 +149,34 @@ func Open(ctx context.Context, goos, scope, home string) (Manager, func(), error
 	default:
 		return nil, nil, fmt.Errorf("no init system stado drives on %s", goos)
 	}
+}
+
+// ReadDropIns reads the *.conf drop-ins of a systemd unit file in name
+// order from dir, or from FILE.d when dir is "" (a missing FILE.d holds
+// none; a missing dir named explicitly is an error).
+func ReadDropIns(file, dir string) ([][]byte, error) {
+	explicit := dir != ""
+	if !explicit {
+		dir = file + ".d"
+	}
+	entries, err := os.ReadDir(dir)
+	if err != nil && (explicit || !errors.Is(err, os.ErrNotExist)) {
+		return nil, fmt.Errorf("read drop-ins %s: %w", dir, err)
+	}
+	var names []string
+	for _, e := range entries {
+		if strings.HasSuffix(e.Name(), ".conf") && !e.IsDir() {
+			names = append(names, e.Name())
+		}
+	}
+	sort.Strings(names)
+	var out [][]byte
+	for _, n := range names {
+		d, err := readBounded(filepath.Join(dir, n))
+		if err != nil {
+			return nil, fmt.Errorf("read drop-in: %w", err)
+		}
+		out = append(out, d)
+	}
+	return out, nil
 }
