@@ -15,14 +15,7 @@ var (
 	// entryName is the grammar of product and repair-step names: a
 	// lowercase DNS label, so a name never looks like a unit identity.
 	entryName = regexp.MustCompile(`^[a-z0-9]([a-z0-9-]{0,62}[a-z0-9])?$`)
-	// systemdService is a systemd service unit name (no template).
-	systemdService = regexp.MustCompile(`^[A-Za-z0-9:_.\\-]+(@[A-Za-z0-9:_.\\-]+)?\.service$`)
-	// launchdPart is one dot-separated component of a launchd label.
-	launchdPart = regexp.MustCompile(`^[A-Za-z0-9]([A-Za-z0-9_-]*)$`)
-	envName     = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
 )
-
-const maxUnitLen = 255
 
 var (
 	topFields     = []string{"version", "products", "recovery", "steps"}
@@ -227,16 +220,16 @@ func (c *checker) units(n *yaml.Node, p string, u *Units) {
 	}
 	if v, ok := f["systemd"]; ok {
 		if s, ok := c.str(v, join(p, "systemd")); ok {
-			if why := systemdProblem(s); why != "" {
-				c.add(join(p, "systemd"), v, "%s", why)
+			if err := registry.CheckServiceUnit(registry.OSLinux, s); err != nil {
+				c.add(join(p, "systemd"), v, "%s", err)
 			}
 			u.Systemd = s
 		}
 	}
 	if v, ok := f["launchd"]; ok {
 		if s, ok := c.str(v, join(p, "launchd")); ok {
-			if why := launchdProblem(s); why != "" {
-				c.add(join(p, "launchd"), v, "%s", why)
+			if err := registry.CheckServiceUnit(registry.OSDarwin, s); err != nil {
+				c.add(join(p, "launchd"), v, "%s", err)
 			}
 			u.Launchd = s
 		}
@@ -244,42 +237,6 @@ func (c *checker) units(n *yaml.Node, p string, u *Units) {
 	if len(f) == 0 {
 		c.add(p, n, "give the systemd unit, the launchd label or both")
 	}
-}
-
-func systemdProblem(s string) string {
-	switch {
-	case s == "":
-		return "must be a systemd service unit name, got an empty string"
-	case len(s) > maxUnitLen:
-		return fmt.Sprintf("systemd unit names are at most %d characters", maxUnitLen)
-	case strings.Contains(s, "@.service"):
-		return fmt.Sprintf("%q is a template; name an instance (name@instance.service)", s)
-	case !systemdService.MatchString(s):
-		return fmt.Sprintf("%q must be a systemd service unit name (letters, digits, :_.\\- then .service)", s)
-	}
-	return ""
-}
-
-func launchdProblem(s string) string {
-	if s == "" {
-		return "must be a launchd label in reverse-DNS form, got an empty string"
-	}
-	if len(s) > maxUnitLen {
-		return fmt.Sprintf("launchd labels are at most %d characters", maxUnitLen)
-	}
-	parts := strings.Split(s, ".")
-	if len(parts) < 2 {
-		return fmt.Sprintf("%q must be a reverse-DNS launchd label such as com.example.name", s)
-	}
-	for _, part := range parts {
-		if !launchdPart.MatchString(part) {
-			return fmt.Sprintf("%q must be a reverse-DNS launchd label: each dot-separated part letters, digits, _ and -", s)
-		}
-	}
-	if strings.HasPrefix(s, "com.apple.") {
-		return fmt.Sprintf("%q is in Apple's namespace", s)
-	}
-	return ""
 }
 
 // absProblem says why p is not an absolute, clean program path, or "".
@@ -330,9 +287,9 @@ func (c *checker) envList(n *yaml.Node, p string) []EnvVar {
 		if v, ok := f["name"]; !ok {
 			c.add(join(ip, "name"), it, "missing")
 		} else if s, ok := c.str(v, join(ip, "name")); ok {
-			switch {
-			case !envName.MatchString(s):
-				c.add(join(ip, "name"), v, "%q is not an environment variable name (letters, digits, _; not starting with a digit)", s)
+			switch err := registry.CheckEnvName(s); {
+			case err != nil:
+				c.add(join(ip, "name"), v, "%s", err)
 			case seen[s]:
 				c.add(join(ip, "name"), v, "%s is declared twice", s)
 			}
@@ -370,9 +327,13 @@ func (c *checker) step(n *yaml.Node, p, name, origin string) *RepairStep {
 			seen := map[string]bool{}
 			for i, s := range needs {
 				ip := index(join(p, "needs"), i)
-				switch {
-				case !envName.MatchString(s):
-					c.add(ip, v.Content[i], "%q is not an environment variable name", s)
+				switch err := registry.CheckEnvName(s); {
+				case err != nil:
+					c.add(ip, v.Content[i], "%s", err)
+				case registry.ReservedEnvName(s):
+					// needs come from the caller over the channel, which
+					// refuses these names: a step needing one never runs.
+					c.add(ip, v.Content[i], "%s may not be handed to a repair step by its caller", s)
 				case seen[s]:
 					c.add(ip, v.Content[i], "%s is needed twice", s)
 				}
@@ -427,8 +388,8 @@ func (c *checker) payload(n *yaml.Node, p string, needs []string) *Payload {
 		pl.Env = map[string]string{}
 		for i, k := range keys {
 			kp := keyPath(join(p, "env"), k.Value)
-			if !envName.MatchString(k.Value) {
-				c.add(kp, k, "%q is not an environment variable name", k.Value)
+			if err := registry.CheckEnvName(k.Value); err != nil {
+				c.add(kp, k, "%s", err)
 				continue
 			}
 			if contains(needs, k.Value) {

@@ -57,9 +57,6 @@ var (
 	serviceRest   = chars("A-Za-z0-9_.@-")
 	productRest   = chars("a-z0-9_.-")
 	alertRest     = chars("A-Za-z0-9_.-")
-	systemdChars  = chars("A-Za-z0-9:_.\\@-")
-	launchdFirst  = chars("A-Za-z0-9_+@")
-	launchdRest   = chars("A-Za-z0-9_+@-")
 	envFirst      = chars("A-Za-z_")
 	envRest       = chars("A-Za-z0-9_")
 	digits        = chars("0-9")
@@ -72,8 +69,6 @@ func label(l string, edge, inner *charset) bool {
 }
 
 func validServiceName(s string) bool { return grammar(s, anyAlnum, serviceRest, 128) }
-
-func validEnvName(s string) bool { return grammar(s, envFirst, envRest, 1<<20) }
 
 func validDomain(d string) bool {
 	if d == "system" {
@@ -98,20 +93,6 @@ func dotted(s string, ok func(string) bool) bool {
 }
 
 func at(base, field string, i int) string { return base + "." + field + "[" + strconv.Itoa(i) + "]" }
-
-// systemdSuffixes are the unit types systemd knows.
-var systemdSuffixes = []string{
-	".service", ".socket", ".timer", ".target", ".path", ".mount",
-	".automount", ".swap", ".slice", ".scope", ".device",
-}
-
-// Unit-file directories by OS and scope (see UnitPathAllowed).
-const (
-	SystemdSystemDir  = "/etc/systemd/system"
-	SystemdUserSuffix = "/.config/systemd/user"
-	LaunchDaemonsDir  = "/Library/LaunchDaemons"
-	LaunchAgentsTail  = "/Library/LaunchAgents"
-)
 
 // Validate checks every rule of the registry document and returns nil or
 // a *ValidationError (unwrapping to ErrInvalid) carrying every violation,
@@ -365,10 +346,20 @@ func (v *validator) service(s *Service, os, p string) {
 	case !validServiceName(s.Name):
 		v.add(p+".name", "%q is not a service name (letters, digits, '_', '.', '@', '-'; at most 128)", s.Name)
 	}
-	if s.Unit == "" {
+	switch {
+	case s.Unit == "":
 		v.add(p+".unit", "missing; the systemd unit name or launchd label")
-	} else if msg := UnitProblem(os, s.Unit); msg != "" {
-		v.add(p+".unit", "%s", msg)
+	case os != OSLinux && os != OSDarwin:
+		// the target's os is reported on its own
+	case s.Program != "":
+		// A complete declaration is rendered and installed.
+		if err := CheckServiceUnit(os, s.Unit); err != nil {
+			v.add(p+".unit", "%s", err)
+		}
+	default:
+		if err := CheckUnitName(os, s.Unit); err != nil {
+			v.add(p+".unit", "%s", err)
+		}
 	}
 	scopeOK := true
 	switch s.Scope {
@@ -381,8 +372,8 @@ func (v *validator) service(s *Service, os, p string) {
 		if msg := absCleanProblem(s.UnitPath); msg != "" {
 			v.add(p+".unit_path", "%s", msg)
 		} else if scopeOK && (os == OSLinux || os == OSDarwin) {
-			if msg := UnitPathProblem(os, s.EffectiveScope(), s.Unit, s.UnitPath); msg != "" {
-				v.add(p+".unit_path", "%s", msg)
+			if err := CheckUnitPath(os, s.EffectiveScope(), s.Unit, s.UnitPath); err != nil {
+				v.add(p+".unit_path", "%s", err)
 			}
 		}
 	}
@@ -407,8 +398,8 @@ func (v *validator) service(s *Service, os, p string) {
 		sort.Strings(names)
 	}
 	for _, k := range names {
-		if !validEnvName(k) {
-			v.add(fmt.Sprintf("%s.env[%q]", p, k), "not an environment variable name ([A-Za-z_][A-Za-z0-9_]*)")
+		if err := CheckEnvName(k); err != nil {
+			v.add(fmt.Sprintf("%s.env[%q]", p, k), "%s", err)
 			continue
 		}
 		val := s.Env[k]
@@ -481,103 +472,6 @@ func argProblem(a string) string {
 		return "contains NUL"
 	case !utf8.ValidString(a):
 		return "is not valid UTF-8"
-	}
-	return ""
-}
-
-// UnitProblem says why unit is not a valid unit identity on os (a systemd
-// unit name on linux, a reverse-DNS launchd label on darwin), or "".
-func UnitProblem(os, unit string) string {
-	switch os {
-	case OSLinux:
-		return systemdUnitProblem(unit)
-	case OSDarwin:
-		return launchdLabelProblem(unit)
-	}
-	return "" // the target's os is reported on its own
-}
-
-func systemdUnitProblem(u string) string {
-	if len(u) > 255 {
-		return fmt.Sprintf("systemd unit name is %d bytes, at most 255", len(u))
-	}
-	if !grammar(u, systemdChars, systemdChars, 255) {
-		return fmt.Sprintf("%q is not a systemd unit name (letters, digits, ':', '_', '.', '\\', '@', '-')", u)
-	}
-	if strings.HasPrefix(u, "-") {
-		return fmt.Sprintf("%q starts with '-'", u)
-	}
-	suffix := ""
-	for _, s := range systemdSuffixes {
-		if strings.HasSuffix(u, s) {
-			suffix = s
-			break
-		}
-	}
-	if suffix == "" {
-		return fmt.Sprintf("%q has no unit type suffix (.service, .timer, .socket, ...)", u)
-	}
-	prefix := strings.TrimSuffix(u, suffix)
-	if prefix == "" || strings.HasSuffix(prefix, ".") {
-		return fmt.Sprintf("%q has an empty name before %s", u, suffix)
-	}
-	if at := strings.IndexByte(prefix, '@'); at >= 0 {
-		if at == 0 {
-			return fmt.Sprintf("%q has an empty template name", u)
-		}
-		if at == len(prefix)-1 {
-			return fmt.Sprintf("%q is a template; declare an instance such as %s", u, prefix+"NAME"+suffix)
-		}
-	}
-	return ""
-}
-
-func launchdLabelProblem(l string) string {
-	if len(l) > 255 {
-		return fmt.Sprintf("launchd label is %d bytes, at most 255", len(l))
-	}
-	if !strings.Contains(l, ".") {
-		return fmt.Sprintf("%q is not a reverse-DNS launchd label (such as com.example.name)", l)
-	}
-	if !dotted(l, func(part string) bool { return grammar(part, launchdFirst, launchdRest, 255) }) {
-		return fmt.Sprintf("%q is not a reverse-DNS launchd label (dot-separated parts of letters, digits, '_', '+', '@', '-')", l)
-	}
-	return ""
-}
-
-// UnitPathProblem says why unitPath (already absolute and clean) is not
-// where os and scope keep unit, or "". Allowed directories: linux system
-// /etc/systemd/system, linux user <home>/.config/systemd/user, darwin
-// system /Library/LaunchDaemons, darwin user <home>/Library/LaunchAgents or
-// /Library/LaunchAgents. The file name must be the unit (linux) or the
-// label plus ".plist" (darwin).
-func UnitPathProblem(os, scope, unit, unitPath string) string {
-	dir, base := path.Split(unitPath)
-	dir = strings.TrimSuffix(dir, "/")
-	var ok bool
-	var want, wantBase string
-	switch {
-	case os == OSLinux && scope == ScopeSystem:
-		ok, want = dir == SystemdSystemDir, SystemdSystemDir
-	case os == OSLinux && scope == ScopeUser:
-		ok, want = strings.HasSuffix(dir, SystemdUserSuffix) && len(dir) > len(SystemdUserSuffix), "<home>"+SystemdUserSuffix
-	case os == OSDarwin && scope == ScopeSystem:
-		ok, want = dir == LaunchDaemonsDir, LaunchDaemonsDir
-	case os == OSDarwin && scope == ScopeUser:
-		ok, want = strings.HasSuffix(dir, LaunchAgentsTail), "<home>"+LaunchAgentsTail
-	}
-	if !ok {
-		return fmt.Sprintf("%q is outside %s, where %s %s units live", unitPath, want, os, scope)
-	}
-	if unit == "" {
-		return ""
-	}
-	wantBase = unit
-	if os == OSDarwin {
-		wantBase = unit + ".plist"
-	}
-	if base != wantBase {
-		return fmt.Sprintf("file name %q does not match the unit (want %q)", base, wantBase)
 	}
 	return ""
 }

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"fmt"
 	"path/filepath"
-	"strings"
 
 	"github.com/wisent/stado/registry"
 )
@@ -50,8 +49,10 @@ func IsPlist(data []byte) bool {
 // ParseFile parses the unit file at path (its bytes in data) whatever its
 // kind: a property list is read by ParsePlist, anything else as a systemd
 // unit named by the file's base name with dropins applied in order. It
-// records path as the declaration's UnitPath and takes the scope from it
-// (a systemd user directory or LaunchAgents means user scope). Errors are
+// records path as the declaration's UnitPath and takes the scope from the
+// directory holding it (registry.ScopeOfUnitPath: a systemd/user directory
+// or LaunchAgents is user scope, systemd/system or LaunchDaemons system
+// scope); elsewhere the scope is what the unit itself says. Errors are
 // *SyntaxError.
 func ParseFile(path string, data []byte, dropins [][]byte) (Parsed, error) {
 	var p Parsed
@@ -64,19 +65,16 @@ func ParseFile(path string, data []byte, dropins [][]byte) (Parsed, error) {
 			}
 			return Parsed{}, err
 		}
-		switch {
-		case strings.Contains(path, "/LaunchAgents/"):
-			p.Service.Scope = registry.ScopeUser
-		case strings.Contains(path, "/LaunchDaemons/"):
-			p.Service.Scope = registry.ScopeSystem
+		if scope, ok := registry.ScopeOfUnitPath(registry.OSDarwin, path); ok {
+			p.Service.Scope = scope
 		}
 	} else {
 		p, err = ParseSystemd(data, filepath.Base(path), dropins)
 		if err != nil {
 			return Parsed{}, err
 		}
-		if strings.Contains(path, "/systemd/user/") {
-			p.Service.Scope = registry.ScopeUser
+		if scope, ok := registry.ScopeOfUnitPath(registry.OSLinux, path); ok {
+			p.Service.Scope = scope
 		}
 	}
 	p.Service.UnitPath = path

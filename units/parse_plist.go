@@ -148,7 +148,7 @@ func ParsePlist(data []byte) (Parsed, error) {
 				p.incomplete("EnvironmentVariables.%s is not a string", k)
 				return p, nil
 			}
-			if !envName.MatchString(k) {
+			if registry.CheckEnvName(k) != nil {
 				p.incomplete("EnvironmentVariables.%s is not a valid variable name", k)
 				return p, nil
 			}

@@ -172,7 +172,7 @@ func ParseSystemd(data []byte, name string, dropins [][]byte) (Parsed, error) {
 			for _, w := range words {
 				k, v, ok := strings.Cut(w.text, "=")
 				switch {
-				case !ok || !envName.MatchString(k):
+				case !ok || registry.CheckEnvName(k) != nil:
 					problem = fmt.Sprintf("Environment= at %s:%d holds %q, which is not an assignment", e.file, e.line, w.text)
 				case len(w.specifiers) > 0:
 					problem = fmt.Sprintf("Environment= at %s:%d uses specifier %s in %q, which a declaration cannot carry", e.file, e.line, w.specifiers[0], w.raw)

@@ -271,3 +271,38 @@ func readDropins(t *testing.T, dir string) [][]byte {
 	}
 	return out
 }
+
+// ParseFile takes the scope from the directory the init system read the
+// file from, wherever on its search path that is; elsewhere the unit's own
+// words decide.
+func TestParseFileTakesTheScopeFromTheUnitDirectory(t *testing.T) {
+	const systemdUnit = "[Service]\nExecStart=/bin/true\n[Install]\nWantedBy=default.target\n"
+	plist := []byte(`<?xml version="1.0" encoding="UTF-8"?>
+<plist version="1.0"><dict><key>Label</key><string>com.example.job</string>
+<key>ProgramArguments</key><array><string>/bin/true</string></array></dict></plist>`)
+	cases := []struct {
+		path  string
+		data  []byte
+		scope string
+	}{
+		// The directories stado installs in.
+		{"/etc/systemd/system/x.service", []byte(systemdUnit), registry.ScopeSystem},
+		{"/home/op/.config/systemd/user/x.service", []byte(systemdUnit), registry.ScopeUser},
+		{"/Library/LaunchDaemons/com.example.job.plist", plist, registry.ScopeSystem},
+		{"/Users/op/Library/LaunchAgents/com.example.job.plist", plist, registry.ScopeUser},
+		// Vendor directories of the search path.
+		{"/usr/lib/systemd/user/x.service", []byte(systemdUnit), registry.ScopeUser},
+		{"/lib/systemd/system/x.service", []byte(systemdUnit), registry.ScopeSystem},
+		// No unit directory: WantedBy=default.target says user.
+		{"/tmp/x.service", []byte(systemdUnit), registry.ScopeUser},
+	}
+	for _, c := range cases {
+		p, err := ParseFile(c.path, c.data, nil)
+		if err != nil {
+			t.Fatalf("%s: %v", c.path, err)
+		}
+		if p.Service.Scope != c.scope || p.Service.UnitPath != c.path {
+			t.Errorf("%s: scope %q, unit path %q; want %q and the path", c.path, p.Service.Scope, p.Service.UnitPath, c.scope)
+		}
+	}
+}

@@ -4,9 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"io"
-	"path"
 	"path/filepath"
-	"regexp"
 	"sort"
 	"strconv"
 	"strings"
@@ -63,24 +61,16 @@ func Render(s registry.Service, goos, home string) ([]byte, error) {
 }
 
 // UnitPath returns where s's unit file lives on goos: the declared
-// UnitPath, or the default for its scope (systemd: /etc/systemd/system or
-// <home>/.config/systemd/user; launchd: /Library/LaunchDaemons or
-// <home>/Library/LaunchAgents, named <label>.plist).
+// UnitPath, or registry.DefaultUnitPath for its scope and home. Any goos
+// other than darwin is taken as linux.
 func UnitPath(s registry.Service, goos, home string) string {
 	if s.UnitPath != "" {
 		return s.UnitPath
 	}
-	user := s.EffectiveScope() == registry.ScopeUser
-	if goos == registry.OSDarwin {
-		if user {
-			return filepath.Join(home, "Library", "LaunchAgents", s.Unit+".plist")
-		}
-		return path.Join("/Library/LaunchDaemons", s.Unit+".plist")
+	if goos != registry.OSDarwin {
+		goos = registry.OSLinux
 	}
-	if user {
-		return filepath.Join(home, ".config", "systemd", "user", s.Unit)
-	}
-	return path.Join("/etc/systemd/system", s.Unit)
+	return registry.DefaultUnitPath(goos, s.EffectiveScope(), home, s.Unit)
 }
 
 // LaunchdLogPath is where a rendered launchd job writes its standard output
@@ -101,12 +91,6 @@ func DefaultName(unitID, goos string) string {
 	}
 	return strings.TrimSuffix(unitID, ".service")
 }
-
-var (
-	systemdUnitName = regexp.MustCompile(`^[A-Za-z0-9:_.\\-]+\.service$`)
-	launchdLabel    = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]*$`)
-	envName         = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
-)
 
 // checkValue refuses what no unit file can carry faithfully.
 func checkValue(field, v string) error {
@@ -135,18 +119,11 @@ func validate(s registry.Service, goos string) error {
 	if err := checkValue("product", s.Product); err != nil {
 		return err
 	}
-	switch goos {
-	case registry.OSDarwin:
-		if !launchdLabel.MatchString(s.Unit) {
-			return &FieldError{Field: "unit", Reason: fmt.Sprintf("%q is not a launchd label (letters, digits, '.', '_', '-')", s.Unit)}
-		}
-	default:
-		if !systemdUnitName.MatchString(s.Unit) {
-			return &FieldError{Field: "unit", Reason: fmt.Sprintf("%q is not a systemd service unit name (NAME.service)", s.Unit)}
-		}
-		if strings.Contains(s.Unit, "@") {
-			return &FieldError{Field: "unit", Reason: fmt.Sprintf("%q is a template unit; declare an instance name", s.Unit)}
-		}
+	if goos != registry.OSDarwin {
+		goos = registry.OSLinux
+	}
+	if err := registry.CheckServiceUnit(goos, s.Unit); err != nil {
+		return &FieldError{Field: "unit", Reason: err.Error()}
 	}
 	if err := checkValue("program", s.Program); err != nil {
 		return err
@@ -160,8 +137,8 @@ func validate(s registry.Service, goos string) error {
 		}
 	}
 	for _, k := range sortedKeys(s.Env) {
-		if !envName.MatchString(k) {
-			return &FieldError{Field: "env." + k, Reason: "is not a valid environment variable name"}
+		if err := registry.CheckEnvName(k); err != nil {
+			return &FieldError{Field: "env." + k, Reason: err.Error()}
 		}
 		if err := checkValue("env."+k, s.Env[k]); err != nil {
 			return err
