@@ -95,8 +95,13 @@ type Runner struct {
 	Identity     Identity
 	Version      string
 	Logger       *slog.Logger
-	// Now is the clock; nil means time.Now.
+	// Now is the clock every pass reads; nil means time.Now.
 	Now func() time.Time
+	// NewTicker makes what Run waits on between passes: the channel its
+	// ticks arrive on, and the function that stops it. nil means a
+	// time.Ticker. A test hands in a channel it feeds itself, so it drives
+	// pass after pass without sleeping through an interval.
+	NewTicker func(d time.Duration) (ticks <-chan time.Time, stop func())
 
 	mu      sync.Mutex
 	pass    int64
@@ -110,6 +115,14 @@ func (r *Runner) now() time.Time {
 		return r.Now()
 	}
 	return time.Now()
+}
+
+func (r *Runner) newTicker(d time.Duration) (<-chan time.Time, func()) {
+	if r.NewTicker != nil {
+		return r.NewTicker(d)
+	}
+	t := time.NewTicker(d)
+	return t.C, t.Stop
 }
 
 func (r *Runner) logger() *slog.Logger {
@@ -127,12 +140,14 @@ func (r *Runner) Persist(ref Refusal) {
 	r.lasting = append(r.lasting, ref)
 }
 
-// Run runs a pass at once and then one per interval until ctx ends. It
-// returns nil when ctx is cancelled; a pass never ends it.
+// Run runs a pass at once and then one per tick of a ticker of the
+// configured interval (NewTicker) until ctx ends. It returns nil when ctx
+// is cancelled; a pass never ends it. A pass that outlasts the interval
+// delays the next one rather than piling passes up.
 func (r *Runner) Run(ctx context.Context) error {
 	cfg := r.Config.withDefaults()
-	t := time.NewTicker(cfg.Interval)
-	defer t.Stop()
+	ticks, stop := r.newTicker(cfg.Interval)
+	defer stop()
 	for {
 		if _, err := r.RunPass(ctx); err != nil && ctx.Err() == nil {
 			r.logger().Warn("beacon pass", "err", err)
@@ -140,7 +155,7 @@ func (r *Runner) Run(ctx context.Context) error {
 		select {
 		case <-ctx.Done():
 			return nil
-		case <-t.C:
+		case <-ticks:
 		}
 	}
 }

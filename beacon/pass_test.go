@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"sync"
 	"testing"
 	"time"
 
@@ -145,4 +146,109 @@ func TestCloneWithAnotherMachineIDIsReportedAsIdentityConflict(t *testing.T) {
 		}
 	}
 	t.Fatalf("no identity_conflict in %+v", got.Refusals)
+}
+
+// fakeTicker is a ticker the test drives: a tick is sent by hand, and the
+// send returns only once Run waits for it, that is after the previous
+// pass has finished.
+type fakeTicker struct {
+	ticks    chan time.Time
+	interval chan time.Duration // the interval Run asked for
+	stopped  chan struct{}
+}
+
+func newFakeTicker() *fakeTicker {
+	return &fakeTicker{ticks: make(chan time.Time), interval: make(chan time.Duration, 1), stopped: make(chan struct{})}
+}
+
+func (f *fakeTicker) new(d time.Duration) (<-chan time.Time, func()) {
+	f.interval <- d
+	return f.ticks, func() { close(f.stopped) }
+}
+
+// fakeClock is a clock the test moves.
+type fakeClock struct {
+	mu  sync.Mutex
+	now time.Time
+}
+
+func (c *fakeClock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.now
+}
+
+func (c *fakeClock) advance(d time.Duration) time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.now = c.now.Add(d)
+	return c.now
+}
+
+// Run publishes a pass at once and one per tick, each stamped by the
+// injected clock, and stops its ticker when ctx ends: an hour-long interval
+// costs the test no waiting at all.
+func TestRunRunsAPassPerTickOfTheInjectedTicker(t *testing.T) {
+	st := newStore(t)
+	if _, err := registry.Push(context.Background(), st, fleet(), 0, "test"); err != nil {
+		t.Fatal(err)
+	}
+	const interval = time.Hour
+	clock := &fakeClock{now: t0}
+	ticker := newFakeTicker()
+	r := &Runner{Host: "host1", Store: st, Observer: staticObserver{}, Config: Config{Interval: interval},
+		Now: clock.Now, NewTicker: ticker.new}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- r.Run(ctx) }()
+
+	if got := <-ticker.interval; got != interval {
+		t.Fatalf("Run asked for a ticker of %v, want the configured %v", got, interval)
+	}
+	for pass := 2; pass <= 4; pass++ {
+		// The send returns once Run waits again: pass-1 is published.
+		ticker.ticks <- clock.advance(interval)
+	}
+	b := waitForPass(t, st, 4)
+	cancel() // Run is done with pass 4 and waits for a tick that never comes
+	if err := <-done; err != nil {
+		t.Fatalf("Run = %v, want nil after cancel", err)
+	}
+	select {
+	case <-ticker.stopped:
+	default:
+		t.Fatal("Run returned without stopping its ticker")
+	}
+	if want := t0.Add(3 * interval); !b.At.Equal(want) || b.IntervalSeconds != interval.Seconds() {
+		t.Fatalf("pass 4 at %v (interval %vs), want %v: each pass reads the injected clock", b.At, b.IntervalSeconds, want)
+	}
+	if b, _ := readBeacon(st); b.Pass != 4 {
+		t.Fatalf("after cancel the store holds pass %d, want 4: no pass runs once ctx ends", b.Pass)
+	}
+}
+
+// waitForPass polls the store until host1's beacon reaches pass n.
+func waitForPass(t *testing.T, st registry.Store, n int64) Beacon {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		b, err := readBeacon(st)
+		if err == nil && b.Pass >= n {
+			return b
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no beacon of pass %d within 10s (last: pass %d, %v)", n, b.Pass, err)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+func readBeacon(st registry.Store) (Beacon, error) {
+	var b Beacon
+	obj, err := st.Get(context.Background(), registry.BeaconPrefix+"host1")
+	if err != nil {
+		return b, err
+	}
+	err = json.Unmarshal(obj.Value, &b)
+	return b, err
 }
