@@ -1,0 +1,304 @@
+package channel
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/wisent/stado/registry"
+)
+
+// ErrKeeperUnavailable is returned (wrapped, with the reason) by
+// KeeperClient.Run when the call did not reach a host through a keeper:
+// nothing listens and none could be started, the keeper refused the call
+// (another uid, another protocol version, stopping), or the connection to
+// it broke before the command started. Nothing ran on the host, so the
+// caller falls back to a direct connection (Pool.Run).
+var ErrKeeperUnavailable = errors.New("channel: keeper unavailable")
+
+// DefaultKeeperStartTimeout bounds the wait for a keeper KeeperClient
+// started to answer on its socket.
+const DefaultKeeperStartTimeout = 5 * time.Second
+
+// KeeperClient runs commands on hosts through the keeper (ServeKeeper)
+// listening on Socket, so connections outlive one stado command. It holds
+// no state and is safe for concurrent use.
+type KeeperClient struct {
+	// Socket is the keeper's socket; default DefaultKeeperSocket().
+	Socket string
+	// Start starts a keeper when nothing answers on Socket (typically
+	// StartKeeperProcess of this executable's `host keeper`); nil never
+	// starts one.
+	Start func() error
+	// StartTimeout bounds the wait for a started keeper's socket; default
+	// DefaultKeeperStartTimeout.
+	StartTimeout time.Duration
+}
+
+// Run does what Pool.Run does — runs argv on t with stdin (nil for none) as
+// one quoted line and returns what it printed — over the keeper's
+// connection to t, dialed with dialer's settings (nil: the zero Dialer).
+// The endpoint is resolved here (ssh_config, defaults under this process's
+// $HOME); the keeper gets paths and this process's agent socket, never key
+// material.
+//
+// Errors are Pool.Run's: a word Quote cannot carry; a *RemoteError at
+// StageConnect, StageAuth or StageHostKey (with the dialer's *HostKeyError,
+// also when a kept connection's key is no longer accepted) when the host
+// was not reached, at StageRemoteRefusal or StageRemoteExit when the
+// command failed, with stdout and stderr returned. An error wrapping
+// ErrKeeperUnavailable means no keeper took the call and nothing ran: fall
+// back to Pool.Run.
+func (c *KeeperClient) Run(ctx context.Context, t registry.Target, dialer *Dialer, argv []string, stdin []byte) (stdout, stderr []byte, err error) {
+	if _, err := Quote(argv); err != nil {
+		return nil, nil, fmt.Errorf("%s: %w", t.Name, err)
+	}
+	if dialer == nil {
+		dialer = &Dialer{}
+	}
+	ep, err := dialer.Resolve(t)
+	if err != nil {
+		return nil, nil, &RemoteError{Host: t.Name, Stage: StageConnect, Err: err}
+	}
+	req, err := newKeeperRequest(dialer, ep, argv, stdin)
+	if err != nil {
+		return nil, nil, fmt.Errorf("%w: %v", ErrKeeperUnavailable, err)
+	}
+	for attempt := 0; ; attempt++ {
+		stdout, stderr, retry, err := c.call(ctx, t, req, stdin)
+		if !retry || attempt > 0 {
+			return stdout, stderr, err
+		}
+	}
+}
+
+// newKeeperRequest is the request for one call, every path made absolute
+// in this process's working directory.
+func newKeeperRequest(d *Dialer, ep Endpoint, argv []string, stdin []byte) (*keeperRequest, error) {
+	if len(stdin) > maxKeeperStdin {
+		return nil, fmt.Errorf("stdin of %d bytes exceeds %d", len(stdin), maxKeeperStdin)
+	}
+	abs := func(p string) (string, error) {
+		if p == "" {
+			return "", nil
+		}
+		return filepath.Abs(p)
+	}
+	we := keeperEndpoint{Host: ep.Host, Address: ep.Address, Port: ep.Port, User: ep.User, Explicit: ep.explicit}
+	for _, f := range ep.IdentityFiles {
+		a, err := abs(f)
+		if err != nil {
+			return nil, err
+		}
+		we.IdentityFiles = append(we.IdentityFiles, a)
+	}
+	kh, err := abs(d.knownHostsPath())
+	if err != nil {
+		return nil, err
+	}
+	sock := d.AgentSocket
+	if sock == "" && !d.NoAgent {
+		sock = os.Getenv("SSH_AUTH_SOCK")
+	}
+	if d.NoAgent {
+		sock = ""
+	}
+	if sock, err = abs(sock); err != nil {
+		return nil, err
+	}
+	return &keeperRequest{
+		Endpoint:   we,
+		KnownHosts: kh, AcceptNew: d.AcceptNewHostKey,
+		AgentSocket: sock, NoAgent: d.NoAgent,
+		ConnectTimeout: int64(d.ConnectTimeout), KeepAlive: int64(d.KeepAlive), KeepAliveMissed: d.KeepAliveMissed,
+		Argv: argv, Stdin: stdin != nil,
+	}, nil
+}
+
+// call makes one attempt; retry says the keeper was stopping or closed the
+// connection before answering, so one more attempt may start a new keeper.
+func (c *KeeperClient) call(ctx context.Context, t registry.Target, req *keeperRequest, stdin []byte) (stdout, stderr []byte, retry bool, err error) {
+	unavailable := func(format string, args ...any) error {
+		return fmt.Errorf("%w: %s", ErrKeeperUnavailable, fmt.Sprintf(format, args...))
+	}
+	conn, err := c.connect(ctx)
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil, nil, false, &RemoteError{Host: t.Name, Stage: StageConnect, Err: ctx.Err()}
+		}
+		return nil, nil, false, unavailable("%v", err)
+	}
+	defer conn.Close()
+	stop := context.AfterFunc(ctx, func() { conn.Close() })
+	defer stop()
+
+	w := bufio.NewWriterSize(conn, 64<<10)
+	werr := writeFrame(w, &keeperFrame{Kind: frameRequest, Version: keeperProtocol, Request: req})
+	for b := stdin; werr == nil && len(b) > 0; {
+		n := min(len(b), keeperChunk)
+		werr = writeFrame(w, &keeperFrame{Kind: frameStdin, Data: b[:n]})
+		b = b[n:]
+	}
+	if werr == nil {
+		werr = writeFrame(w, &keeperFrame{Kind: frameStdinEnd})
+	}
+	if werr == nil {
+		werr = w.Flush()
+	}
+
+	r := bufio.NewReader(conn)
+	var out, errb cappedBuffer
+	addr, started := "", false
+	for {
+		var f keeperFrame
+		if err := readFrame(r, &f); err != nil {
+			switch {
+			case ctx.Err() != nil && started:
+				return out.Bytes(), errb.Bytes(), false, &RemoteError{Host: t.Name, Address: addr, Stage: StageRemoteExit, ExitStatus: -1, StderrTail: tail(errb.Bytes()), Err: ctx.Err()}
+			case ctx.Err() != nil:
+				return nil, nil, false, &RemoteError{Host: t.Name, Stage: StageConnect, Err: ctx.Err()}
+			case !started:
+				if werr != nil {
+					err = werr
+				}
+				return nil, nil, true, unavailable("keeper closed the call: %v", err)
+			default:
+				return out.Bytes(), errb.Bytes(), false, &RemoteError{Host: t.Name, Address: addr, Stage: StageConnect, ExitStatus: -1, StderrTail: tail(errb.Bytes()), Err: fmt.Errorf("keeper connection lost: %w", err)}
+			}
+		}
+		switch {
+		case f.Kind == frameUnavailable && !started:
+			return nil, nil, f.Retry, unavailable("%s", f.Reason)
+		case f.Kind == frameFailed && !started && f.Failure != nil:
+			return nil, nil, false, f.Failure.remoteError(t.Name)
+		case f.Kind == frameStarted && !started:
+			started, addr = true, f.Address
+		case f.Kind == frameStdout && started:
+			_, _ = out.Write(f.Data)
+		case f.Kind == frameStderr && started:
+			_, _ = errb.Write(f.Data)
+		case f.Kind == frameExit && started && f.Exit != nil:
+			return out.Bytes(), errb.Bytes(), false, f.Exit.remoteError(t, addr, req.Argv, &out, &errb)
+		case !started:
+			return nil, nil, false, unavailable("unexpected %q frame from the keeper", f.Kind)
+		default:
+			return out.Bytes(), errb.Bytes(), false, &RemoteError{Host: t.Name, Address: addr, Stage: StageConnect, ExitStatus: -1, StderrTail: tail(errb.Bytes()), Err: fmt.Errorf("unexpected %q frame from the keeper", f.Kind)}
+		}
+	}
+}
+
+// connect dials the keeper's socket; when nothing listens there and Start
+// is set, it starts a keeper and polls for its socket until StartTimeout.
+func (c *KeeperClient) connect(ctx context.Context) (*net.UnixConn, error) {
+	sock := c.Socket
+	if sock == "" {
+		var err error
+		if sock, err = DefaultKeeperSocket(); err != nil {
+			return nil, err
+		}
+	}
+	conn, err := dialKeeper(ctx, sock)
+	if err == nil || c.Start == nil || !(errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ECONNREFUSED)) {
+		return conn, err
+	}
+	if err := c.Start(); err != nil {
+		return nil, fmt.Errorf("start keeper: %w", err)
+	}
+	wait := c.StartTimeout
+	if wait <= 0 {
+		wait = DefaultKeeperStartTimeout
+	}
+	deadline := time.NewTimer(wait)
+	defer deadline.Stop()
+	tick := time.NewTicker(10 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-deadline.C:
+			return nil, fmt.Errorf("started keeper does not answer on %s after %v: %w", sock, wait, err)
+		case <-tick.C:
+		}
+		if conn, err = dialKeeper(ctx, sock); err == nil {
+			return conn, nil
+		}
+	}
+}
+
+func dialKeeper(ctx context.Context, sock string) (*net.UnixConn, error) {
+	var d net.Dialer
+	c, err := d.DialContext(ctx, "unix", sock)
+	if err != nil {
+		return nil, err
+	}
+	return c.(*net.UnixConn), nil
+}
+
+// StartKeeperProcess starts exe with args (typically this executable's
+// `host keeper`) as a keeper detached from the caller: a new session, no
+// controlling terminal, stdin, stdout and stderr on /dev/null, working
+// directory /, and the caller's environment without SSH_AUTH_SOCK (each
+// call names the agent its client uses; the keeper has none of its own).
+// It returns once the process started, without waiting for its socket
+// (KeeperClient polls for it), and reaps the process if it exits while the
+// caller still runs.
+//
+// Under `go test` it refuses to start the test binary itself (an error, so
+// the caller dials directly): that binary would run the package's tests
+// again instead of a keeper, and they would start another.
+func StartKeeperProcess(exe string, args []string) error {
+	if testing.Testing() {
+		if self, err := os.Executable(); err == nil && sameFile(self, exe) {
+			return errors.New("start keeper: refusing to start the test binary as a keeper")
+		}
+	}
+	if strings.ContainsRune(exe, os.PathSeparator) {
+		abs, err := filepath.Abs(exe) // the working directory becomes /
+		if err != nil {
+			return fmt.Errorf("start keeper: %w", err)
+		}
+		exe = abs
+	}
+	null, err := os.OpenFile(os.DevNull, os.O_RDWR, 0)
+	if err != nil {
+		return fmt.Errorf("start keeper: %w", err)
+	}
+	defer null.Close()
+	cmd := exec.Command(exe, args...)
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = null, null, null
+	cmd.Dir = "/"
+	cmd.Env = slices.DeleteFunc(os.Environ(), func(kv string) bool { return strings.HasPrefix(kv, "SSH_AUTH_SOCK=") })
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	if err := cmd.Start(); err != nil {
+		return fmt.Errorf("start keeper: %w", err)
+	}
+	go func() { _ = cmd.Wait() }()
+	return nil
+}
+
+// sameFile reports whether paths a and b name one existing file.
+func sameFile(a, b string) bool {
+	if !strings.ContainsRune(b, os.PathSeparator) {
+		if p, err := exec.LookPath(b); err == nil {
+			b = p
+		}
+	}
+	sa, err := os.Stat(a)
+	if err != nil {
+		return false
+	}
+	sb, err := os.Stat(b)
+	return err == nil && os.SameFile(sa, sb)
+}

@@ -1,0 +1,826 @@
+package channel
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"reflect"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"golang.org/x/crypto/ssh"
+
+	"github.com/wisent/stado/registry"
+	"github.com/wisent/stado/tests/testbed"
+)
+
+// keeperDeadline bounds every wait on a keeper in these tests; it is a
+// deadline for polling, never a measured duration.
+const keeperDeadline = 10 * time.Second
+
+// keeperSocketPath is a socket path in a new private directory short
+// enough for a unix socket address (t.TempDir paths can be too long).
+func keeperSocketPath(t *testing.T) string {
+	t.Helper()
+	dir, err := os.MkdirTemp("", "stado-keeper")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	return filepath.Join(dir, "run", "keeper.sock")
+}
+
+// runningKeeper is a ServeKeeper in this process.
+type runningKeeper struct {
+	socket string
+	stop   context.CancelFunc
+	done   chan error // receives ServeKeeper's result
+}
+
+// startKeeper runs ServeKeeper with cfg (its Socket defaulted to a fresh
+// path) and waits until it answers; cleanup stops it and waits for it.
+func startKeeper(t *testing.T, cfg KeeperConfig) *runningKeeper {
+	t.Helper()
+	k := launchKeeper(t, cfg)
+	waitUntil(t, "the keeper answers on "+k.socket, func() bool {
+		c, err := net.Dial("unix", k.socket)
+		if err == nil {
+			c.Close()
+		}
+		return err == nil
+	})
+	return k
+}
+
+// launchKeeper starts ServeKeeper without waiting for its socket.
+func launchKeeper(t *testing.T, cfg KeeperConfig) *runningKeeper {
+	t.Helper()
+	if cfg.Socket == "" {
+		cfg.Socket = keeperSocketPath(t)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	k := &runningKeeper{socket: cfg.Socket, stop: cancel, done: make(chan error, 1)}
+	go func() { k.done <- ServeKeeper(ctx, cfg) }()
+	t.Cleanup(func() {
+		cancel()
+		select {
+		case <-k.done:
+		case <-time.After(keeperDeadline):
+			t.Error("the keeper did not stop")
+		}
+	})
+	return k
+}
+
+// waitUntil polls cond until it holds, failing the test at keeperDeadline.
+func waitUntil(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.NewTimer(keeperDeadline)
+	defer deadline.Stop()
+	tick := time.NewTicker(5 * time.Millisecond)
+	defer tick.Stop()
+	for !cond() {
+		select {
+		case <-deadline.C:
+			t.Fatalf("timed out waiting until %s", what)
+		case <-tick.C:
+		}
+	}
+}
+
+// exited waits for ServeKeeper to return and gives its result.
+func (k *runningKeeper) exited(t *testing.T) error {
+	t.Helper()
+	select {
+	case err := <-k.done:
+		k.done <- err // for cleanup
+		return err
+	case <-time.After(keeperDeadline):
+		t.Fatal("the keeper did not exit")
+		return nil
+	}
+}
+
+func TestASecondRunThroughTheKeeperReusesItsConnection(t *testing.T) {
+	f := newFixture(t)
+	k := startKeeper(t, KeeperConfig{})
+	target := f.srv.target("web1")
+	// two clients, as two stado invocations would hold
+	for i := range 2 {
+		kc := &KeeperClient{Socket: k.socket}
+		stdout, _, err := kc.Run(context.Background(), target, f.dialer(), []string{"version"}, nil)
+		if err != nil {
+			t.Fatalf("run %d: %v", i+1, err)
+		}
+		if string(stdout) != "version" {
+			t.Fatalf("run %d: stdout %q", i+1, stdout)
+		}
+	}
+	if n := f.srv.accepted.Load(); n != 1 {
+		t.Fatalf("the server saw %d connections (handshakes), want 1", n)
+	}
+	if n := f.srv.commands.Load(); n != 2 {
+		t.Fatalf("the server ran %d commands, want 2", n)
+	}
+}
+
+func TestConnectionsAreKeptApartByIdentityAndKnownHosts(t *testing.T) {
+	f := newFixture(t)
+	k := startKeeper(t, KeeperConfig{})
+	kc := &KeeperClient{Socket: k.socket}
+	target := f.srv.target("web1")
+	other := filepath.Join(f.home, "other_known_hosts")
+	knownHostsWith(t, other, f.srv.hostSigner.PublicKey(), f.srv.hostPort())
+	second := f.dialer()
+	second.KnownHostsPath = other
+	for _, d := range []*Dialer{f.dialer(), second, f.dialer(), second} {
+		if _, _, err := kc.Run(context.Background(), target, d, []string{"version"}, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := f.srv.accepted.Load(); n != 2 {
+		t.Fatalf("the server saw %d connections, want one per known_hosts file", n)
+	}
+}
+
+func TestAChangedKnownHostsEntryRefusesTheKeptConnection(t *testing.T) {
+	f := newFixture(t)
+	k := startKeeper(t, KeeperConfig{})
+	kc := &KeeperClient{Socket: k.socket}
+	target := f.srv.target("web1")
+	ctx := context.Background()
+	if _, _, err := kc.Run(ctx, target, f.dialer(), []string{"version"}, nil); err != nil {
+		t.Fatal(err)
+	}
+	good, err := os.ReadFile(f.knownHosts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	knownHostsWith(t, f.knownHosts, newSigner(t).PublicKey(), f.srv.hostPort())
+
+	_, _, err = kc.Run(ctx, target, f.dialer(), []string{"version"}, nil)
+	re := remoteErr(t, err, "web1", StageHostKey)
+	var he *HostKeyError
+	if !errors.As(err, &he) {
+		t.Fatalf("%v carries no *HostKeyError", err)
+	}
+	if he.Kind != HostKeyChanged || he.RefusalCode() != "host_key_mismatch" {
+		t.Fatalf("host key error %+v, want changed (host_key_mismatch)", he)
+	}
+	if want := ssh.FingerprintSHA256(f.srv.hostSigner.PublicKey()); he.Fingerprint != want {
+		t.Fatalf("fingerprint %s, want the server's %s", he.Fingerprint, want)
+	}
+	if f.srv.commands.Load() != 1 {
+		t.Fatal("a command ran over a connection whose host key is no longer known")
+	}
+	if n := f.srv.accepted.Load(); n != 1 {
+		t.Fatalf("the refusal came from %d connections, want the kept one", n)
+	}
+
+	// a fresh connection is refused with the same error
+	pool := NewPool(f.dialer())
+	defer pool.Close()
+	_, _, direct := pool.Run(ctx, target, []string{"version"}, nil)
+	var dre *RemoteError
+	var dhe *HostKeyError
+	if !errors.As(direct, &dre) || !errors.As(direct, &dhe) {
+		t.Fatalf("direct run: %v", direct)
+	}
+	if !reflect.DeepEqual(dhe, he) || dre.Address != re.Address || dre.Error() != re.Error() {
+		t.Fatalf("through the keeper %#v (%v), directly %#v (%v)", he, re, dhe, dre)
+	}
+
+	// the refused connection was closed: restoring the entry dials anew
+	writeFile(t, f.knownHosts, string(good))
+	if _, _, err := kc.Run(ctx, target, f.dialer(), []string{"version"}, nil); err != nil {
+		t.Fatal(err)
+	}
+	if n := f.srv.accepted.Load(); n != 3 { // kept, direct, new kept
+		t.Fatalf("the server saw %d connections, want 3", n)
+	}
+}
+
+func TestARevokedHostKeyRefusesTheKeptConnection(t *testing.T) {
+	f := newFixture(t)
+	k := startKeeper(t, KeeperConfig{})
+	kc := &KeeperClient{Socket: k.socket}
+	target := f.srv.target("web1")
+	if _, _, err := kc.Run(context.Background(), target, f.dialer(), []string{"version"}, nil); err != nil {
+		t.Fatal(err)
+	}
+	old, _ := os.ReadFile(f.knownHosts)
+	revoked := "@revoked * " + string(ssh.MarshalAuthorizedKey(f.srv.hostSigner.PublicKey()))
+	writeFile(t, f.knownHosts, revoked+string(old))
+	_, _, err := kc.Run(context.Background(), target, f.dialer(), []string{"version"}, nil)
+	remoteErr(t, err, "web1", StageHostKey)
+	var he *HostKeyError
+	if !errors.As(err, &he) || he.Kind != HostKeyRevoked || he.RefusalCode() != "host_key_mismatch" {
+		t.Fatalf("error %v, want a revoked host key", err)
+	}
+}
+
+func TestAKeptConnectionRedialsWhenKnownHostsNowRecordsAnotherKeyType(t *testing.T) {
+	home := isolatedHome(t)
+	ecKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ecSigner, _ := ssh.NewSignerFromKey(ecKey)
+	edSigner := newSigner(t)
+	srv := startServer(t, ecSigner, edSigner)
+	id, pub := clientKey(t, home, "id")
+	srv.authorize(pub)
+	kh := filepath.Join(home, ".ssh", "known_hosts")
+	knownHostsWith(t, kh, edSigner.PublicKey(), srv.hostPort())
+	d := &Dialer{KnownHostsPath: kh, IdentityFiles: []string{id}}
+	k := startKeeper(t, KeeperConfig{})
+	kc := &KeeperClient{Socket: k.socket}
+	if _, _, err := kc.Run(context.Background(), srv.target("web1"), d, []string{"version"}, nil); err != nil {
+		t.Fatal(err)
+	}
+	// the host's ed25519 key gives way to its ECDSA key: a fresh connection
+	// would ask for ECDSA and be accepted, so the keeper's is too
+	knownHostsWith(t, kh, ecSigner.PublicKey(), srv.hostPort())
+	if _, _, err := kc.Run(context.Background(), srv.target("web1"), d, []string{"version"}, nil); err != nil {
+		t.Fatalf("a host whose recorded key changed type was refused: %v", err)
+	}
+	if n := srv.accepted.Load(); n != 2 {
+		t.Fatalf("the server saw %d connections, want 2 (the kept one replaced)", n)
+	}
+}
+
+func TestKeeperRunReportsWhatPoolRunReports(t *testing.T) {
+	refusalDoc, _ := json.Marshal(RefusalDocument{Kind: KindRefusal, Code: string(CodeInvalidUnit), Message: "not a unit"})
+	cases := []struct {
+		name    string
+		handler func(cmd string, stdin io.Reader, stdout, stderr io.Writer) int
+		stdin   []byte
+	}{
+		// success, stdin carried to the command and back
+		{"stdin echoed", func(_ string, in io.Reader, out, _ io.Writer) int { io.Copy(out, in); return 0 }, []byte("unit file\x00bytes")},
+		// empty but present stdin
+		{"empty stdin", func(_ string, in io.Reader, out, _ io.Writer) int { io.Copy(out, in); return 0 }, []byte{}},
+		// a nonzero exit keeps the tail of stderr
+		{"exit 1", func(_ string, _ io.Reader, out, errw io.Writer) int {
+			io.WriteString(out, "partial")
+			for i := range 30 {
+				io.WriteString(errw, "line "+strconv.Itoa(i)+"\n")
+			}
+			return 1
+		}, nil},
+		// exit 3 with the refusal document is a remote refusal
+		{"refusal", func(_ string, _ io.Reader, out, _ io.Writer) int { out.Write(refusalDoc); return ExitRefused }, nil},
+		// exit 3 without it is a plain remote exit
+		{"exit 3 without document", func(_ string, _ io.Reader, out, _ io.Writer) int { io.WriteString(out, "{}"); return ExitRefused }, nil},
+		// output larger than one frame arrives whole
+		{"large output", func(_ string, _ io.Reader, out, _ io.Writer) int {
+			out.Write(bytes.Repeat([]byte("0123456789abcdef"), 3*keeperChunk/16+7))
+			return 0
+		}, nil},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFixture(t)
+			f.srv.setHandler(tc.handler)
+			k := startKeeper(t, KeeperConfig{})
+			target := f.srv.target("web1")
+			argv := []string{"/usr/local/bin/stado", "host", "channel", "unit-show", "system", "a b.service"}
+			pool := NewPool(f.dialer())
+			defer pool.Close()
+			wantOut, wantErr, wantE := pool.Run(context.Background(), target, argv, tc.stdin)
+			gotOut, gotErr, gotE := (&KeeperClient{Socket: k.socket}).Run(context.Background(), target, f.dialer(), argv, tc.stdin)
+			if !bytes.Equal(gotOut, wantOut) || !bytes.Equal(gotErr, wantErr) {
+				t.Fatalf("through the keeper stdout %q stderr %q; directly %q %q", short(gotOut), short(gotErr), short(wantOut), short(wantErr))
+			}
+			if (gotE == nil) != (wantE == nil) {
+				t.Fatalf("through the keeper %v; directly %v", gotE, wantE)
+			}
+			if wantE == nil {
+				return
+			}
+			var g, w *RemoteError
+			if !errors.As(gotE, &g) || !errors.As(wantE, &w) {
+				t.Fatalf("through the keeper %T %v; directly %T %v", gotE, gotE, wantE, wantE)
+			}
+			if g.Error() != w.Error() || g.Stage != w.Stage || g.ExitStatus != w.ExitStatus || g.StderrTail != w.StderrTail || g.Address != w.Address {
+				t.Fatalf("through the keeper %+v; directly %+v", g, w)
+			}
+			var gr, wr *Refusal
+			if errors.As(wantE, &wr) && (!errors.As(gotE, &gr) || gr.Code != wr.Code) {
+				t.Fatalf("through the keeper the refusal is %v, directly %v", gr, wr)
+			}
+		})
+	}
+}
+
+func short(b []byte) string {
+	if len(b) > 64 {
+		return string(b[:64]) + "..." + strconv.Itoa(len(b)) + " bytes"
+	}
+	return string(b)
+}
+
+func TestFailuresBeforeTheCommandReadAsTheyDoDirectly(t *testing.T) {
+	cases := []struct {
+		name  string
+		stage Stage
+		setup func(f *fixture) *Dialer
+	}{
+		// no known_hosts: the dialer's unknown-key refusal
+		{"unknown host key", StageHostKey, func(f *fixture) *Dialer { os.Remove(f.knownHosts); return f.dialer() }},
+		// an identity the server does not accept
+		{"refused identity", StageAuth, func(f *fixture) *Dialer {
+			d := f.dialer()
+			other, _ := clientKey(f.srv.t, f.home, "id_other")
+			d.IdentityFiles = []string{other}
+			return d
+		}},
+		// a port nothing listens on
+		{"nothing listens", StageConnect, func(f *fixture) *Dialer {
+			ln, _ := net.Listen("tcp", "127.0.0.1:0")
+			f.srv.port = ln.Addr().(*net.TCPAddr).Port
+			ln.Close()
+			return f.dialer()
+		}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFixture(t)
+			d := tc.setup(f)
+			k := startKeeper(t, KeeperConfig{})
+			target := f.srv.target("web1")
+			pool := NewPool(d)
+			defer pool.Close()
+			_, _, want := pool.Run(context.Background(), target, []string{"version"}, nil)
+			_, _, got := (&KeeperClient{Socket: k.socket}).Run(context.Background(), target, d, []string{"version"}, nil)
+			g := remoteErr(t, got, "web1", tc.stage)
+			w := remoteErr(t, want, "web1", tc.stage)
+			if g.Error() != w.Error() || g.Address != w.Address {
+				t.Fatalf("through the keeper %q at %s; directly %q at %s", g, g.Address, w, w.Address)
+			}
+			var gh, wh *HostKeyError
+			if errors.As(want, &wh) && (!errors.As(got, &gh) || !reflect.DeepEqual(gh, wh)) {
+				t.Fatalf("host key error through the keeper %+v, directly %+v", gh, wh)
+			}
+		})
+	}
+}
+
+func TestCancellingTheCallEndsItAndKeepsTheKeeper(t *testing.T) {
+	f := newFixture(t)
+	release := make(chan struct{})
+	f.srv.setHandler(func(cmd string, _ io.Reader, stdout, _ io.Writer) int {
+		if cmd == "wait" {
+			io.WriteString(stdout, "waiting")
+			<-release
+		}
+		return 0
+	})
+	defer close(release)
+	k := startKeeper(t, KeeperConfig{})
+	kc := &KeeperClient{Socket: k.socket}
+	ctx, cancel := context.WithCancel(context.Background())
+	errc := make(chan error, 1)
+	go func() {
+		_, _, err := kc.Run(ctx, f.srv.target("web1"), f.dialer(), []string{"wait"}, nil)
+		errc <- err
+	}()
+	waitUntil(t, "the command runs", func() bool { return f.srv.commands.Load() == 1 })
+	cancel()
+	err := <-errc
+	re := remoteErr(t, err, "web1", StageRemoteExit)
+	if !errors.Is(err, context.Canceled) || re.ExitStatus != -1 {
+		t.Fatalf("error %v, want the context's at remote exit -1", err)
+	}
+	if _, _, err := kc.Run(context.Background(), f.srv.target("web1"), f.dialer(), []string{"version"}, nil); err != nil {
+		t.Fatalf("the keeper did not survive a cancelled call: %v", err)
+	}
+}
+
+func TestTheKeeperExitsAfterItsIdlePeriodAndRemovesItsSocket(t *testing.T) {
+	f := newFixture(t)
+	k := startKeeper(t, KeeperConfig{Idle: 20 * time.Millisecond})
+	// a call may or may not find it still there; either way nothing breaks
+	_, _, err := (&KeeperClient{Socket: k.socket}).Run(context.Background(), f.srv.target("web1"), f.dialer(), []string{"version"}, nil)
+	if err != nil && !errors.Is(err, ErrKeeperUnavailable) {
+		t.Fatal(err)
+	}
+	if err := k.exited(t); err != nil {
+		t.Fatalf("ServeKeeper: %v", err)
+	}
+	if _, err := os.Lstat(k.socket); !errors.Is(err, fs.ErrNotExist) {
+		t.Fatalf("the socket is still there after the keeper exited: %v", err)
+	}
+	// its lock is free: a new keeper serves the same socket
+	startKeeper(t, KeeperConfig{Socket: k.socket})
+}
+
+func TestACallInFlightHoldsAnIdleKeeper(t *testing.T) {
+	f := newFixture(t)
+	release := make(chan struct{})
+	f.srv.setHandler(func(cmd string, _ io.Reader, stdout, _ io.Writer) int {
+		if cmd == "wait" {
+			<-release
+		}
+		io.WriteString(stdout, cmd)
+		return 0
+	})
+	// an idle period far shorter than the call; the first client starts a
+	// keeper again should the first one go idle before the call reaches it
+	sock := keeperSocketPath(t)
+	cfg := KeeperConfig{Socket: sock, Idle: 50 * time.Millisecond}
+	launchKeeper(t, cfg)
+	starter := &KeeperClient{Socket: sock, Start: func() error { launchKeeper(t, cfg); return nil }}
+	errc := make(chan error, 1)
+	go func() {
+		_, _, err := starter.Run(context.Background(), f.srv.target("web1"), f.dialer(), []string{"wait"}, nil)
+		errc <- err
+	}()
+	waitUntil(t, "the command runs", func() bool { return f.srv.commands.Load() == 1 })
+	// while the call runs the keeper cannot go idle: a client that cannot
+	// start one is still served
+	plain := &KeeperClient{Socket: sock}
+	if _, _, err := plain.Run(context.Background(), f.srv.target("web1"), f.dialer(), []string{"version"}, nil); err != nil {
+		t.Fatalf("a keeper with a call in flight refused another: %v", err)
+	}
+	close(release)
+	if err := <-errc; err != nil {
+		t.Fatal(err)
+	}
+	waitUntil(t, "the keeper exits once idle", func() bool {
+		_, err := os.Lstat(sock)
+		return errors.Is(err, fs.ErrNotExist)
+	})
+}
+
+func TestAPeerOfAnotherUIDIsRefused(t *testing.T) {
+	self := os.Geteuid()
+	if err := checkPeer(self+1, self); err == nil {
+		t.Fatal("a peer of another uid was admitted")
+	}
+	if err := checkPeer(self, self); err != nil {
+		t.Fatalf("a peer of the keeper's own uid was refused: %v", err)
+	}
+	// the kernel reports this process's uid for a real peer
+	sock := keeperSocketPath(t)
+	os.MkdirAll(filepath.Dir(sock), 0o700)
+	ln, err := net.ListenUnix("unix", &net.UnixAddr{Name: sock, Net: "unix"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	c, err := net.Dial("unix", sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	sc, err := ln.AcceptUnix()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sc.Close()
+	uid, err := peerUID(sc)
+	if err != nil || uid != self {
+		t.Fatalf("peer uid %d (%v), want %d", uid, err, self)
+	}
+}
+
+// peerHelperEnv makes the test binary act as a keeper client run as
+// another uid (TestForeignPeerHelperProcess).
+const peerHelperEnv = "STADO_KEEPER_PEER_HELPER"
+
+func TestAPeerRunningAsAnotherUIDIsRefusedOnTheKernelsWord(t *testing.T) {
+	if os.Geteuid() != 0 {
+		testbed.Unavailable(t, "running a keeper client as another uid needs root")
+	}
+	const nobody = 65534
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	// a copy of this test binary that uid nobody may run
+	bin, err := os.MkdirTemp("", "stado-peer")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(bin) })
+	b, err := os.ReadFile(exe)
+	if err != nil {
+		t.Fatal(err)
+	}
+	helper := filepath.Join(bin, "channel.test")
+	if err := os.WriteFile(helper, b, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	os.Chmod(bin, 0o755)
+	k := startKeeper(t, KeeperConfig{})
+	// permissions a mistake could leave: only the peer check stands
+	os.Chmod(filepath.Dir(filepath.Dir(k.socket)), 0o711)
+	os.Chmod(filepath.Dir(k.socket), 0o711)
+	os.Chmod(k.socket, 0o666)
+	cmd := exec.Command(helper, "-test.run=^TestForeignPeerHelperProcess$", "-test.count=1", "-test.v")
+	cmd.Env = append(os.Environ(), peerHelperEnv+"="+k.socket)
+	cmd.Dir = "/"
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: nobody, Gid: nobody}}
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("helper: %v\n%s", err, out)
+	}
+	want := "RESULT: " + ErrKeeperUnavailable.Error() + ": peer uid " + strconv.Itoa(nobody) + " is not the keeper's uid 0"
+	if !strings.Contains(string(out), want) {
+		t.Fatalf("a client of uid %d got\n%s\nwant %q", nobody, out, want)
+	}
+}
+
+// TestForeignPeerHelperProcess is not a test: run with peerHelperEnv set,
+// it makes one call through the keeper on that socket and prints the error.
+func TestForeignPeerHelperProcess(t *testing.T) {
+	sock := os.Getenv(peerHelperEnv)
+	if sock == "" {
+		return
+	}
+	target := registry.Target{Name: "web1", SSH: registry.SSH{Address: "127.0.0.1", Port: 1, User: "op"}}
+	d := &Dialer{KnownHostsPath: "/nonexistent/known_hosts", SSHConfigPath: "/nonexistent/config", NoAgent: true}
+	_, _, err := (&KeeperClient{Socket: sock}).Run(context.Background(), target, d, []string{"version"}, nil)
+	fmt.Println("RESULT:", err)
+}
+
+func TestTheSocketIsPrivateToItsUser(t *testing.T) {
+	runtime, err := os.MkdirTemp("", "stado-xdg")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(runtime) })
+	t.Setenv("XDG_RUNTIME_DIR", runtime)
+	sock, err := DefaultKeeperSocket()
+	if err != nil || sock != filepath.Join(runtime, "stado", "keeper.sock") {
+		t.Fatalf("default socket %q (%v)", sock, err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- ServeKeeper(ctx, KeeperConfig{}) }()
+	defer func() { cancel(); <-done }()
+	waitUntil(t, "the keeper listens on the default socket", func() bool {
+		_, err := os.Lstat(sock)
+		return err == nil
+	})
+	st, err := os.Lstat(sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Mode().Type() != fs.ModeSocket || st.Mode().Perm() != 0o600 {
+		t.Fatalf("socket mode %v, want a 0600 socket", st.Mode())
+	}
+	dir, err := os.Stat(filepath.Dir(sock))
+	if err != nil || dir.Mode().Perm() != 0o700 {
+		t.Fatalf("socket directory mode %v (%v), want 0700", dir.Mode(), err)
+	}
+	// a directory others may write to is refused
+	open := filepath.Join(runtime, "open")
+	if err := os.Mkdir(open, 0o777); err != nil {
+		t.Fatal(err)
+	}
+	os.Chmod(open, 0o777)
+	if err := ServeKeeper(context.Background(), KeeperConfig{Socket: filepath.Join(open, "k.sock")}); err == nil || !strings.Contains(err.Error(), "writable by others") {
+		t.Fatalf("ServeKeeper in a world-writable directory: %v", err)
+	}
+}
+
+func TestASecondKeeperOnTheSameSocketStandsDown(t *testing.T) {
+	k := startKeeper(t, KeeperConfig{})
+	if err := ServeKeeper(context.Background(), KeeperConfig{Socket: k.socket}); !errors.Is(err, ErrKeeperRunning) {
+		t.Fatalf("second keeper: %v, want ErrKeeperRunning", err)
+	}
+	if c, err := net.Dial("unix", k.socket); err != nil {
+		t.Fatalf("the first keeper's socket is gone: %v", err)
+	} else {
+		c.Close()
+	}
+}
+
+func TestAStaleSocketIsReplaced(t *testing.T) {
+	sock := keeperSocketPath(t)
+	if err := os.MkdirAll(filepath.Dir(sock), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.ListenUnix("unix", &net.UnixAddr{Name: sock, Net: "unix"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln.SetUnlinkOnClose(false)
+	ln.Close() // a socket file nobody serves, as a killed keeper leaves
+	startKeeper(t, KeeperConfig{Socket: sock})
+}
+
+func TestWithNothingListeningTheClientReportsKeeperUnavailable(t *testing.T) {
+	f := newFixture(t)
+	target := f.srv.target("web1")
+	sock := keeperSocketPath(t)
+	var started atomic.Int32
+	cases := []struct {
+		name   string
+		client *KeeperClient
+	}{
+		// no way to start one
+		{"no start", &KeeperClient{Socket: sock}},
+		// starting one fails
+		{"start fails", &KeeperClient{Socket: sock, Start: func() error { started.Add(1); return errors.New("no executable") }}},
+		// one starts but never answers
+		{"start never answers", &KeeperClient{Socket: sock, StartTimeout: 20 * time.Millisecond, Start: func() error { started.Add(1); return nil }}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			_, _, err := tc.client.Run(context.Background(), target, f.dialer(), []string{"version"}, nil)
+			if !errors.Is(err, ErrKeeperUnavailable) {
+				t.Fatalf("error %v, want ErrKeeperUnavailable", err)
+			}
+			// the caller falls back to a direct connection
+			pool := NewPool(f.dialer())
+			defer pool.Close()
+			if out, _, err := pool.Run(context.Background(), target, []string{"version"}, nil); err != nil || string(out) != "version" {
+				t.Fatalf("direct fallback: %q %v", out, err)
+			}
+		})
+	}
+	if started.Load() != 2 {
+		t.Fatalf("Start was called %d times, want once per client that has it", started.Load())
+	}
+	if f.srv.commands.Load() != 3 {
+		t.Fatalf("the host ran %d commands, want only the 3 fallbacks", f.srv.commands.Load())
+	}
+}
+
+func TestTheClientStartsAKeeperOnDemandOnce(t *testing.T) {
+	f := newFixture(t)
+	sock := keeperSocketPath(t)
+	var starts atomic.Int32
+	kc := &KeeperClient{Socket: sock, Start: func() error {
+		starts.Add(1)
+		launchKeeper(t, KeeperConfig{Socket: sock})
+		return nil
+	}}
+	for range 3 {
+		if _, _, err := kc.Run(context.Background(), f.srv.target("web1"), f.dialer(), []string{"version"}, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if starts.Load() != 1 || f.srv.accepted.Load() != 1 {
+		t.Fatalf("%d starts and %d connections, want 1 and 1", starts.Load(), f.srv.accepted.Load())
+	}
+}
+
+func TestAKeeperOfAnotherProtocolRefusesAndMakesWayForANewerOne(t *testing.T) {
+	k := startKeeper(t, KeeperConfig{})
+	c, err := net.Dial("unix", k.socket)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if err := writeFrame(c, &keeperFrame{Kind: frameRequest, Version: keeperProtocol + 1, Request: &keeperRequest{}}); err != nil {
+		t.Fatal(err)
+	}
+	var f keeperFrame
+	if err := readFrame(bufio.NewReader(c), &f); err != nil {
+		t.Fatal(err)
+	}
+	if f.Kind != frameUnavailable || f.Version != keeperProtocol {
+		t.Fatalf("reply %+v, want unavailable from protocol %d", f, keeperProtocol)
+	}
+	if err := k.exited(t); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestAnOversizedFrameIsRefusedBeforeItIsRead(t *testing.T) {
+	var b bytes.Buffer
+	binary.Write(&b, binary.BigEndian, uint32(maxKeeperFrame+1))
+	var f keeperFrame
+	if err := readFrame(&b, &f); err == nil || !strings.Contains(err.Error(), "exceeds") {
+		t.Fatalf("read an oversized frame: %v", err)
+	}
+	if err := writeFrame(io.Discard, &keeperFrame{Kind: frameStdout, Data: make([]byte, maxKeeperFrame)}); err == nil {
+		t.Fatal("wrote an oversized frame")
+	}
+}
+
+func TestTheRequestCarriesPathsAndTheAgentSocketNeverKeys(t *testing.T) {
+	f := newFixture(t)
+	t.Setenv("SSH_AUTH_SOCK", "/run/agent.sock")
+	t.Chdir(f.home)
+	d := &Dialer{KnownHostsPath: "kh", IdentityFiles: []string{f.identity}}
+	ep, err := d.Resolve(f.srv.target("web1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req, err := newKeeperRequest(d, ep, []string{"version"}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if req.KnownHosts != filepath.Join(f.home, "kh") || req.AgentSocket != "/run/agent.sock" {
+		t.Fatalf("request %+v: want absolute known_hosts and the agent socket", req)
+	}
+	b, _ := json.Marshal(req)
+	key, _ := os.ReadFile(f.identity)
+	block := strings.Split(strings.TrimSpace(string(key)), "\n")[1] // a line of the key's body
+	if bytes.Contains(b, []byte(block)) || bytes.Contains(b, []byte("PRIVATE KEY")) {
+		t.Fatalf("the request carries key material: %s", b)
+	}
+	if err := req.validate(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestStartKeeperProcessRefusesToStartTheTestBinary(t *testing.T) {
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := StartKeeperProcess(exe, []string{"host", "keeper"}); err == nil {
+		t.Fatal("the test binary was started as a keeper")
+	}
+}
+
+func TestStartKeeperProcessDetachesIt(t *testing.T) {
+	if _, err := os.Stat("/proc/self/stat"); err != nil {
+		t.Skip("needs /proc")
+	}
+	dir := t.TempDir()
+	report := filepath.Join(dir, "report")
+	t.Setenv("SSH_AUTH_SOCK", "/run/agent.sock")
+	script := `fds=$(readlink /proc/$$/fd/0 /proc/$$/fd/1 /proc/$$/fd/2); echo $$ > "$1.tmp"; echo "$fds" >> "$1.tmp"; cat /proc/self/stat >> "$1.tmp"; pwd >> "$1.tmp"; echo "agent=${SSH_AUTH_SOCK-unset}" >> "$1.tmp"; mv "$1.tmp" "$1"`
+	if err := StartKeeperProcess("/bin/sh", []string{"-c", script, "sh", report}); err != nil {
+		t.Fatal(err)
+	}
+	waitUntil(t, "the started process reports", func() bool { _, err := os.Stat(report); return err == nil })
+	b, err := os.ReadFile(report)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSpace(string(b)), "\n")
+	if len(lines) != 7 {
+		t.Fatalf("report %q", b)
+	}
+	for _, fd := range lines[1:4] {
+		if fd != os.DevNull {
+			t.Fatalf("a standard stream is %q, want %s", fd, os.DevNull)
+		}
+	}
+	// /proc/PID/stat: pid (comm) state ppid pgrp session ...
+	stat := lines[4]
+	fields := strings.Fields(stat[strings.LastIndexByte(stat, ')')+1:])
+	if fields[3] != lines[0] {
+		t.Fatalf("session %s, want the started shell's own (%s): it did not get a new session", fields[3], lines[0])
+	}
+	if lines[5] != "/" {
+		t.Fatalf("working directory %q, want /", lines[5])
+	}
+	if lines[6] != "agent=unset" {
+		t.Fatalf("the keeper inherited the caller's agent: %s", lines[6])
+	}
+}
+
+func TestAPoolWithAKeeperRidesItAndFallsBackWithoutOne(t *testing.T) {
+	f := newFixture(t)
+	target := f.srv.target("web1")
+	sock := keeperSocketPath(t)
+	// nothing listens and nothing starts one: the pool dials directly
+	pool := NewPool(f.dialer())
+	pool.Keeper = &KeeperClient{Socket: sock}
+	if out, _, err := pool.Run(context.Background(), target, []string{"version"}, nil); err != nil || string(out) != "version" {
+		t.Fatalf("fallback: %q %v", out, err)
+	}
+	pool.Close()
+	if n := f.srv.accepted.Load(); n != 1 {
+		t.Fatalf("%d connections, want the direct one", n)
+	}
+	// with a keeper, two pools (two commands) share its one connection
+	startKeeper(t, KeeperConfig{Socket: sock})
+	for range 2 {
+		pool := NewPool(f.dialer())
+		pool.Keeper = &KeeperClient{Socket: sock}
+		if _, _, err := pool.Run(context.Background(), target, []string{"version"}, nil); err != nil {
+			t.Fatal(err)
+		}
+		pool.Close()
+	}
+	if n := f.srv.accepted.Load(); n != 2 {
+		t.Fatalf("%d connections, want the direct one and the kept one", n)
+	}
+}
