@@ -10,7 +10,8 @@ import (
 // arguments in front of them, so `stado service logs brama --host h2
 // --lines 50` parses like `stado service logs --host h2 --lines 50 brama`.
 // urfave/cli v2 stops reading flags at the first argument; operators do
-// not. Everything after "--" stays positional.
+// not. Everything after "--" stays positional, and so does a dash word the
+// command does not know (urfave judges it).
 func interspersed(app *ucli.App, args []string) []string {
 	if len(args) < 2 {
 		return args
@@ -19,18 +20,14 @@ func interspersed(app *ucli.App, args []string) []string {
 	cmds, flags := app.Commands, app.Flags
 	i := 1
 	// Walk the command path, keeping flags written between its words.
-	for i < len(args) {
+	for ; i < len(args) && args[i] != "--"; i++ {
 		tok := args[i]
-		if tok == "--" {
-			return append(out, args[i:]...)
-		}
-		if strings.HasPrefix(tok, "-") && tok != "-" {
+		if isDash(tok) {
 			out = append(out, tok)
 			if takesValue(flags, tok) && i+1 < len(args) {
-				out = append(out, args[i+1])
 				i++
+				out = append(out, args[i])
 			}
-			i++
 			continue
 		}
 		sub := findCommand(cmds, tok)
@@ -39,30 +36,29 @@ func interspersed(app *ucli.App, args []string) []string {
 		}
 		out = append(out, tok)
 		cmds, flags = sub.Subcommands, sub.Flags
-		i++
 	}
 	// The rest are the leaf's arguments: flags first, then positionals.
 	var fl, pos []string
-	for i < len(args) {
+	for ; i < len(args); i++ {
 		tok := args[i]
 		if tok == "--" {
 			pos = append(pos, args[i:]...)
 			break
 		}
-		if strings.HasPrefix(tok, "-") && tok != "-" && isFlag(flags, tok) {
-			fl = append(fl, tok)
-			if takesValue(flags, tok) && i+1 < len(args) {
-				fl = append(fl, args[i+1])
-				i++
-			}
-		} else {
+		if !isDash(tok) || !isFlag(flags, tok) {
 			pos = append(pos, tok)
+			continue
 		}
-		i++
+		fl = append(fl, tok)
+		if takesValue(flags, tok) && i+1 < len(args) {
+			i++
+			fl = append(fl, args[i])
+		}
 	}
-	out = append(out, fl...)
-	return append(out, pos...)
+	return append(append(out, fl...), pos...)
 }
+
+func isDash(tok string) bool { return strings.HasPrefix(tok, "-") && tok != "-" }
 
 func findCommand(cmds []*ucli.Command, name string) *ucli.Command {
 	for _, c := range cmds {
@@ -73,14 +69,9 @@ func findCommand(cmds []*ucli.Command, name string) *ucli.Command {
 	return nil
 }
 
-func flagName(tok string) (string, bool) {
-	name := strings.TrimLeft(tok, "-")
-	name, _, hasValue := strings.Cut(name, "=")
-	return name, hasValue
-}
-
+// lookupFlag finds the flag tok (-name, --name or --name=value) names.
 func lookupFlag(flags []ucli.Flag, tok string) ucli.Flag {
-	name, _ := flagName(tok)
+	name, _, _ := strings.Cut(strings.TrimLeft(tok, "-"), "=")
 	for _, f := range flags {
 		for _, n := range f.Names() {
 			if n == name {
@@ -92,21 +83,12 @@ func lookupFlag(flags []ucli.Flag, tok string) ucli.Flag {
 }
 
 func isFlag(flags []ucli.Flag, tok string) bool {
-	name, _ := flagName(tok)
+	name, _, _ := strings.Cut(strings.TrimLeft(tok, "-"), "=")
 	return lookupFlag(flags, tok) != nil || name == "help" || name == "h"
 }
 
 // takesValue says whether tok is a flag whose value is the next word.
 func takesValue(flags []ucli.Flag, tok string) bool {
-	if _, inline := flagName(tok); inline {
-		return false
-	}
-	f := lookupFlag(flags, tok)
-	if f == nil {
-		return false
-	}
-	if v, ok := f.(ucli.DocGenerationFlag); ok {
-		return v.TakesValue()
-	}
-	return false
+	f, ok := lookupFlag(flags, tok).(ucli.DocGenerationFlag)
+	return ok && !strings.Contains(tok, "=") && f.TakesValue()
 }

@@ -1,15 +1,14 @@
 package cli
 
 import (
+	"cmp"
 	"context"
 	"fmt"
-	"io"
 	"maps"
 	"os"
 	"slices"
 	"strconv"
 	"strings"
-	"text/tabwriter"
 
 	ucli "github.com/urfave/cli/v2"
 
@@ -51,57 +50,16 @@ func newCatalogShowCommand(env *Env) *ucli.Command {
 			&ucli.BoolFlag{Name: "shipped", Usage: "show the catalog built into this binary, without reading the store"},
 		},
 		Action: func(c *ucli.Context) error {
-			args, late := catalogArgs(env, c)
-			if len(args) > 1 {
-				return usagef("catalog show takes at most one NAME or UNIT, got %d", len(args))
+			if c.NArg() > 1 {
+				return usagef("catalog show takes at most one NAME or UNIT, got %d", c.NArg())
 			}
-			opts := catalogShowOptions{Shipped: c.Bool("shipped") || late["shipped"]}
-			if len(args) == 1 {
-				opts.Name = args[0]
-			}
-			return runCatalogShow(c.Context, env, opts)
+			return runCatalogShow(c.Context, env, catalogShowOptions{Name: c.Args().First(), Shipped: c.Bool("shipped")})
 		},
 	}, true)
 }
 
-// catalogArgs returns the positional arguments with the boolean flags
-// --json and --shipped taken out: urfave/cli v2 stops reading flags at the
-// first argument, and "catalog show NAME --json" must still mean --json.
-// Anything else that looks like a flag after an argument stays an argument
-// and is refused by the caller's argument count or lookup.
-func catalogArgs(env *Env, c *ucli.Context) ([]string, map[string]bool) {
-	late := map[string]bool{}
-	var args []string
-	for _, a := range c.Args().Slice() {
-		switch a {
-		case "--json", "-json":
-			env.JSON = true
-			late["json"] = true
-		case "--shipped", "-shipped":
-			late["shipped"] = true
-		default:
-			args = append(args, a)
-		}
-	}
-	return args, late
-}
-
-// loadCatalog returns the merged catalog from the store, or the shipped one.
-func loadCatalog(ctx context.Context, env *Env, shippedOnly bool) (*catalog.Catalog, error) {
-	if shippedOnly {
-		return catalog.Shipped(), nil
-	}
-	st, err := openStore(ctx, env)
-	if err != nil {
-		return nil, err
-	}
-	defer st.Close()
-	return catalog.Load(ctx, st)
-}
-
 // catalogShowDoc is the --json form of catalog show.
 type catalogShowDoc struct {
-	Kind         string                `json:"kind"`
 	SiteRevision int64                 `json:"site_revision"`
 	Products     []*catalog.Product    `json:"products,omitempty"`
 	Recovery     []*catalog.Product    `json:"recovery,omitempty"`
@@ -111,17 +69,22 @@ type catalogShowDoc struct {
 }
 
 func runCatalogShow(ctx context.Context, env *Env, opts catalogShowOptions) error {
-	cat, err := loadCatalog(ctx, env, opts.Shipped)
-	if err != nil {
-		return err
+	var cat *catalog.Catalog // nil: the shipped catalog
+	if !opts.Shipped {
+		st, err := openStore(ctx, env)
+		if err != nil {
+			return err
+		}
+		defer st.Close()
+		if cat, err = catalog.Load(ctx, st); err != nil {
+			return err
+		}
 	}
-	doc := catalogShowDoc{Kind: "stado.catalog.show", SiteRevision: cat.SiteRevision()}
+	cat = catalog.OrShipped(cat)
+	doc := catalogShowDoc{SiteRevision: cat.SiteRevision()}
 	if opts.Name == "" {
 		doc.Products, doc.Recovery, doc.Steps = cat.Products(), cat.Recovery(), cat.Steps()
-		if env.JSON {
-			return printJSON(env, doc)
-		}
-		return printCatalogTable(env.Stdout, cat)
+		return emit(env, "stado.catalog.show", doc, func(t *text) { catalogTableText(t, cat) })
 	}
 	p, ok := cat.Lookup(opts.Name)
 	if !ok {
@@ -132,8 +95,7 @@ func runCatalogShow(ctx context.Context, env *Env, opts catalogShowOptions) erro
 		r.Hint = "stado catalog show lists every product"
 		return r
 	}
-	doc.Entry = p
-	doc.RepairSteps = []*catalog.RepairStep{}
+	doc.Entry, doc.RepairSteps = p, []*catalog.RepairStep{}
 	if p.Answering != nil {
 		for _, name := range p.Answering.Repair {
 			if s, ok := cat.Step(name); ok {
@@ -141,28 +103,12 @@ func runCatalogShow(ctx context.Context, env *Env, opts catalogShowOptions) erro
 			}
 		}
 	}
-	if env.JSON {
-		return printJSON(env, doc)
-	}
-	return printCatalogEntry(env.Stdout, p, doc.RepairSteps)
+	return emit(env, "stado.catalog.show", doc, func(t *text) { catalogEntryText(t, p, doc.RepairSteps) })
 }
 
-func catalogDash(s string) string {
-	if s == "" {
-		return "-"
-	}
-	return s
-}
-
-func printCatalogTable(w io.Writer, cat *catalog.Catalog) error {
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "NAME\tSOURCE\tORIGIN\tPORT\tSYSTEMD\tLAUNCHD\tANSWERING")
-	rows := append(cat.Products(), cat.Recovery()...)
-	for _, p := range rows {
-		port := "-"
-		if p.Port != 0 {
-			port = strconv.Itoa(p.Port)
-		}
+func catalogTableText(t *text, cat *catalog.Catalog) {
+	var rows [][]string
+	for _, p := range append(cat.Products(), cat.Recovery()...) {
 		answering := "-"
 		if a := p.Answering; a != nil {
 			answering = a.Method + " " + a.Path
@@ -170,52 +116,31 @@ func printCatalogTable(w io.Writer, cat *catalog.Catalog) error {
 				answering += " (repair: " + strings.Join(a.Repair, ", ") + ")"
 			}
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", p.Name, p.Source, p.Origin, port,
-			catalogDash(p.Units.Systemd), catalogDash(p.Units.Launchd), answering)
+		rows = append(rows, []string{p.Name, p.Source, p.Origin, num(p.Port), dash(p.Units.Systemd), dash(p.Units.Launchd), answering})
 	}
-	if err := tw.Flush(); err != nil {
-		return err
-	}
+	t.table([]string{"NAME", "SOURCE", "ORIGIN", "PORT", "SYSTEMD", "LAUNCHD", "ANSWERING"}, rows)
 	site := "none (shipped catalog only)"
 	if r := cat.SiteRevision(); r != 0 {
 		site = fmt.Sprintf("revision %d", r)
 	}
-	_, err := fmt.Fprintf(w, "\nsite catalog: %s; repair steps: %s\n", site, catalogStepNames(cat.Steps()))
-	return err
-}
-
-func catalogStepNames(steps []*catalog.RepairStep) string {
-	names := make([]string, len(steps))
-	for i, s := range steps {
-		names[i] = s.Name
+	var steps []string
+	for _, s := range cat.Steps() {
+		steps = append(steps, s.Name)
 	}
-	return strings.Join(names, ", ")
+	t.f("\nsite catalog: %s; repair steps: %s\n", site, strings.Join(steps, ", "))
 }
 
-// argvText renders an argv array for reading, quoting items that need it;
-// it is never executed.
-func catalogArgv(argv []string) string {
-	out := make([]string, len(argv))
-	for i, a := range argv {
-		if a == "" || strings.ContainsAny(a, " \t\"'\\$`") {
-			a = strconv.Quote(a)
-		}
-		out[i] = a
-	}
-	return strings.Join(out, " ")
-}
-
-func printCatalogEntry(w io.Writer, p *catalog.Product, steps []*catalog.RepairStep) error {
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	line := func(k, v string) { fmt.Fprintf(tw, "%s\t%s\n", k, v) }
+func catalogEntryText(t *text, p *catalog.Product, steps []*catalog.RepairStep) {
+	var rows [][]string
+	line := func(k, v string) { rows = append(rows, []string{k, v}) }
 	line("name:", p.Name)
 	if p.Description != "" {
 		line("description:", p.Description)
 	}
 	line("source:", p.Source+" ("+p.Origin+")")
-	line("systemd:", catalogDash(p.Units.Systemd))
-	line("launchd:", catalogDash(p.Units.Launchd))
-	line("program:", catalogArgv(append([]string{p.Program}, p.Args...)))
+	line("systemd:", dash(p.Units.Systemd))
+	line("launchd:", dash(p.Units.Launchd))
+	line("program:", argv(append([]string{p.Program}, p.Args...)))
 	if len(p.Env) == 0 {
 		line("env:", "-")
 	}
@@ -230,21 +155,13 @@ func printCatalogEntry(w io.Writer, p *catalog.Product, steps []*catalog.RepairS
 			line(k, e.Name+" (required)")
 		}
 	}
-	if p.Port != 0 {
-		line("port:", strconv.Itoa(p.Port))
-	} else {
-		line("port:", "-")
-	}
+	line("port:", num(p.Port))
 	if a := p.Answering; a != nil {
 		line("answering:", a.Method+" "+a.Path)
 		if len(a.Body) > 0 {
 			line("  body:", string(a.Body))
 		}
-		if len(a.Repair) > 0 {
-			line("  repair:", strings.Join(a.Repair, ", "))
-		} else {
-			line("  repair:", "none (restart only)")
-		}
+		line("  repair:", cmp.Or(strings.Join(a.Repair, ", "), "none (restart only)"))
 	} else {
 		line("answering:", "none")
 	}
@@ -263,18 +180,16 @@ func printCatalogEntry(w io.Writer, p *catalog.Product, steps []*catalog.RepairS
 				line("  "+os+":", "no payload")
 				continue
 			}
-			line("  "+os+":", catalogArgv(pl.Argv))
+			line("  "+os+":", argv(pl.Argv))
 			for _, k := range slices.Sorted(maps.Keys(pl.Env)) {
 				line("", "  env "+k+"="+pl.Env[k])
 			}
-			line("", fmt.Sprintf("  timeout %ds", pl.TimeoutSeconds))
+			line("", "  timeout "+strconv.Itoa(pl.TimeoutSeconds)+"s")
 		}
 	}
-	return tw.Flush()
-}
-
-type catalogValidateOptions struct {
-	File string
+	for _, r := range rows {
+		t.f("%s\n", strings.TrimRight(fmt.Sprintf("%-16s%s", r[0], r[1]), " "))
+	}
 }
 
 func newCatalogValidateCommand(env *Env) *ucli.Command {
@@ -288,34 +203,32 @@ func newCatalogValidateCommand(env *Env) *ucli.Command {
 			"field path (products[2].answering.method: ...) when it breaks any rule.\n\n" +
 			"example:\n   stado catalog validate site-catalog.yaml --json",
 		Action: func(c *ucli.Context) error {
-			args, _ := catalogArgs(env, c)
-			if len(args) != 1 {
-				return usagef("catalog validate takes one FILE, got %d arguments", len(args))
+			if c.NArg() != 1 {
+				return usagef("catalog validate takes one FILE, got %d arguments", c.NArg())
 			}
-			return runCatalogValidate(c.Context, env, catalogValidateOptions{File: args[0]})
+			return runCatalogValidate(env, c.Args().First())
 		},
 	}, true)
 }
 
 // catalogValidateDoc is the --json form of a valid catalog validate.
 type catalogValidateDoc struct {
-	Kind     string   `json:"kind"`
 	File     string   `json:"file"`
 	Valid    bool     `json:"valid"`
 	Products []string `json:"products"`
 	Steps    []string `json:"steps"`
 }
 
-func runCatalogValidate(_ context.Context, env *Env, opts catalogValidateOptions) error {
-	data, err := os.ReadFile(opts.File)
+func runCatalogValidate(env *Env, file string) error {
+	data, err := os.ReadFile(file)
 	if err != nil {
 		return fmt.Errorf("read site catalog: %w", err)
 	}
-	merged, err := catalog.ValidateSite(data, opts.File)
+	merged, err := catalog.ValidateSite(data, file)
 	if err != nil {
 		return err
 	}
-	doc := catalogValidateDoc{Kind: "stado.catalog.validate", File: opts.File, Valid: true, Products: []string{}, Steps: []string{}}
+	doc := catalogValidateDoc{File: file, Valid: true, Products: []string{}, Steps: []string{}}
 	for _, p := range merged.Products() {
 		if p.Origin == catalog.OriginSite {
 			doc.Products = append(doc.Products, p.Name)
@@ -326,10 +239,66 @@ func runCatalogValidate(_ context.Context, env *Env, opts catalogValidateOptions
 			doc.Steps = append(doc.Steps, s.Name)
 		}
 	}
-	if env.JSON {
-		return printJSON(env, doc)
+	return emit(env, "stado.catalog.validate", doc, func(t *text) {
+		t.f("%s: valid site catalog (%d product(s), %d repair step(s) added or replaced)\n", file, len(doc.Products), len(doc.Steps))
+	})
+}
+
+type catalogPushOptions struct {
+	File   string
+	Expect int64
+	DryRun bool
+}
+
+func newCatalogPushCommand(env *Env) *ucli.Command {
+	return withShared(env, &ucli.Command{
+		Name:  "push",
+		Usage: "validate a site catalog document and write it to the store with a compare-and-swap",
+		UsageText: "stado catalog push FILE [--expect-revision N] [--dry-run] [--json]\n\n" +
+			"The document extends the shipped catalog under the same rules; an invalid one is refused\n" +
+			"with every violation and nothing is written.\n\n" +
+			"example:\n   stado catalog push site-catalog.yaml --expect-revision 0",
+		Flags: []ucli.Flag{
+			&ucli.Int64Flag{Name: "expect-revision", Value: -1, Usage: "write only if the stored site catalog is at this revision (0: none yet)"},
+			&ucli.BoolFlag{Name: "dry-run", Usage: "validate and print what would be written, write nothing"},
+		},
+		Action: func(c *ucli.Context) error {
+			if c.NArg() != 1 {
+				return usagef("catalog push takes one FILE")
+			}
+			return runCatalogPush(c.Context, env, catalogPushOptions{File: c.Args().First(), Expect: c.Int64("expect-revision"), DryRun: c.Bool("dry-run")})
+		},
+	}, true)
+}
+
+func runCatalogPush(ctx context.Context, env *Env, o catalogPushOptions) error {
+	data, err := os.ReadFile(o.File)
+	if err != nil {
+		return fmt.Errorf("read %s: %w", o.File, err)
 	}
-	_, err = fmt.Fprintf(env.Stdout, "%s: valid site catalog (%d product(s), %d repair step(s) added or replaced)\n",
-		opts.File, len(doc.Products), len(doc.Steps))
-	return err
+	var (
+		site *catalog.Catalog
+		rev  int64
+		st   registry.Store
+	)
+	if o.DryRun {
+		site, err = catalog.ValidateSite(data, o.File)
+	} else {
+		if st, err = openStore(ctx, env); err != nil {
+			return err
+		}
+		defer st.Close()
+		site, rev, err = catalog.Push(ctx, st, data, o.File, o.Expect)
+	}
+	if err != nil {
+		return err
+	}
+	doc := map[string]any{"file": o.File, "dry_run": o.DryRun, "revision": rev, "products": len(site.Products()), "steps": len(site.Steps())}
+	return emit(env, "stado.catalog.push", doc, func(t *text) {
+		if o.DryRun {
+			t.f("%s is valid: %d product(s), %d step(s); nothing written (dry run)\n", o.File, len(site.Products()), len(site.Steps()))
+		} else {
+			t.f("site catalog at revision %d: %d product(s), %d step(s)\n", rev, len(site.Products()), len(site.Steps()))
+		}
+	})
 }

@@ -188,10 +188,8 @@ func TestCatalogValidateOfAGoodFileNamesWhatItAdds(t *testing.T) {
 		t.Fatalf("exit %d: %s", code, errOut)
 	}
 	var doc catalogValidateDoc
-	if err := json.Unmarshal([]byte(out), &doc); err != nil {
-		t.Fatal(err)
-	}
-	if doc.Kind != "stado.catalog.validate" || !doc.Valid || strings.Join(doc.Products, ",") != "brama,hold-fixture" ||
+	decodeDoc(t, out, "stado.catalog.validate", &doc)
+	if !doc.Valid || strings.Join(doc.Products, ",") != "brama,hold-fixture" ||
 		strings.Join(doc.Steps, ",") != "object-api,release-hold" {
 		t.Errorf("%+v", doc)
 	}

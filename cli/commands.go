@@ -2,23 +2,38 @@ package cli
 
 import (
 	"errors"
-	"fmt"
 
 	ucli "github.com/urfave/cli/v2"
 
 	"github.com/wisent/stado/registry"
+	// Store backends beyond the file store register with registry.Open.
+	_ "github.com/wisent/stado/registry/etcdstore"
 )
 
-// commands lists the top-level command groups. Each group lives in its own
-// file (registry.go, catalog.go, service.go, host.go, ...).
+// commands lists the command tree. Each group lives in its own file
+// (registry.go, catalog.go, service_read.go and service_write.go, ...).
 func commands(env *Env) []*ucli.Command {
 	return []*ucli.Command{
 		newVersionCommand(env),
 		newRegistryCommand(env),
 		newCatalogCommand(env),
-		newHostCommand(env),
+		{
+			Name:  "host",
+			Usage: "commands that act on the host they run on (the SSH channel's remote program wraps them)",
+			Subcommands: []*ucli.Command{
+				newHostUnitCommand(env),
+				newHostChannelCommand(env),
+				newHostKeeperCommand(env),
+				newHostRunCommand(env),
+				newHostHealthCommand(env),
+			},
+		},
 		newStoreCommand(env),
-		newServiceCommand(env),
+		{
+			Name:        "service",
+			Usage:       "read and change the fleet's declared services",
+			Subcommands: append(serviceReadCommands(env), serviceWriteCommands(env)...),
+		},
 		newResolverCommand(env),
 		newRepairCommand(env),
 	}
@@ -34,11 +49,7 @@ func newVersionCommand(env *Env) *ucli.Command {
 		Usage:     "print stado's version",
 		UsageText: "stado version [--json]\n\nexample:\n   stado version --json",
 		Action: func(c *ucli.Context) error {
-			if env.JSON {
-				return printJSON(env, map[string]string{"kind": "stado.version", "version": Version})
-			}
-			_, err := fmt.Fprintf(env.Stdout, "stado %s\n", Version)
-			return err
+			return emit(env, "stado.version", map[string]string{"version": Version}, func(t *text) { t.f("stado %s\n", Version) })
 		},
 	}, true)
 }

@@ -1,12 +1,12 @@
 package cli
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"io"
 	"os"
-	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -31,94 +31,15 @@ func newRegistryCommand(env *Env) *ucli.Command {
 	}
 }
 
-// registryLateFlags takes flags written after the positional arguments out of
-// them: urfave/cli v2 stops reading flags at the first argument, and
-// "registry push FILE --reason x" must still mean --reason. bools and
-// values list the flag names (without dashes) the command accepts; the
-// shared --json and --store are always understood. Anything else stays an argument.
-func registryLateFlags(env *Env, c *ucli.Context, bools, values []string) ([]string, map[string]string, error) {
-	// A --store written on the command itself wins over the app-level
-	// default bound before the command's flags were read.
-	if c.IsSet("store") {
-		env.StoreURL = c.String("store")
+// revisionFlag reads a revision number flag; ok says whether it was given.
+func revisionFlag(c *ucli.Context, name string) (rev int64, ok bool, err error) {
+	if !c.IsSet(name) {
+		return 0, false, nil
 	}
-	late := map[string]string{}
-	var args []string
-	in := c.Args().Slice()
-	for i := 0; i < len(in); i++ {
-		a := in[i]
-		name, value, hasValue := strings.Cut(strings.TrimLeft(a, "-"), "=")
-		if !strings.HasPrefix(a, "-") || a == "-" {
-			args = append(args, a)
-			continue
-		}
-		switch {
-		case name == "json" && !hasValue:
-			env.JSON = true
-		case name == "store":
-			if !hasValue {
-				if i+1 >= len(in) {
-					return nil, nil, usagef("flag --store needs a value")
-				}
-				i++
-				value = in[i]
-			}
-			env.StoreURL = value
-		case containsName(bools, name) && !hasValue:
-			late[name] = "true"
-		case containsName(values, name):
-			if !hasValue {
-				if i+1 >= len(in) {
-					return nil, nil, usagef("flag --%s needs a value", name)
-				}
-				i++
-				value = in[i]
-			}
-			late[name] = value
-		default:
-			args = append(args, a)
-		}
+	if rev = c.Int64(name); rev < 0 {
+		return 0, false, usagef("--%s wants a revision number, got %d", name, rev)
 	}
-	return args, late, nil
-}
-
-func containsName(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
-}
-
-// registryFlagString returns the flag's value from the flag set or, failing that,
-// from the late flags; ok says whether it was given at all.
-func registryFlagString(c *ucli.Context, late map[string]string, name string) (string, bool) {
-	if v, ok := late[name]; ok {
-		return v, true
-	}
-	if c.IsSet(name) {
-		return c.String(name), true
-	}
-	return "", false
-}
-
-func registryFlagRevision(c *ucli.Context, late map[string]string, name string) (int64, bool, error) {
-	if v, ok := late[name]; ok {
-		n, err := strconv.ParseInt(v, 10, 64)
-		if err != nil || n < 0 {
-			return 0, false, usagef("--%s wants a revision number, got %q", name, v)
-		}
-		return n, true, nil
-	}
-	if c.IsSet(name) {
-		n := c.Int64(name)
-		if n < 0 {
-			return 0, false, usagef("--%s wants a revision number, got %d", name, n)
-		}
-		return n, true, nil
-	}
-	return 0, false, nil
+	return rev, true, nil
 }
 
 // readDocumentFile parses and validates the document in file ("-" reads
@@ -135,27 +56,7 @@ func readDocumentFile(env *Env, file string) (*registry.Document, error) {
 	if err != nil {
 		return nil, fmt.Errorf("read registry document: %w", err)
 	}
-	d, err := registry.Parse(data, file)
-	if err != nil {
-		return nil, err
-	}
-	if err := registry.Validate(d); err != nil {
-		var ve *registry.ValidationError
-		if errors.As(err, &ve) {
-			ve.Source = file
-		}
-		return nil, err
-	}
-	return d, nil
-}
-
-// noRegistry turns ErrNotFound from Load into the refusal an operator reads.
-func noRegistry(err error) error {
-	if errors.Is(err, registry.ErrNotFound) {
-		return &Refusal{Code: "not_found", Message: "the store holds no registry yet",
-			Hint: "push one: stado registry push FILE", Err: err}
-	}
-	return err
+	return registry.ReadDocument(data, file)
 }
 
 // --- push ---
@@ -187,16 +88,12 @@ func newRegistryPushCommand(env *Env) *ucli.Command {
 			&ucli.BoolFlag{Name: "dry-run", Usage: "validate and show the change without writing"},
 		},
 		Action: func(c *ucli.Context) error {
-			args, late, err := registryLateFlags(env, c, []string{"dry-run"}, []string{"expect-revision", "reason"})
-			if err != nil {
-				return err
+			if c.NArg() != 1 {
+				return usagef("registry push takes one FILE, got %d argument(s)", c.NArg())
 			}
-			if len(args) != 1 {
-				return usagef("registry push takes one FILE, got %d argument(s)", len(args))
-			}
-			opts := registryPushOptions{File: args[0], DryRun: c.Bool("dry-run") || late["dry-run"] == "true"}
-			opts.Reason, _ = registryFlagString(c, late, "reason")
-			if opts.ExpectRevision, opts.HasExpect, err = registryFlagRevision(c, late, "expect-revision"); err != nil {
+			opts := registryPushOptions{File: c.Args().First(), Reason: c.String("reason"), DryRun: c.Bool("dry-run")}
+			var err error
+			if opts.ExpectRevision, opts.HasExpect, err = revisionFlag(c, "expect-revision"); err != nil {
 				return err
 			}
 			return runRegistryPush(c.Context, env, opts)
@@ -205,7 +102,6 @@ func newRegistryPushCommand(env *Env) *ucli.Command {
 }
 
 type registryPushResult struct {
-	Kind             string          `json:"kind"`
 	DryRun           bool            `json:"dry_run"`
 	Revision         int64           `json:"revision"`
 	PreviousRevision int64           `json:"previous_revision"`
@@ -231,27 +127,24 @@ func runRegistryPush(ctx context.Context, env *Env, opts registryPushOptions) er
 	if opts.HasExpect {
 		expect = opts.ExpectRevision
 	}
-	res := registryPushResult{Kind: "stado.registry.push", DryRun: opts.DryRun, PreviousRevision: meta.Revision, Change: registry.Diff(cur, d)}
-	if opts.DryRun {
-		if expect != meta.Revision {
-			return conflictRefusal(&registry.ConflictError{Key: registry.RegistryKey, Want: expect, Got: meta.Revision})
+	res := registryPushResult{DryRun: opts.DryRun, Revision: meta.Revision, PreviousRevision: meta.Revision, Change: registry.Diff(cur, d)}
+	var written error // the history entry could not be written
+	if opts.DryRun && expect != meta.Revision {
+		return conflictRefusal(&registry.ConflictError{Key: registry.RegistryKey, Want: expect, Got: meta.Revision})
+	} else if !opts.DryRun {
+		m, err := registry.Push(ctx, st, d, expect, opts.Reason)
+		var ce *registry.ConflictError
+		if errors.As(err, &ce) {
+			return conflictRefusal(ce)
+		} else if m.Revision == 0 {
+			return err
 		}
-		res.Revision = meta.Revision
-		return printPush(env, res)
+		res.Revision, res.Meta, written = m.Revision, &m, err
 	}
-	m, err := registry.Push(ctx, st, d, expect, opts.Reason)
-	var ce *registry.ConflictError
-	if errors.As(err, &ce) {
-		return conflictRefusal(ce)
-	}
-	if m.Revision == 0 {
+	if err := emit(env, "stado.registry.push", res, func(t *text) { pushText(t, res) }); err != nil {
 		return err
 	}
-	res.Revision, res.Meta = m.Revision, &m
-	if perr := printPush(env, res); perr != nil {
-		return perr
-	}
-	return err // the history entry could not be written
+	return written
 }
 
 func conflictRefusal(ce *registry.ConflictError) error {
@@ -264,53 +157,37 @@ func conflictRefusal(ce *registry.ConflictError) error {
 	}
 }
 
-func printPush(env *Env, res registryPushResult) error {
-	if env.JSON {
-		return printJSON(env, res)
-	}
-	w := env.Stdout
+func pushText(t *text, res registryPushResult) {
 	switch {
 	case res.DryRun:
-		fmt.Fprintf(w, "dry run: valid; registry stays at revision %d\n", res.Revision)
+		t.f("dry run: valid; registry stays at revision %d\n", res.Revision)
 	case res.PreviousRevision == 0:
-		fmt.Fprintf(w, "pushed registry revision %d (first revision)\n", res.Revision)
+		t.f("pushed registry revision %d (first revision)\n", res.Revision)
 	default:
-		fmt.Fprintf(w, "pushed registry revision %d (was %d)\n", res.Revision, res.PreviousRevision)
+		t.f("pushed registry revision %d (was %d)\n", res.Revision, res.PreviousRevision)
 	}
-	printChange(w, res.Change)
-	return nil
-}
-
-func printChange(w io.Writer, c registry.Change) {
+	c := res.Change
 	if c.Empty() {
-		fmt.Fprintln(w, "  no change")
-		return
+		t.f("  no change\n")
 	}
-	line := func(label string, items []string) {
-		if len(items) > 0 {
-			fmt.Fprintf(w, "  %-18s %s\n", label+":", strings.Join(items, ", "))
+	for _, l := range []struct {
+		label string
+		items []string
+	}{
+		{"targets added", c.TargetsAdded}, {"targets changed", c.TargetsChanged}, {"targets removed", c.TargetsRemoved},
+		{"services added", c.ServicesAdded}, {"services changed", c.ServicesChanged}, {"services removed", c.ServicesRemoved},
+		{"directory added", c.DirectoryAdded}, {"directory changed", c.DirectoryChanged}, {"directory removed", c.DirectoryRemoved},
+	} {
+		if len(l.items) > 0 {
+			t.f("  %-18s %s\n", l.label+":", strings.Join(l.items, ", "))
 		}
 	}
-	line("targets added", c.TargetsAdded)
-	line("targets changed", c.TargetsChanged)
-	line("targets removed", c.TargetsRemoved)
-	line("services added", c.ServicesAdded)
-	line("services changed", c.ServicesChanged)
-	line("services removed", c.ServicesRemoved)
-	line("directory added", c.DirectoryAdded)
-	line("directory changed", c.DirectoryChanged)
-	line("directory removed", c.DirectoryRemoved)
 	if c.ResolverChanged {
-		fmt.Fprintln(w, "  service_resolver changed")
+		t.f("  service_resolver changed\n")
 	}
 }
 
 // --- pull ---
-
-type registryPullOptions struct {
-	Revision int64 // 0: current
-	Format   string
-}
 
 func newRegistryPullCommand(env *Env) *ucli.Command {
 	return withShared(env, &ucli.Command{
@@ -325,73 +202,65 @@ func newRegistryPullCommand(env *Env) *ucli.Command {
 			&ucli.StringFlag{Name: "format", Value: registry.FormatYAML, Usage: "yaml or json"},
 		},
 		Action: func(c *ucli.Context) error {
-			args, late, err := registryLateFlags(env, c, nil, []string{"revision", "format"})
+			if c.NArg() != 0 {
+				return usagef("registry pull takes no arguments, got %q", c.Args().Slice())
+			}
+			format := c.String("format")
+			if format != registry.FormatYAML && format != registry.FormatJSON {
+				return usagef("--format wants yaml or json, got %q", format)
+			}
+			rev, _, err := revisionFlag(c, "revision")
 			if err != nil {
 				return err
 			}
-			if len(args) != 0 {
-				return usagef("registry pull takes no arguments, got %q", args)
-			}
-			opts := registryPullOptions{Format: c.String("format")}
-			if f, ok := late["format"]; ok {
-				opts.Format = f
-			}
-			if opts.Format != registry.FormatYAML && opts.Format != registry.FormatJSON {
-				return usagef("--format wants yaml or json, got %q", opts.Format)
-			}
-			if opts.Revision, _, err = registryFlagRevision(c, late, "revision"); err != nil {
-				return err
-			}
-			return runRegistryPull(c.Context, env, opts)
+			return runRegistryPull(c.Context, env, rev, format)
 		},
 	}, true)
 }
 
 type registryPullResult struct {
-	Kind     string             `json:"kind"`
 	Revision int64              `json:"revision"`
 	Meta     registry.Meta      `json:"meta"`
 	Document *registry.Document `json:"document"`
 }
 
-// loadAt loads the current registry (rev 0) or revision rev.
-func loadAt(ctx context.Context, st registry.Store, rev int64) (*registry.Document, registry.Meta, error) {
-	if rev == 0 {
-		d, m, err := registry.Load(ctx, st)
-		return d, m, noRegistry(err)
+// loadAt loads the current registry (rev 0) or revision rev; a store
+// without it is refused not_found with the command that helps.
+func loadAt(ctx context.Context, env *Env, rev int64) (*registry.Document, registry.Meta, error) {
+	st, err := openStore(ctx, env)
+	if err != nil {
+		return nil, registry.Meta{}, err
 	}
-	d, m, err := registry.LoadRevision(ctx, st, rev)
+	defer st.Close()
+	var d *registry.Document
+	var m registry.Meta
+	msg, hint := "the store holds no registry yet", "push one: stado registry push FILE"
+	if rev == 0 {
+		d, m, err = registry.Load(ctx, st)
+	} else {
+		d, m, err = registry.LoadRevision(ctx, st, rev)
+		msg, hint = fmt.Sprintf("registry revision %d is not retained", rev), "list the retained revisions: stado registry history"
+	}
 	if errors.Is(err, registry.ErrNotFound) {
-		return nil, m, &Refusal{Code: "not_found", Message: fmt.Sprintf("registry revision %d is not retained", rev),
-			Hint: "list the retained revisions: stado registry history", Err: err}
+		return nil, m, &Refusal{Code: "not_found", Message: msg, Hint: hint, Err: err}
 	}
 	return d, m, err
 }
 
-func runRegistryPull(ctx context.Context, env *Env, opts registryPullOptions) error {
-	st, err := openStore(ctx, env)
+func runRegistryPull(ctx context.Context, env *Env, rev int64, format string) error {
+	d, m, err := loadAt(ctx, env, rev)
 	if err != nil {
 		return err
 	}
-	defer st.Close()
-	d, m, err := loadAt(ctx, st, opts.Revision)
+	out, err := registry.Marshal(d, format)
 	if err != nil {
 		return err
 	}
-	if env.JSON {
-		return printJSON(env, registryPullResult{Kind: "stado.registry.pull", Revision: m.Revision, Meta: m, Document: d})
-	}
-	out, err := registry.Marshal(d, opts.Format)
-	if err != nil {
-		return err
-	}
-	_, err = env.Stdout.Write(out)
-	return err
+	// The text form is the document itself, in the format asked for.
+	return emit(env, "stado.registry.pull", registryPullResult{Revision: m.Revision, Meta: m, Document: d}, func(t *text) { t.Write(out) })
 }
 
 // --- show ---
-
-type registryShowOptions struct{}
 
 func newRegistryShowCommand(env *Env) *ucli.Command {
 	return withShared(env, &ucli.Command{
@@ -402,111 +271,46 @@ func newRegistryShowCommand(env *Env) *ucli.Command {
 			"they cannot be reinstalled from the document.\n\n" +
 			"example:\n   stado registry show\n   stado registry show --json",
 		Action: func(c *ucli.Context) error {
-			args, _, err := registryLateFlags(env, c, nil, nil)
-			if err != nil {
-				return err
+			if c.NArg() != 0 {
+				return usagef("registry show takes no arguments, got %q", c.Args().Slice())
 			}
-			if len(args) != 0 {
-				return usagef("registry show takes no arguments, got %q", args)
-			}
-			return runRegistryShow(c.Context, env, registryShowOptions{})
+			return runRegistryShow(c.Context, env)
 		},
 	}, true)
 }
 
-type showService struct {
-	Name     string `json:"name"`
-	Unit     string `json:"unit"`
-	UnitPath string `json:"unit_path,omitempty"`
-	Program  string `json:"program,omitempty"`
-	Scope    string `json:"scope"`
-	Product  string `json:"product,omitempty"`
-	// Status is "declared", or "declaration_incomplete" when there is no program.
-	Status           string `json:"status"`
-	IncompleteReason string `json:"incomplete_reason,omitempty"`
-}
-
-type showTarget struct {
-	Name          string        `json:"name"`
-	Address       string        `json:"address"`
-	Port          int           `json:"port"`
-	User          string        `json:"user"`
-	OS            string        `json:"os"`
-	LaunchdDomain string        `json:"launchd_domain,omitempty"`
-	Alerts        []string      `json:"alerts,omitempty"`
-	Services      []showService `json:"services"`
-}
-
 type registryShowResult struct {
-	Kind           string                    `json:"kind"`
-	Revision       int64                     `json:"revision"`
-	Meta           registry.Meta             `json:"meta"`
-	RefreshSeconds int                       `json:"refresh_seconds,omitempty"`
-	Targets        []showTarget              `json:"targets"`
-	Directory      []registry.DirectoryEntry `json:"directory"`
-	Incomplete     int                       `json:"incomplete"`
+	Revision       int64         `json:"revision"`
+	Meta           registry.Meta `json:"meta"`
+	RefreshSeconds int           `json:"refresh_seconds,omitempty"`
+	registry.Summary
 }
 
-func runRegistryShow(ctx context.Context, env *Env, _ registryShowOptions) error {
-	st, err := openStore(ctx, env)
+func runRegistryShow(ctx context.Context, env *Env) error {
+	d, m, err := loadAt(ctx, env, 0)
 	if err != nil {
 		return err
 	}
-	defer st.Close()
-	d, m, err := loadAt(ctx, st, 0)
-	if err != nil {
-		return err
-	}
-	res := registryShowResult{Kind: "stado.registry.show", Revision: m.Revision, Meta: m,
-		RefreshSeconds: d.ServiceResolver.RefreshSeconds, Targets: []showTarget{}, Directory: d.Directory}
-	if res.Directory == nil {
-		res.Directory = []registry.DirectoryEntry{}
-	}
-	for _, t := range d.Targets {
-		st := showTarget{Name: t.Name, Address: t.SSH.Address, Port: t.SSH.Port, User: t.SSH.User, OS: t.OS,
-			LaunchdDomain: t.LaunchdDomain, Services: []showService{}}
-		if st.Address == "" {
-			st.Address = t.Name
-		}
-		if st.Port == 0 {
-			st.Port = 22
-		}
-		if st.User == "" {
-			st.User = "root"
-		}
-		for _, a := range t.Alerts {
-			st.Alerts = append(st.Alerts, a.Name)
-		}
-		for _, s := range t.Services {
-			ss := showService{Name: s.Name, Unit: s.Unit, UnitPath: s.UnitPath, Program: s.Program,
-				Scope: s.EffectiveScope(), Product: s.Product, Status: "declared"}
-			if s.Incomplete() {
-				ss.Status, ss.IncompleteReason = "declaration_incomplete", s.IncompleteReason
-				res.Incomplete++
-			}
-			st.Services = append(st.Services, ss)
-		}
-		res.Targets = append(res.Targets, st)
-	}
-	if env.JSON {
-		return printJSON(env, res)
-	}
-	w := env.Stdout
-	fmt.Fprintf(w, "registry revision %d\n", res.Revision)
-	fmt.Fprintf(w, "  writer  %s\n  time    %s\n", m.Writer, m.Time.Format(time.RFC3339))
+	res := registryShowResult{Revision: m.Revision, Meta: m, RefreshSeconds: d.ServiceResolver.RefreshSeconds, Summary: registry.Summarize(d)}
+	return emit(env, "stado.registry.show", res, func(t *text) { showText(t, res) })
+}
+
+func showText(t *text, res registryShowResult) {
+	m := res.Meta
+	t.f("registry revision %d\n  writer  %s\n  time    %s\n", res.Revision, m.Writer, m.Time.Format(time.RFC3339))
 	if m.Reason != "" {
-		fmt.Fprintf(w, "  reason  %s\n", m.Reason)
+		t.f("  reason  %s\n", m.Reason)
 	}
 	if res.RefreshSeconds > 0 {
-		fmt.Fprintf(w, "  service_resolver.refresh_seconds  %d\n", res.RefreshSeconds)
+		t.f("  service_resolver.refresh_seconds  %d\n", res.RefreshSeconds)
 	}
-	fmt.Fprintf(w, "\ntargets (%d):\n", len(res.Targets))
-	tw := tabwriter.NewWriter(w, 2, 4, 2, ' ', 0)
-	for _, t := range res.Targets {
-		fmt.Fprintf(tw, "  %s\t%s@%s:%d\t%s\n", t.Name, t.User, t.Address, t.Port, t.OS)
-		for _, s := range t.Services {
+	t.f("\ntargets (%d):\n", len(res.Targets))
+	tw := tabwriter.NewWriter(t, 2, 4, 2, ' ', 0)
+	for _, tg := range res.Targets {
+		fmt.Fprintf(tw, "  %s\t%s@%s:%d\t%s\n", tg.Name, tg.User, tg.Address, tg.Port, tg.OS)
+		for _, s := range tg.Services {
 			what := s.Program
-			if s.Status == "declaration_incomplete" {
+			if s.Status == registry.StatusIncomplete {
 				what = "declaration_incomplete"
 				if s.IncompleteReason != "" {
 					what += " (" + s.IncompleteReason + ")"
@@ -516,23 +320,16 @@ func runRegistryShow(ctx context.Context, env *Env, _ registryShowOptions) error
 		}
 	}
 	tw.Flush()
-	fmt.Fprintf(w, "\ndirectory (%d):\n", len(res.Directory))
+	t.f("\ndirectory (%d):\n", len(res.Directory))
 	for _, e := range res.Directory {
-		callers := "every target"
-		if len(e.Callers) > 0 {
-			callers = strings.Join(e.Callers, ", ")
-		}
-		fmt.Fprintf(w, "  %s -> %s:%d  callers: %s\n", e.Service, e.Host, e.Port, callers)
+		t.f("  %s -> %s:%d  callers: %s\n", e.Service, e.Host, e.Port, cmp.Or(strings.Join(e.Callers, ", "), "every target"))
 	}
 	if res.Incomplete > 0 {
-		fmt.Fprintf(w, "\n%d declaration(s) incomplete: they name a unit but no program, so they cannot be reinstalled\n", res.Incomplete)
+		t.f("\n%d declaration(s) incomplete: they name a unit but no program, so they cannot be reinstalled\n", res.Incomplete)
 	}
-	return nil
 }
 
 // --- history ---
-
-type registryHistoryOptions struct{}
 
 func newRegistryHistoryCommand(env *Env) *ucli.Command {
 	return withShared(env, &ucli.Command{
@@ -543,24 +340,19 @@ func newRegistryHistoryCommand(env *Env) *ucli.Command {
 			"stado registry pull --revision N.\n\n" +
 			"example:\n   stado registry history\n   stado registry history --json",
 		Action: func(c *ucli.Context) error {
-			args, _, err := registryLateFlags(env, c, nil, nil)
-			if err != nil {
-				return err
+			if c.NArg() != 0 {
+				return usagef("registry history takes no arguments, got %q", c.Args().Slice())
 			}
-			if len(args) != 0 {
-				return usagef("registry history takes no arguments, got %q", args)
-			}
-			return runRegistryHistory(c.Context, env, registryHistoryOptions{})
+			return runRegistryHistory(c.Context, env)
 		},
 	}, true)
 }
 
 type registryHistoryResult struct {
-	Kind      string          `json:"kind"`
 	Revisions []registry.Meta `json:"revisions"`
 }
 
-func runRegistryHistory(ctx context.Context, env *Env, _ registryHistoryOptions) error {
+func runRegistryHistory(ctx context.Context, env *Env) error {
 	st, err := openStore(ctx, env)
 	if err != nil {
 		return err
@@ -570,28 +362,24 @@ func runRegistryHistory(ctx context.Context, env *Env, _ registryHistoryOptions)
 	if err != nil {
 		return err
 	}
-	newest := make([]registry.Meta, 0, len(h))
+	res := registryHistoryResult{Revisions: make([]registry.Meta, 0, len(h))}
 	for i := len(h) - 1; i >= 0; i-- {
-		newest = append(newest, h[i])
+		res.Revisions = append(res.Revisions, h[i])
 	}
-	if env.JSON {
-		return printJSON(env, registryHistoryResult{Kind: "stado.registry.history", Revisions: newest})
-	}
-	if len(newest) == 0 {
-		fmt.Fprintln(env.Stdout, "no registry revisions yet")
-		return nil
-	}
-	tw := tabwriter.NewWriter(env.Stdout, 2, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "REVISION\tTIME\tWRITER\tREASON")
-	for _, m := range newest {
-		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\n", m.Revision, m.Time.Format(time.RFC3339), m.Writer, m.Reason)
-	}
-	return tw.Flush()
+	return emit(env, "stado.registry.history", res, func(t *text) {
+		if len(h) == 0 {
+			t.f("no registry revisions yet\n")
+			return
+		}
+		var rows [][]string
+		for _, m := range res.Revisions {
+			rows = append(rows, []string{fmt.Sprint(m.Revision), m.Time.Format(time.RFC3339), m.Writer, m.Reason})
+		}
+		t.table([]string{"REVISION", "TIME", "WRITER", "REASON"}, rows)
+	})
 }
 
 // --- validate ---
-
-type registryValidateOptions struct{ File string }
 
 func newRegistryValidateCommand(env *Env) *ucli.Command {
 	return withShared(env, &ucli.Command{
@@ -603,20 +391,15 @@ func newRegistryValidateCommand(env *Env) *ucli.Command {
 			"valid document. Reads no store. - reads stdin.\n\n" +
 			"example:\n   stado registry validate examples/fleet.yaml",
 		Action: func(c *ucli.Context) error {
-			args, _, err := registryLateFlags(env, c, nil, nil)
-			if err != nil {
-				return err
+			if c.NArg() != 1 {
+				return usagef("registry validate takes one FILE, got %d argument(s)", c.NArg())
 			}
-			if len(args) != 1 {
-				return usagef("registry validate takes one FILE, got %d argument(s)", len(args))
-			}
-			return runRegistryValidate(c.Context, env, registryValidateOptions{File: args[0]})
+			return runRegistryValidate(env, c.Args().First())
 		},
 	}, true)
 }
 
 type registryValidateResult struct {
-	Kind       string   `json:"kind"`
 	File       string   `json:"file"`
 	Valid      bool     `json:"valid"`
 	Targets    int      `json:"targets"`
@@ -625,13 +408,12 @@ type registryValidateResult struct {
 	Incomplete []string `json:"incomplete"`
 }
 
-func runRegistryValidate(_ context.Context, env *Env, opts registryValidateOptions) error {
-	d, err := readDocumentFile(env, opts.File)
+func runRegistryValidate(env *Env, file string) error {
+	d, err := readDocumentFile(env, file)
 	if err != nil {
 		return err
 	}
-	res := registryValidateResult{Kind: "stado.registry.validate", File: opts.File, Valid: true,
-		Targets: len(d.Targets), Directory: len(d.Directory), Incomplete: []string{}}
+	res := registryValidateResult{File: file, Valid: true, Targets: len(d.Targets), Directory: len(d.Directory), Incomplete: []string{}}
 	for _, t := range d.Targets {
 		res.Services += len(t.Services)
 		for _, s := range t.Services {
@@ -640,12 +422,10 @@ func runRegistryValidate(_ context.Context, env *Env, opts registryValidateOptio
 			}
 		}
 	}
-	if env.JSON {
-		return printJSON(env, res)
-	}
-	fmt.Fprintf(env.Stdout, "%s: valid (%d targets, %d services, %d directory entries)\n", opts.File, res.Targets, res.Services, res.Directory)
-	for _, name := range res.Incomplete {
-		fmt.Fprintf(env.Stdout, "  %s: declaration_incomplete (no program; cannot be reinstalled)\n", name)
-	}
-	return nil
+	return emit(env, "stado.registry.validate", res, func(t *text) {
+		t.f("%s: valid (%d targets, %d services, %d directory entries)\n", file, res.Targets, res.Services, res.Directory)
+		for _, name := range res.Incomplete {
+			t.f("  %s: declaration_incomplete (no program; cannot be reinstalled)\n", name)
+		}
+	})
 }

@@ -3,55 +3,17 @@ package cli
 import (
 	"context"
 	"errors"
-	"fmt"
-	"runtime"
-	"sort"
+	"maps"
+	"slices"
 	"strings"
 
 	ucli "github.com/urfave/cli/v2"
 
-	"github.com/wisent/stado/beacon"
 	"github.com/wisent/stado/catalog"
 	"github.com/wisent/stado/channel"
-	"github.com/wisent/stado/refusal"
 	"github.com/wisent/stado/registry"
 	"github.com/wisent/stado/repair"
-	"github.com/wisent/stado/units"
 )
-
-// hostContributors builds what `stado host run` adds to every pass: the
-// answering probes of this host's own services, and the peer recovery of
-// other hosts' services this host's resolver sees standing.
-func hostContributors(ctx context.Context, env *Env, st registry.Store, host string, mgr units.Manager) ([]beacon.Contributor, func(), error) {
-	cs, stop, err := answeringContributors(ctx, env, st, host, mgr)
-	if err != nil {
-		return nil, nil, err
-	}
-	peer, closePeer := peerContributor(env, st)
-	return append(cs, peer), func() { closePeer(); stop() }, nil
-}
-
-// answeringContributors builds the answering contributor of a host
-// process: the catalog of the store, the Local executor over the host's
-// own manager, the register under $HOME and alerts from the registry.
-func answeringContributors(ctx context.Context, env *Env, st registry.Store, host string, mgr units.Manager) ([]beacon.Contributor, func(), error) {
-	cat, err := catalog.Load(ctx, st)
-	if err != nil {
-		var val *registry.ValidationError
-		if errors.As(err, &val) {
-			return nil, nil, err
-		}
-		cat = catalog.Shipped()
-	}
-	a := &repair.Answerer{
-		Catalog:  cat,
-		Executor: &repair.Local{Catalog: cat, Host: host, Managers: map[string]units.Manager{registry.ScopeSystem: mgr}, Home: homeDir(env)},
-		Register: repair.HomeRegister(homeDir(env)),
-		Now:      env.Now,
-		Logger:   env.Logger,
-	}
-	return []beacon.Contributor{a}, a.Close, nil
-}
 
 // repairOptions are the flags of stado repair.
 type repairOptions struct {
@@ -88,20 +50,6 @@ func newRepairCommand(env *Env) *ucli.Command {
 	}, true)
 }
 
-// repairPlanDoc is what stado repair prints.
-type repairPlanDoc struct {
-	Kind    string             `json:"kind"`
-	Service string             `json:"service"`
-	Target  string             `json:"target"`
-	Step    string             `json:"step"`
-	OS      string             `json:"os"`
-	Argv    []string           `json:"argv"`
-	Env     map[string]string  `json:"env,omitempty"`
-	Timeout int                `json:"timeout_seconds"`
-	Applied bool               `json:"applied"`
-	Report  *repair.StepReport `json:"report,omitempty"`
-}
-
 // repairExecutor is the executor --apply uses when none is given: the
 // target's host channel over SSH, the same Remote executor peer recovery
 // uses.
@@ -123,35 +71,15 @@ func runRepair(ctx context.Context, env *Env, o repairOptions) error {
 	if err != nil && !errors.Is(err, registry.ErrNotFound) {
 		return err
 	}
-	if doc == nil {
-		doc = &registry.Document{Version: 1}
-	}
-	t, ok := doc.Target(o.Target)
-	if !ok {
-		return refuse("not_found", "the registry declares no target %q", o.Target)
-	}
 	cat, err := catalog.Load(ctx, st)
 	if err != nil {
 		return err
 	}
-	if _, declared := t.Service(o.Service); !declared {
-		if _, ok := cat.Lookup(o.Service); !ok {
-			if _, ok := cat.RecoveryEntry(o.Service); !ok {
-				return refuse("not_found", "%s declares no service %q and the catalog has no such product", o.Target, o.Service)
-			}
-		}
-	}
-	goos := t.OS
-	if goos == "" {
-		goos = runtime.GOOS
-	}
-	inputs := repair.StepInputs(doc.ServiceResolver.RefreshSeconds)
-	cmd, err := repair.ResolveStep(cat, goos, o.Step, inputs)
+	plan, err := repair.PlanStep(doc, cat, o.Service, o.Target, o.Step)
 	if err != nil {
 		return err
 	}
-	out := repairPlanDoc{Kind: "stado.repair.plan", Service: o.Service, Target: o.Target, Step: o.Step, OS: goos,
-		Argv: cmd.Argv, Env: maskSecrets(cmd.Env), Timeout: cmd.TimeoutSeconds}
+	kind, applied := "stado.repair.plan", error(nil)
 	if o.Apply {
 		ex := o.Executor
 		if ex == nil {
@@ -162,94 +90,37 @@ func runRepair(ctx context.Context, env *Env, o repairOptions) error {
 			defer closeFn()
 			ex = e
 		}
-		reps := repair.RunSteps(ctx, ex, o.Target, []string{o.Step}, inputs)
-		out.Kind, out.Applied, out.Report = "stado.repair", true, &reps[0]
+		kind, applied = "stado.repair", plan.Apply(ctx, ex)
 	}
-	if env.JSON {
-		if err := printJSON(env, out); err != nil {
-			return err
-		}
-	} else {
-		printRepairPlan(env, out)
+	if err := emit(env, kind, plan, func(t *text) { repairPlanText(t, plan) }); err != nil {
+		return err
 	}
-	if out.Report != nil && !out.Report.OK {
-		code := out.Report.Code
-		if code == "" {
-			code = repair.CodeStepFailed
-		}
-		return refuse(refusal.Code(code), "repair step %s on %s: %s", o.Step, o.Target, out.Report.Refusal)
-	}
-	return nil
+	return applied
 }
 
-func printRepairPlan(env *Env, d repairPlanDoc) {
-	w := env.Stdout
+func repairPlanText(t *text, p *repair.StepPlan) {
 	verb := "would run"
-	if d.Applied {
+	if p.Applied {
 		verb = "ran"
 	}
-	fmt.Fprintf(w, "%s repair step %s for %s on %s (%s):\n", verb, d.Step, d.Service, d.Target, d.OS)
-	fmt.Fprintf(w, "  argv:    %s\n", strings.Join(quoteArgs(d.Argv), " "))
-	keys := make([]string, 0, len(d.Env))
-	for k := range d.Env {
-		keys = append(keys, k)
+	t.f("%s repair step %s for %s on %s (%s):\n", verb, p.Step, p.Service, p.Target, p.OS)
+	t.f("  argv:    %s\n", argv(p.Argv))
+	for _, k := range slices.Sorted(maps.Keys(p.Env)) {
+		t.f("  env:     %s=%s\n", k, p.Env[k])
 	}
-	sort.Strings(keys)
-	for _, k := range keys {
-		fmt.Fprintf(w, "  env:     %s=%s\n", k, d.Env[k])
+	t.f("  timeout: %ds\n", p.Timeout)
+	r := p.Report
+	switch {
+	case r == nil:
+		t.f("nothing ran; add --apply to run it\n")
+	case r.OK:
+		t.f("  result:  ok in %d ms\n", r.ElapsedMS)
+	default:
+		t.f("  result:  refused (%s): %s\n", r.Code, r.Refusal)
 	}
-	fmt.Fprintf(w, "  timeout: %ds\n", d.Timeout)
-	if r := d.Report; r != nil {
-		if r.OK {
-			fmt.Fprintf(w, "  result:  ok in %d ms\n", r.ElapsedMS)
-		} else {
-			fmt.Fprintf(w, "  result:  refused (%s): %s\n", r.Code, r.Refusal)
-		}
-		if r.Output != "" {
-			fmt.Fprintf(w, "  output:  %s\n", strings.ReplaceAll(r.Output, "\n", "\n           "))
-		}
-	} else {
-		fmt.Fprintln(w, "nothing ran; add --apply to run it")
+	if r != nil && r.Output != "" {
+		t.f("  output:  %s\n", strings.ReplaceAll(r.Output, "\n", "\n           "))
 	}
-}
-
-func quoteArgs(argv []string) []string {
-	out := make([]string, len(argv))
-	for i, a := range argv {
-		if a == "" || strings.ContainsAny(a, " \t'\"\\$;&|<>*?()") {
-			out[i] = fmt.Sprintf("%q", a)
-		} else {
-			out[i] = a
-		}
-	}
-	return out
-}
-
-// secretWords mark a variable whose value must not be printed.
-var secretWords = []string{"SECRET", "TOKEN", "PASSWORD", "PASSWD", "PASSPHRASE", "KEY", "CREDENTIAL", "AUTH", "PRIVATE"}
-
-// maskSecrets returns env with the values of secret-looking names masked.
-func maskSecrets(env map[string]string) map[string]string {
-	if len(env) == 0 {
-		return nil
-	}
-	out := make(map[string]string, len(env))
-	for k, v := range env {
-		out[k] = v
-		up := strings.ToUpper(k)
-		for _, w := range secretWords {
-			if strings.Contains(up, w) {
-				out[k] = "********"
-				break
-			}
-		}
-	}
-	return out
-}
-
-// recoveriesOptions are the flags of service recoveries.
-type recoveriesOptions struct {
-	Service string
 }
 
 func newServiceRecoveriesCommand(env *Env) *ucli.Command {
@@ -260,83 +131,53 @@ func newServiceRecoveriesCommand(env *Env) *ucli.Command {
 			"Run it on the host whose recoveries you want (or through ssh): the register is per machine.\n" +
 			"A recovery the host could not record is only in its beacon (answering.recording_refusal).\n\n" +
 			"example:\n   stado service recoveries --service skarbiec --json",
-		Flags: []ucli.Flag{
-			&ucli.StringFlag{Name: "service", Usage: "only this service's recoveries"},
-		},
+		Flags: []ucli.Flag{&ucli.StringFlag{Name: "service", Usage: "only this service's recoveries"}},
 		Action: func(c *ucli.Context) error {
 			if c.NArg() > 0 {
 				return usagef("service recoveries takes no arguments")
 			}
-			return runServiceRecoveries(c.Context, env, recoveriesOptions{Service: c.String("service")})
+			return runServiceRecoveries(env, c.String("service"))
 		},
 	}, true)
 }
 
 // recoveriesDoc is the JSON form of service recoveries.
 type recoveriesDoc struct {
-	Kind       string            `json:"kind"`
 	File       string            `json:"file"`
 	Service    string            `json:"service,omitempty"`
 	Recoveries []repair.Recovery `json:"recoveries"`
 }
 
-func runServiceRecoveries(_ context.Context, env *Env, o recoveriesOptions) error {
+func runServiceRecoveries(env *Env, service string) error {
 	reg := repair.HomeRegister(homeDir(env))
 	recs, err := reg.Read()
-	if err != nil {
-		var fe *repair.FileError
-		if errors.As(err, &fe) {
-			return refuse("register_unreadable", "%v", err)
-		}
+	var fe *repair.FileError
+	if errors.As(err, &fe) {
+		return refuse("register_unreadable", "%v", err)
+	} else if err != nil {
 		return err
 	}
-	doc := recoveriesDoc{Kind: "stado.service.recoveries", File: reg.Path, Service: o.Service, Recoveries: []repair.Recovery{}}
+	doc := recoveriesDoc{File: reg.Path, Service: service, Recoveries: []repair.Recovery{}}
 	for _, r := range recs {
-		if o.Service == "" || r.Service == o.Service {
+		if service == "" || r.Service == service {
 			doc.Recoveries = append(doc.Recoveries, r)
 		}
 	}
-	if env.JSON {
-		return printJSON(env, doc)
-	}
-	w := env.Stdout
-	if len(doc.Recoveries) == 0 {
-		fmt.Fprintf(w, "no recoveries in %s\n", reg.Path)
-		return nil
-	}
-	for _, r := range doc.Recoveries {
-		verdict := "complete"
-		if !r.Complete {
-			verdict = "incomplete"
+	return emit(env, "stado.service.recoveries", doc, func(t *text) {
+		if len(doc.Recoveries) == 0 {
+			t.f("no recoveries in %s\n", reg.Path)
 		}
-		by := ""
-		if r.ObservedBy != "" {
-			by = " (observed by " + r.ObservedBy + ")"
-		}
-		fmt.Fprintf(w, "%s  %s on %s (%s)%s: %s\n", r.When.Format("2006-01-02 15:04:05Z07:00"), r.Service, r.Host, r.Unit, by, verdict)
-		fmt.Fprintf(w, "  question: %s %s at %s, unanswered %.1fs of bound %.0fs since %s, held requests %d\n",
-			r.Question.Method, r.Question.Path, r.Question.Endpoint, r.WaitedSeconds, r.BoundSeconds, r.Since.Format("15:04:05"), r.HeldRequests)
-		for _, s := range r.Steps {
-			if s.OK {
-				fmt.Fprintf(w, "  repair %s: ok\n", s.Step)
-			} else {
-				fmt.Fprintf(w, "  repair %s: refused (%s): %s\n", s.Step, s.Code, s.Refusal)
+		for _, r := range doc.Recoveries {
+			by := ""
+			if r.ObservedBy != "" {
+				by = " (observed by " + r.ObservedBy + ")"
+			}
+			t.f("%s  %s on %s (%s)%s: %s\n", r.When.Format("2006-01-02 15:04:05Z07:00"), r.Service, r.Host, r.Unit, by, r.Verdict())
+			t.f("  question: %s %s at %s, unanswered %.1fs of bound %.0fs since %s, held requests %d\n",
+				r.Question.Method, r.Question.Path, r.Question.Endpoint, r.WaitedSeconds, r.BoundSeconds, r.Since.Format("15:04:05"), r.HeldRequests)
+			for _, l := range r.Lines() {
+				t.f("  %s\n", l)
 			}
 		}
-		if rs := r.Restart; rs != nil {
-			if rs.OK {
-				fmt.Fprintf(w, "  restart %s: %s, pid %d\n", rs.Unit, rs.Answer, rs.PID)
-			} else {
-				fmt.Fprintf(w, "  restart %s: refused (%s): %s\n", rs.Unit, rs.Code, rs.Refusal)
-			}
-		}
-		for _, a := range r.Alerts {
-			if a.OK {
-				fmt.Fprintf(w, "  alert %s (%s): %s\n", a.Channel, a.Type, a.Answer)
-			} else {
-				fmt.Fprintf(w, "  alert %s (%s): failed: %s %s\n", a.Channel, a.Type, a.Answer, a.Cause)
-			}
-		}
-	}
-	return nil
+	})
 }

@@ -1,9 +1,12 @@
 package cli
 
 import (
+	"cmp"
 	"context"
+	"encoding/json"
 	"fmt"
-	"strconv"
+	"maps"
+	"slices"
 	"strings"
 	"time"
 
@@ -11,6 +14,7 @@ import (
 
 	"github.com/wisent/stado/beacon"
 	"github.com/wisent/stado/channel"
+	"github.com/wisent/stado/repair"
 )
 
 func serviceReadCommands(env *Env) []*ucli.Command {
@@ -23,6 +27,17 @@ func serviceReadCommands(env *Env) []*ucli.Command {
 
 func staleFlag() ucli.Flag {
 	return &ucli.DurationFlag{Name: "stale-after", Usage: "distrust beacons older than this (default: each beacon's own bound, 3 × its interval)"}
+}
+
+// loadView joins the registry of the store the globals name with its
+// beacons, judged at env.Now.
+func loadView(ctx context.Context, env *Env, stale time.Duration) (*beacon.View, error) {
+	st, err := openStore(ctx, env)
+	if err != nil {
+		return nil, err
+	}
+	defer st.Close()
+	return beacon.LoadView(ctx, st, env.Now(), stale)
 }
 
 // listOptions are the flags of service list.
@@ -53,13 +68,11 @@ func newServiceListCommand(env *Env) *ucli.Command {
 	}, true)
 }
 
-func loadView(ctx context.Context, env *Env, stale time.Duration) (*beacon.View, error) {
-	st, err := openStore(ctx, env)
-	if err != nil {
-		return nil, err
-	}
-	defer st.Close()
-	return beacon.LoadView(ctx, st, env.Now(), stale)
+// serviceListDoc is the --json form of service list.
+type serviceListDoc struct {
+	RegistryRevision int64        `json:"registry_revision"`
+	At               time.Time    `json:"at"`
+	Services         []beacon.Row `json:"services"`
 }
 
 func runServiceList(ctx context.Context, env *Env, o listOptions) error {
@@ -67,95 +80,24 @@ func runServiceList(ctx context.Context, env *Env, o listOptions) error {
 	if err != nil {
 		return err
 	}
-	if o.Host != "" {
-		if _, ok := v.Document.Target(o.Host); !ok && v.Beacons[o.Host] == nil {
-			return refuse("not_found", "no host %q in the registry or the beacons", o.Host)
-		}
+	if _, declared := v.Document.Target(o.Host); o.Host != "" && !declared && v.Beacons[o.Host] == nil {
+		return refuse("not_found", "no host %q in the registry or the beacons", o.Host)
 	}
-	var rows []beacon.Row
-	kind := "stado.service.list"
+	doc := serviceListDoc{RegistryRevision: v.Meta.Revision, At: v.Now.UTC(), Services: v.Rows(o.Host)}
+	kind, header := "stado.service.list", []string{"HOST", "SERVICE", "UNIT", "STATE", "PID", "DETAIL"}
 	if o.Undeclared {
-		rows, kind = v.Undeclared(o.Host), "stado.service.undeclared"
-	} else {
-		rows = v.Rows(o.Host)
+		doc.Services, kind, header[1] = v.Undeclared(o.Host), "stado.service.undeclared", "-"
 	}
-	if env.JSON {
-		if rows == nil {
-			rows = []beacon.Row{}
+	if doc.Services == nil {
+		doc.Services = []beacon.Row{}
+	}
+	return emit(env, kind, doc, func(t *text) {
+		var rows [][]string
+		for _, r := range doc.Services {
+			rows = append(rows, []string{r.Host, r.Service, r.Unit, r.State, num(r.PID), r.Detail()})
 		}
-		return printJSON(env, map[string]any{"kind": kind, "registry_revision": v.Meta.Revision, "at": v.Now.UTC(), "services": rows})
-	}
-	table := make([][]string, 0, len(rows))
-	for _, r := range rows {
-		table = append(table, []string{r.Host, r.Service, r.Unit, r.State, pidText(r.PID), rowDetail(r)})
-	}
-	header := []string{"HOST", "SERVICE", "UNIT", "STATE", "PID", "DETAIL"}
-	if o.Undeclared {
-		header[1] = "-"
-	}
-	printTable(env.Stdout, terminalWidth(env), header, table)
-	return nil
-}
-
-func pidText(pid int) string {
-	if pid == 0 {
-		return "-"
-	}
-	return strconv.Itoa(pid)
-}
-
-// rowDetail says the one thing an operator should read next to the state.
-func rowDetail(r beacon.Row) string {
-	var parts []string
-	if r.State == beacon.StateUnknown && r.Beacon.Reason != "" {
-		parts = append(parts, r.Beacon.Reason)
-	}
-	if r.Incomplete {
-		parts = append(parts, "declaration_incomplete")
-	}
-	if r.Sentence != "" {
-		parts = append(parts, r.Sentence)
-	} else if r.LastExit != nil && r.State == beacon.StateFailed {
-		parts = append(parts, fmt.Sprintf("last exit %d", *r.LastExit))
-	}
-	if r.LastStderr != "" {
-		parts = append(parts, "stderr: "+r.LastStderr)
-	}
-	if a := r.Answering; a != nil {
-		parts = append(parts, answeringSummary(a))
-	}
-	return strings.Join(parts, "; ")
-}
-
-// answeringSummary is the one-line form of an answering block.
-func answeringSummary(a *beacon.Answering) string {
-	switch a.State {
-	case beacon.AnswerUnreadable:
-		return "answering unreadable: " + a.Unreadable
-	case beacon.AnswerStood:
-		s := fmt.Sprintf("answering stood %.0fs (bound %.0fs)", a.WaitedSeconds, a.BoundSeconds)
-		if a.AlreadyAttempted {
-			s += ", already_attempted"
-		} else if len(a.Recovery) == 0 {
-			s += ", no recovery recorded"
-		}
-		if a.RecordingRefusal != nil {
-			s += ", recording_refusal: " + a.RecordingRefusal.Op + " " + a.RecordingRefusal.File + ": " + a.RecordingRefusal.Cause
-		}
-		return s
-	case beacon.AnswerWaiting:
-		return fmt.Sprintf("answering waiting %.0fs", a.WaitedSeconds)
-	case beacon.AnswerFinished:
-		if f := a.Finished; f != nil && f.Answered != nil {
-			if f.Answered.Successful {
-				return fmt.Sprintf("answered %d in %dms", f.Answered.Status, f.Answered.ElapsedMS)
-			}
-			return fmt.Sprintf("answered %d, not successful: %s", f.Answered.Status, f.Answered.Detail)
-		} else if f != nil && f.Refused != nil {
-			return "answering refused: " + f.Refused.Cause
-		}
-	}
-	return "answering " + a.State
+		t.table(header, rows)
+	})
 }
 
 // statusOptions are the flags of service status.
@@ -172,7 +114,8 @@ func newServiceStatusCommand(env *Env) *ucli.Command {
 		Name:  "status",
 		Usage: "show one declared service's verdict from the beacons; --lines also reads its log over SSH",
 		UsageText: "stado service status NAME [--host HOST] [--lines N] [--json]\n\n" +
-			"Without --lines no connection is opened: the verdict, last exit and last stderr line come from the beacon.\n\n" +
+			"Without --lines no connection is opened: the verdict, last exit and last stderr line come from the beacon,\n" +
+			"and a recovery the host attempted is shown step by step (exit codes, the restart's pid, alerts).\n\n" +
 			"example:\n   stado service status brama --host host2 --json",
 		Flags: append([]ucli.Flag{
 			&ucli.StringFlag{Name: "host", Usage: "the host (default: every host declaring it)"},
@@ -196,6 +139,12 @@ type statusEntry struct {
 	LogsHint string   `json:"logs_command,omitempty"`
 }
 
+// serviceStatusDoc is the --json form of service status.
+type serviceStatusDoc struct {
+	Service string        `json:"service"`
+	Hosts   []statusEntry `json:"hosts"`
+}
+
 func runServiceStatus(ctx context.Context, env *Env, o statusOptions) error {
 	if o.Lines < 0 || o.Lines > 10000 {
 		return usagef("--lines must be between 1 and 10000")
@@ -204,97 +153,222 @@ func runServiceStatus(ctx context.Context, env *Env, o statusOptions) error {
 	if err != nil {
 		return err
 	}
-	var entries []statusEntry
+	doc := serviceStatusDoc{Service: o.Name}
 	for _, r := range v.Rows(o.Host) {
 		if r.Service != o.Name && r.Unit != o.Name {
 			continue
 		}
-		e := statusEntry{Row: r}
-		e.LogsHint = fmt.Sprintf("stado service logs %s --host %s --lines 100", r.Service, r.Host)
-		if o.Lines > 0 {
-			lines, err := statusLogs(ctx, v, r, o)
-			if err != nil {
+		e := statusEntry{Row: r, LogsHint: fmt.Sprintf("stado service logs %s --host %s --lines 100", r.Service, r.Host)}
+		if o.Lines > 0 { // the row comes from this declaration
+			t, _ := v.Document.Target(r.Host)
+			s, _ := t.Service(r.Service)
+			if e.Logs, err = readServiceLogs(ctx, o.Dialer, *t, *s, o.Lines); err != nil {
 				e.LogsRead = err.Error()
-			} else {
-				e.Logs = lines
 			}
 		}
-		entries = append(entries, e)
+		doc.Hosts = append(doc.Hosts, e)
 	}
-	if len(entries) == 0 {
-		where := "any host"
-		if o.Host != "" {
-			where = o.Host
-		}
-		return &Refusal{Code: "not_found", Message: fmt.Sprintf("%s is not a registry-managed service on %s", o.Name, where),
+	if len(doc.Hosts) == 0 {
+		return &Refusal{Code: "not_found", Message: fmt.Sprintf("%s is not a registry-managed service on %s", o.Name, cmp.Or(o.Host, "any host")),
 			Hint: "stado service list --undeclared shows loaded units no declaration covers"}
 	}
-	if env.JSON {
-		return printJSON(env, map[string]any{"kind": "stado.service.status", "service": o.Name, "hosts": entries})
-	}
-	for i, e := range entries {
-		if i > 0 {
-			fmt.Fprintln(env.Stdout)
+	return emit(env, "stado.service.status", doc, func(t *text) {
+		for i, e := range doc.Hosts {
+			if i > 0 {
+				t.f("\n")
+			}
+			statusText(t, e, o.Lines)
 		}
-		printStatusText(env, e, o.Lines)
-	}
-	return nil
+	})
 }
 
-// statusLogs reads the --lines window of one row's unit.
-func statusLogs(ctx context.Context, v *beacon.View, r beacon.Row, o statusOptions) ([]string, error) {
-	t, ok := v.Document.Target(r.Host)
-	if !ok {
-		return nil, fmt.Errorf("no target %q in the registry", r.Host)
-	}
-	s, ok := t.Service(r.Service)
-	if !ok {
-		return nil, fmt.Errorf("no service %q on %s", r.Service, r.Host)
-	}
-	return readServiceLogs(ctx, o.Dialer, *t, *s, o.Lines)
-}
-
-func printStatusText(env *Env, e statusEntry, lines int) {
-	w := env.Stdout
-	fmt.Fprintf(w, "%s on %s (%s): %s\n", e.Service, e.Host, e.Unit, e.State)
+func statusText(t *text, e statusEntry, lines int) {
+	t.f("%s on %s (%s): %s\n", e.Service, e.Host, e.Unit, e.State)
 	if e.State == beacon.StateUnknown {
-		fmt.Fprintf(w, "  beacon: %s\n", e.Beacon.Reason)
+		t.f("  beacon: %s\n", e.Beacon.Reason)
 	} else if e.Beacon.At != nil {
-		fmt.Fprintf(w, "  beacon: pass %d, %.0fs old\n", e.Beacon.Pass, e.Beacon.AgeSeconds)
+		t.f("  beacon: pass %d, %.0fs old\n", e.Beacon.Pass, e.Beacon.AgeSeconds)
 	}
 	if e.PID != 0 {
-		fmt.Fprintf(w, "  pid: %d\n", e.PID)
+		t.f("  pid: %d\n", e.PID)
 	}
 	if e.Incomplete {
-		fmt.Fprintln(w, "  declaration_incomplete: the declaration has no program; it cannot be reinstalled")
+		t.f("  declaration_incomplete: the declaration has no program; it cannot be reinstalled\n")
 	}
 	if e.Sentence != "" {
-		fmt.Fprintf(w, "  %s\n", e.Sentence)
+		t.f("  %s\n", e.Sentence)
 	}
-	if e.LastExit != nil && (e.State == beacon.StateFailed || e.State == beacon.StateFailing) {
-		fmt.Fprintf(w, "  last exit: %d\n", *e.LastExit)
+	failed := e.State == beacon.StateFailed || e.State == beacon.StateFailing
+	if e.LastExit != nil && failed {
+		t.f("  last exit: %d\n", *e.LastExit)
 	}
 	if e.LastStderr != "" {
-		fmt.Fprintf(w, "  last stderr: %s\n", e.LastStderr)
+		t.f("  last stderr: %s\n", e.LastStderr)
 	}
 	if a := e.Answering; a != nil {
-		fmt.Fprintf(w, "  answering: %s\n", answeringSummary(a))
+		t.f("  answering: %s\n", a.Summary())
 		if q := a.Question; q != nil {
-			fmt.Fprintf(w, "    question: %s %s at %s, repair %v\n", q.Method, q.Path, q.Endpoint, q.Repair)
+			t.f("    question: %s %s at %s, repair %s\n", q.Method, q.Path, q.Endpoint, dash(strings.Join(q.Repair, ", ")))
 		}
-		if len(a.Recovery) > 0 {
-			fmt.Fprintf(w, "    recovery: %s\n", string(a.Recovery))
-		}
+		recoveryBlockText(t, "    ", a.Recovery)
 	}
 	switch {
 	case lines > 0 && e.LogsRead != "":
-		fmt.Fprintf(w, "  logs: could not be read: %s\n", e.LogsRead)
+		t.f("  logs: could not be read: %s\n", e.LogsRead)
 	case lines > 0:
-		fmt.Fprintf(w, "  last %d log line(s):\n", len(e.Logs))
+		t.f("  last %d log line(s):\n", len(e.Logs))
 		for _, l := range e.Logs {
-			fmt.Fprintf(w, "    %s\n", l)
+			t.f("    %s\n", l)
 		}
-	case e.State == beacon.StateFailed || e.State == beacon.StateFailing:
-		fmt.Fprintf(w, "  read its log: %s\n", e.LogsHint)
+	case failed:
+		t.f("  read its log: %s\n", e.LogsHint)
 	}
+}
+
+// recoveryBlockText writes the recovery a beacon carries (a repair.Recovery
+// as JSON) as lines: its verdict, then each step, the restart and each alert.
+func recoveryBlockText(t *text, indent string, raw json.RawMessage) {
+	if len(raw) == 0 {
+		return
+	}
+	var r repair.Recovery
+	if err := json.Unmarshal(raw, &r); err != nil {
+		t.f("%srecovery: unreadable: %v\n", indent, err)
+		return
+	}
+	t.f("%srecovery %s, started %s:\n", indent, r.Verdict(), r.When.UTC().Format(time.RFC3339))
+	for _, l := range r.Lines() {
+		t.f("%s  %s\n", indent, l)
+	}
+}
+
+type healthOptions struct {
+	Host       string
+	StaleAfter time.Duration
+}
+
+func newHostHealthCommand(env *Env) *ucli.Command {
+	return withShared(env, &ucli.Command{
+		Name:  "health",
+		Usage: "per host: beacon age, pass, version, counts by verdict and refusals (no SSH)",
+		UsageText: "stado host health [--host HOST] [--stale-after DURATION] [--json]\n\n" +
+			"Below the table, each recovery a host attempted on another host's service (peer recovery), step by step.\n\n" +
+			"example:\n   stado host health --json",
+		Flags: []ucli.Flag{
+			&ucli.StringFlag{Name: "host", Usage: "only this host"},
+			staleFlag(),
+		},
+		Action: func(c *ucli.Context) error {
+			if c.NArg() > 0 {
+				return usagef("host health takes no arguments")
+			}
+			return runHostHealth(c.Context, env, healthOptions{Host: c.String("host"), StaleAfter: c.Duration("stale-after")})
+		},
+	}, true)
+}
+
+// hostHealthDoc is the --json form of host health.
+type hostHealthDoc struct {
+	At    time.Time           `json:"at"`
+	Hosts []beacon.HostHealth `json:"hosts"`
+}
+
+func runHostHealth(ctx context.Context, env *Env, o healthOptions) error {
+	v, err := loadView(ctx, env, o.StaleAfter)
+	if err != nil {
+		return err
+	}
+	doc := hostHealthDoc{At: v.Now.UTC(), Hosts: v.Health(o.Host)}
+	if o.Host != "" && len(doc.Hosts) == 0 {
+		return refuse("not_found", "no host %q in the registry or the beacons", o.Host)
+	}
+	if doc.Hosts == nil {
+		doc.Hosts = []beacon.HostHealth{}
+	}
+	return emit(env, "stado.host.health", doc, func(t *text) {
+		var rows [][]string
+		for _, h := range doc.Hosts {
+			age, state := "-", "fresh"
+			if h.Beacon.At != nil {
+				age = fmt.Sprintf("%.0fs", h.Beacon.AgeSeconds)
+			}
+			if !h.Beacon.Present {
+				state = "absent"
+			} else if h.Beacon.Stale {
+				state = "stale"
+			}
+			var refs, counts []string
+			for _, r := range h.Refusals {
+				refs = append(refs, r.Code)
+			}
+			for _, k := range slices.Sorted(maps.Keys(h.Counts)) {
+				counts = append(counts, fmt.Sprintf("%s=%d", k, h.Counts[k]))
+			}
+			rows = append(rows, []string{h.Host, state, age, num(h.Beacon.Pass), dash(h.StadoVersion),
+				dash(strings.Join(counts, " ")), fmt.Sprint(h.Undeclared), strings.Join(refs, ",")})
+		}
+		t.table([]string{"HOST", "BEACON", "AGE", "PASS", "VERSION", "UNITS", "UNDECLARED", "REFUSALS"}, rows)
+		for _, h := range doc.Hosts {
+			for _, pr := range h.PeerRecoveries {
+				t.f("%s saw %s\n", h.Host, pr.Summary())
+				recoveryBlockText(t, "  ", pr.Recovery)
+			}
+		}
+	})
+}
+
+func newRegistryDoctorCommand(env *Env) *ucli.Command {
+	return withShared(env, &ucli.Command{
+		Name:  "doctor",
+		Usage: "diff every host's declarations against its beacon; exit 3 when anything needs attention (no SSH)",
+		UsageText: "stado registry doctor [--stale-after DURATION] [--json]\n\n" +
+			"Reports declared-but-missing, failing and failed units, undeclared loaded units, incomplete\n" +
+			"declarations, stale or absent beacons, unsuccessful answers and refusals the hosts met.\n\n" +
+			"example:\n   stado registry doctor --json",
+		Flags: []ucli.Flag{staleFlag()},
+		Action: func(c *ucli.Context) error {
+			if c.NArg() > 0 {
+				return usagef("registry doctor takes no arguments")
+			}
+			return runRegistryDoctor(c.Context, env, c.Duration("stale-after"))
+		},
+	}, true)
+}
+
+// errNeedsAttention makes doctor exit 3 after printing its findings.
+var errNeedsAttention = &Refusal{Code: "needs_attention", Message: "the fleet needs attention"}
+
+// doctorDoc is the --json form of registry doctor.
+type doctorDoc struct {
+	RegistryRevision int64            `json:"registry_revision"`
+	At               time.Time        `json:"at"`
+	OK               bool             `json:"ok"`
+	Findings         []beacon.Finding `json:"findings"`
+}
+
+func runRegistryDoctor(ctx context.Context, env *Env, staleAfter time.Duration) error {
+	v, err := loadView(ctx, env, staleAfter)
+	if err != nil {
+		return err
+	}
+	doc := doctorDoc{RegistryRevision: v.Meta.Revision, At: v.Now.UTC(), Findings: v.Doctor()}
+	doc.OK = len(doc.Findings) == 0
+	if doc.OK {
+		doc.Findings = []beacon.Finding{}
+	}
+	err = emit(env, "stado.registry.doctor", doc, func(t *text) {
+		if doc.OK {
+			t.f("ok: every declaration matches its host's fresh beacon\n")
+			return
+		}
+		var rows [][]string
+		for _, f := range doc.Findings {
+			rows = append(rows, []string{f.Host, dash(cmp.Or(f.Service, f.Unit)), f.Code, f.Message})
+		}
+		t.table([]string{"HOST", "SERVICE", "FINDING", "DETAIL"}, rows)
+	})
+	if err == nil && !doc.OK {
+		err = errNeedsAttention
+	}
+	return err
 }

@@ -11,8 +11,9 @@ import (
 	"golang.org/x/term"
 )
 
-// terminalWidth is the width text tables are sized to: $COLUMNS, else the
-// terminal's, else 120.
+// terminalWidth is the width text tables are cut to: $COLUMNS, else the
+// terminal's; 0 (no cut) when stdout is a file or a pipe, so nothing a
+// script reads is lost.
 func terminalWidth(env *Env) int {
 	if c, err := strconv.Atoi(env.Getenv("COLUMNS")); err == nil && c > 20 {
 		return c
@@ -22,50 +23,34 @@ func terminalWidth(env *Env) int {
 			return w
 		}
 	}
-	return 120
+	return 0
 }
 
-// printTable writes rows under header in aligned columns; the last column
-// is cut to fit width.
+// printTable writes rows under header in aligned columns; with a width,
+// the last column is cut to fit it (at least 10 characters are kept).
 func printTable(w io.Writer, width int, header []string, rows [][]string) {
-	cols := len(header)
-	widths := make([]int, cols)
-	for i, h := range header {
-		widths[i] = utf8.RuneCountInString(h)
-	}
-	for _, r := range rows {
-		for i := 0; i < cols && i < len(r); i++ {
-			if n := utf8.RuneCountInString(r[i]); n > widths[i] && i < cols-1 {
-				widths[i] = n
-			}
+	widths := make([]int, len(header))
+	for _, r := range append([][]string{header}, rows...) {
+		for i := 0; i < len(widths)-1 && i < len(r); i++ {
+			widths[i] = max(widths[i], utf8.RuneCountInString(r[i]))
 		}
 	}
-	line := func(r []string) {
+	for _, r := range append([][]string{header}, rows...) {
 		var b strings.Builder
-		used := 0
-		for i := 0; i < cols; i++ {
-			cell := ""
-			if i < len(r) {
-				cell = r[i]
-			}
-			if i == cols-1 {
-				room := width - used
-				if room < 10 {
-					room = 10
-				}
-				if utf8.RuneCountInString(cell) > room {
-					cell = string([]rune(cell)[:room-1]) + "…"
-				}
-				b.WriteString(cell)
-				break
-			}
-			fmt.Fprintf(&b, "%-*s  ", widths[i], cell)
-			used += widths[i] + 2
+		for i := range widths[:len(widths)-1] {
+			fmt.Fprintf(&b, "%-*s  ", widths[i], cell(r, i))
 		}
-		fmt.Fprintln(w, strings.TrimRight(b.String(), " "))
+		last := []rune(cell(r, len(widths)-1))
+		if room := max(width-utf8.RuneCountInString(b.String()), 10); width > 0 && len(last) > room {
+			last = append(last[:room-1], '…')
+		}
+		fmt.Fprintln(w, strings.TrimRight(b.String()+string(last), " "))
 	}
-	line(header)
-	for _, r := range rows {
-		line(r)
+}
+
+func cell(r []string, i int) string {
+	if i < len(r) {
+		return r[i]
 	}
+	return ""
 }

@@ -155,10 +155,7 @@ func (st *serviceState) forget() {
 // service of this host whose product declares an answering question.
 func (a *Answerer) Contribute(_ context.Context, p *beacon.Pass) {
 	a.init()
-	cat := a.Catalog
-	if cat == nil {
-		cat = catalog.Shipped()
-	}
+	cat := catalog.OrShipped(a.Catalog)
 	now := a.now().UTC()
 	seen := map[string]bool{}
 	a.mu.Lock()

@@ -8,8 +8,10 @@
 // Steps and restarts reach a host only through the Executor interface, so
 // the beacon pass, `stado repair --apply` and the peer recovery share one
 // code path (Recover, RunSteps) with different executors: Local here, and
-// an SSH executor wired by cli.
+// Remote over the host channel. HostProcess builds the answering and peer
+// contributors of one host process from its store; StepPlan is what
+// `stado repair` shows and, applied, runs.
 //
-// repair imports beacon, catalog, units and registry. It must not import
-// cli, and it does not import channel: an SSH executor is handed in.
+// repair imports beacon, catalog, channel (for Remote), resolver, units and
+// registry. It must not import cli.
 package repair

@@ -186,7 +186,6 @@ func (pr *Peer) Contribute(ctx context.Context, p *beacon.Pass) {
 }
 
 func (pr *Peer) catalog(ctx context.Context, p *beacon.Pass) *catalog.Catalog {
-	cat := pr.Catalog
 	if pr.LoadCatalog != nil {
 		c, err := pr.LoadCatalog(ctx)
 		if err == nil {
@@ -194,10 +193,7 @@ func (pr *Peer) catalog(ctx context.Context, p *beacon.Pass) *catalog.Catalog {
 		}
 		p.Refuse("catalog_unreadable", registry.CatalogKey, "read the site catalog for peer recovery: %v", err)
 	}
-	if cat == nil {
-		cat = catalog.Shipped()
-	}
-	return cat
+	return catalog.OrShipped(pr.Catalog)
 }
 
 // judge decides one standing: not_recovered with its reason,

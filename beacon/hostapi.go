@@ -1,0 +1,129 @@
+package beacon
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"net"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/wisent/stado/catalog"
+	"github.com/wisent/stado/registry"
+)
+
+// The host process's HTTP API beside its passes: GET /healthz, and GET
+// /api/release/object?uri=stado://releases/NAME, which serves a release
+// object from the store. It only reads the store.
+
+// ListenAddress is where host's stado serves its API: the directory's port
+// for its stado declaration on this host, else the catalog's port of the
+// stado product, at the target's address. "" when the registry cannot be
+// read or declares no stado service on host.
+func ListenAddress(ctx context.Context, st registry.Store, host string) string {
+	doc, _, err := registry.Load(ctx, st)
+	if err != nil {
+		return ""
+	}
+	t, ok := doc.Target(host)
+	if !ok {
+		return ""
+	}
+	addr := t.SSH.Address
+	if addr == "" {
+		addr = t.Name
+	}
+	var self *registry.Service
+	for i := range t.Services {
+		if s := &t.Services[i]; s.Product == "stado" || s.Unit == "stado.service" || s.Unit == "com.wisent.stado" {
+			self = s
+		}
+	}
+	if self == nil {
+		return ""
+	}
+	if d, ok := doc.DirectoryEntry(self.Name); ok && d.Host == host {
+		return net.JoinHostPort(addr, strconv.Itoa(d.Port))
+	}
+	if cat, err := catalog.Load(ctx, st); err == nil {
+		if p, ok := cat.Lookup("stado"); ok && p.Port > 0 {
+			return net.JoinHostPort(addr, strconv.Itoa(p.Port))
+		}
+	}
+	return ""
+}
+
+// ServeAPI serves the host API on listen (ListenAddress when "", nothing
+// when that is "" too) until the returned stop is called. A listener that
+// cannot be opened is not fatal: every later beacon carries it as a
+// listen_failed refusal (the beacon is the host's voice), and stop does
+// nothing.
+func (r *Runner) ServeAPI(ctx context.Context, listen string) (stop func()) {
+	if listen == "" {
+		listen = ListenAddress(ctx, r.Store, r.Host)
+	}
+	if listen == "" {
+		return func() {}
+	}
+	ln, err := net.Listen("tcp", listen)
+	if err != nil {
+		r.logger().Error("http listener", "addr", listen, "err", err)
+		r.Persist(Refusal{Code: "listen_failed", Subject: listen, Message: err.Error()})
+		return func() {}
+	}
+	srv := &http.Server{Handler: r.APIHandler(), ReadHeaderTimeout: 5 * time.Second}
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			r.logger().Error("http server", "err", err)
+		}
+	}()
+	r.logger().Info("serving", "addr", ln.Addr().String())
+	return func() {
+		shut, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer cancel()
+		_ = srv.Shutdown(shut)
+		wg.Wait()
+	}
+}
+
+// APIHandler is the host API over r's store.
+func (r *Runner) APIHandler() http.Handler {
+	mux := http.NewServeMux()
+	writeJSON := func(w http.ResponseWriter, code int, v any) {
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(code)
+		_ = json.NewEncoder(w).Encode(v)
+	}
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
+		writeJSON(w, http.StatusOK, map[string]any{"kind": "stado.healthz", "ok": true, "host": r.Host, "version": r.Version})
+	})
+	mux.HandleFunc("GET /api/release/object", func(w http.ResponseWriter, req *http.Request) {
+		uri := req.URL.Query().Get("uri")
+		refused := func(code int, machine, msg string) {
+			writeJSON(w, code, map[string]any{"kind": "stado.release.object", "error": machine, "uri": uri, "message": msg})
+		}
+		name, ok := strings.CutPrefix(uri, "stado://releases/")
+		if !ok || name == "" || registry.ValidateKey(registry.ReleasePrefix+name) != nil {
+			refused(http.StatusBadRequest, "bad_uri", "want uri=stado://releases/NAME")
+			return
+		}
+		obj, err := r.Store.Get(req.Context(), registry.ReleasePrefix+name)
+		switch {
+		case errors.Is(err, registry.ErrNotFound):
+			refused(http.StatusNotFound, "not_found", "no such release object")
+		case err != nil:
+			refused(http.StatusServiceUnavailable, "store_unreadable", err.Error())
+		default:
+			w.Header().Set("Content-Type", "application/octet-stream")
+			w.Header().Set("X-Stado-Revision", strconv.FormatInt(obj.Revision, 10))
+			_, _ = w.Write(obj.Value)
+		}
+	})
+	return mux
+}

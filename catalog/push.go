@@ -1,0 +1,40 @@
+package catalog
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/wisent/stado/registry"
+)
+
+// Push validates data as a site catalog document (ValidateSite, naming
+// source) and writes it to registry.CatalogKey with a compare-and-swap
+// against expect: the stored revision, 0 for none yet, or, when negative,
+// the revision read just before writing. It returns the merged catalog and
+// the new revision. An invalid document returns its
+// *registry.ValidationError and writes nothing; a lost race returns an
+// error wrapping *registry.ConflictError.
+func Push(ctx context.Context, st registry.Store, data []byte, source string, expect int64) (*Catalog, int64, error) {
+	merged, err := ValidateSite(data, source)
+	if err != nil {
+		return nil, 0, err
+	}
+	if expect < 0 {
+		cur, err := st.Get(ctx, registry.CatalogKey)
+		switch {
+		case errors.Is(err, registry.ErrNotFound):
+			expect = 0
+		case err != nil:
+			return nil, 0, fmt.Errorf("read site catalog: %w", err)
+		default:
+			expect = cur.Revision
+		}
+	}
+	rev, err := st.CompareAndSwap(ctx, registry.CatalogKey, data, expect, registry.PutOptions{})
+	if err != nil {
+		return nil, 0, fmt.Errorf("write site catalog: %w", err)
+	}
+	merged.siteRevision = rev
+	return merged, rev, nil
+}

@@ -1,0 +1,62 @@
+package repair
+
+import (
+	"context"
+	"log/slog"
+	"time"
+
+	"github.com/wisent/stado/beacon"
+	"github.com/wisent/stado/catalog"
+	"github.com/wisent/stado/channel"
+	"github.com/wisent/stado/registry"
+	"github.com/wisent/stado/resolver"
+	"github.com/wisent/stado/units"
+)
+
+// HostProcess is what a host's `stado host run` gives repair: its store,
+// its target name, its init system and its home (register and waiting
+// list), and the SSH dialer that reaches its peers.
+type HostProcess struct {
+	Store   registry.Store
+	Host    string
+	Manager units.Manager
+	Home    string
+	Dialer  *channel.Dialer
+	Now     func() time.Time
+	Logger  *slog.Logger
+}
+
+// Contributors returns the pass contributors of a host process, and the
+// func that stops them: the Answerer of this host's own services (the
+// store's catalog, or the shipped one when the store cannot be read; the
+// Local executor over Manager; the register under Home) and the Peer of
+// other hosts' services this host's resolvers see standing (the waiting
+// list under Home, the catalog read every pass, the Remote executor over
+// SSH, targets read from the registry when each recovery starts). A site
+// catalog that breaks a rule is returned as its error: a host does not run
+// on a catalog it cannot trust.
+func (h HostProcess) Contributors(ctx context.Context) ([]beacon.Contributor, func(), error) {
+	cat, err := catalog.LoadOrShipped(ctx, h.Store)
+	if err != nil {
+		return nil, nil, err
+	}
+	answerer := &Answerer{
+		Catalog:  cat,
+		Executor: &Local{Catalog: cat, Host: h.Host, Managers: map[string]units.Manager{registry.ScopeSystem: h.Manager}, Home: h.Home},
+		Register: HomeRegister(h.Home), Now: h.Now, Logger: h.Logger,
+	}
+	pool := channel.NewPool(h.Dialer)
+	peer := &Peer{
+		ListPath:    resolver.ListPath(h.Home),
+		LoadCatalog: func(ctx context.Context) (*catalog.Catalog, error) { return catalog.Load(ctx, h.Store) },
+		Executor: &Remote{Pool: pool, Now: h.Now, Target: func(host string) (registry.Target, bool) {
+			doc, _, err := registry.Load(context.Background(), h.Store)
+			if err != nil {
+				return registry.Target{}, false
+			}
+			return TargetsOf(doc)(host)
+		}},
+		Register: HomeRegister(h.Home), Now: h.Now, Logger: h.Logger,
+	}
+	return []beacon.Contributor{answerer, peer}, func() { _ = pool.Close(); answerer.Close() }, nil
+}
