@@ -176,33 +176,7 @@ func (p *Pool) Run(ctx context.Context, t registry.Target, argv []string, stdin 
 		<-done
 		return out.Bytes(), errb.Bytes(), &RemoteError{Host: t.Name, Address: addr, Stage: StageRemoteExit, ExitStatus: -1, StderrTail: tail(errb.Bytes()), Err: ctx.Err()}
 	}
-	if err == nil && (out.over || errb.over) {
-		err = fmt.Errorf("output exceeds %d bytes", maxOutputBytes)
-	}
-	if err == nil {
-		return out.Bytes(), errb.Bytes(), nil
-	}
-	re := &RemoteError{Host: t.Name, Address: addr, Stage: StageRemoteExit, ExitStatus: -1, StderrTail: tail(errb.Bytes())}
-	var exit *ssh.ExitError
-	var missing *ssh.ExitMissingError
-	switch {
-	case errors.As(err, &exit):
-		re.ExitStatus = exit.ExitStatus()
-		re.Err = fmt.Errorf("%s exited %d", argv[0], re.ExitStatus)
-		if exit.Signal() != "" {
-			re.Err = fmt.Errorf("%s killed by signal %s", argv[0], exit.Signal())
-		}
-		if re.ExitStatus == ExitRefused {
-			if r, ok := refusalIn(t.Name, out.Bytes()); ok {
-				re.Stage, re.Err = StageRemoteRefusal, r
-			}
-		}
-	case errors.As(err, &missing):
-		re.Err = fmt.Errorf("%s ended without an exit status", argv[0])
-	default:
-		re.Stage, re.Err = StageConnect, err
-	}
-	return out.Bytes(), errb.Bytes(), re
+	return out.Bytes(), errb.Bytes(), exitOf(err).remoteError(t, addr, argv, &out, &errb)
 }
 
 func refusalIn(host string, stdout []byte) (*Refusal, bool) {
