@@ -16,6 +16,7 @@ var reportingExempt = map[string]bool{
 	"stado host channel":     true, // the forced command: always JSON
 	"stado host run":         true, // the long-running host process
 	"stado resolver proxy":   true, // a long-running proxy
+	"stado host keeper":      true, // the long-running connection keeper
 }
 
 func walk(prefix string, cmds []*ucli.Command, fn func(path string, c *ucli.Command)) {
