@@ -62,11 +62,10 @@ func readDocumentFile(env *Env, file string) (*registry.Document, error) {
 // --- push ---
 
 type registryPushOptions struct {
-	File           string
-	ExpectRevision int64
-	HasExpect      bool // --expect-revision given; otherwise the revision read before writing
-	Reason         string
-	DryRun         bool
+	File   string
+	Expect int64 // -1: the revision read just before writing
+	Reason string
+	DryRun bool
 }
 
 func newRegistryPushCommand(env *Env) *ucli.Command {
@@ -91,22 +90,15 @@ func newRegistryPushCommand(env *Env) *ucli.Command {
 			if c.NArg() != 1 {
 				return usagef("registry push takes one FILE, got %d argument(s)", c.NArg())
 			}
-			opts := registryPushOptions{File: c.Args().First(), Reason: c.String("reason"), DryRun: c.Bool("dry-run")}
-			var err error
-			if opts.ExpectRevision, opts.HasExpect, err = revisionFlag(c, "expect-revision"); err != nil {
+			expect, given, err := revisionFlag(c, "expect-revision")
+			if err != nil {
 				return err
+			} else if !given {
+				expect = -1
 			}
-			return runRegistryPush(c.Context, env, opts)
+			return runRegistryPush(c.Context, env, registryPushOptions{File: c.Args().First(), Expect: expect, Reason: c.String("reason"), DryRun: c.Bool("dry-run")})
 		},
 	}, true)
-}
-
-type registryPushResult struct {
-	DryRun           bool            `json:"dry_run"`
-	Revision         int64           `json:"revision"`
-	PreviousRevision int64           `json:"previous_revision"`
-	Meta             *registry.Meta  `json:"meta,omitempty"`
-	Change           registry.Change `json:"change"`
 }
 
 func runRegistryPush(ctx context.Context, env *Env, opts registryPushOptions) error {
@@ -119,32 +111,17 @@ func runRegistryPush(ctx context.Context, env *Env, opts registryPushOptions) er
 		return err
 	}
 	defer st.Close()
-	cur, meta, err := registry.Load(ctx, st)
-	if err != nil && !errors.Is(err, registry.ErrNotFound) {
+	res, err := registry.PushChange(ctx, st, d, opts.Expect, opts.Reason, opts.DryRun)
+	var ce *registry.ConflictError
+	if errors.As(err, &ce) {
+		return conflictRefusal(ce)
+	} else if err != nil && res.Meta == nil {
 		return err
 	}
-	expect := meta.Revision
-	if opts.HasExpect {
-		expect = opts.ExpectRevision
+	if perr := emit(env, "stado.registry.push", res, func(t *text) { pushText(t, res) }); perr != nil {
+		return perr
 	}
-	res := registryPushResult{DryRun: opts.DryRun, Revision: meta.Revision, PreviousRevision: meta.Revision, Change: registry.Diff(cur, d)}
-	var written error // the history entry could not be written
-	if opts.DryRun && expect != meta.Revision {
-		return conflictRefusal(&registry.ConflictError{Key: registry.RegistryKey, Want: expect, Got: meta.Revision})
-	} else if !opts.DryRun {
-		m, err := registry.Push(ctx, st, d, expect, opts.Reason)
-		var ce *registry.ConflictError
-		if errors.As(err, &ce) {
-			return conflictRefusal(ce)
-		} else if m.Revision == 0 {
-			return err
-		}
-		res.Revision, res.Meta, written = m.Revision, &m, err
-	}
-	if err := emit(env, "stado.registry.push", res, func(t *text) { pushText(t, res) }); err != nil {
-		return err
-	}
-	return written
+	return err // written, but its history entry was not
 }
 
 func conflictRefusal(ce *registry.ConflictError) error {
@@ -157,7 +134,7 @@ func conflictRefusal(ce *registry.ConflictError) error {
 	}
 }
 
-func pushText(t *text, res registryPushResult) {
+func pushText(t *text, res registry.Pushed) {
 	switch {
 	case res.DryRun:
 		t.f("dry run: valid; registry stays at revision %d\n", res.Revision)

@@ -73,7 +73,7 @@ func TestRegistryPushWritesRevisionAndPrintsSummary(t *testing.T) {
 	}
 	// Pushing the same document again changes nothing but still writes a revision.
 	code, out, _ = runRegistryCLI(t, dir, "registry", "push", "--json", fleetFile)
-	var res registryPushResult
+	var res registry.Pushed
 	if code != 0 {
 		t.Fatalf("exit %d, output %q", code, out)
 	}
