@@ -5,6 +5,8 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+
+	"github.com/wisent/stado/registry"
 )
 
 // Verb is one of the closed set of things the remote program does.
@@ -42,7 +44,6 @@ const (
 	MaxUnitBytes     = 1 << 20 // unit-install content on stdin
 	MaxEnvPairs      = 32      // repair-step KEY=VALUE pairs
 	MaxEnvValueBytes = 4096    // one repair-step value
-	maxNameBytes     = 255     // unit names, labels, step names
 )
 
 // Scopes of a unit.
@@ -330,43 +331,36 @@ func parseDecimal(s string, max int) (int, bool) {
 }
 
 var (
-	systemdUnit   = regexp.MustCompile(`^[A-Za-z0-9_][A-Za-z0-9:_.@-]*\.(service|socket|timer|target|path|mount)$`)
-	launchdLabel  = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_-]*(\.[A-Za-z0-9][A-Za-z0-9_-]*)+$`)
-	stepName      = regexp.MustCompile(`^[a-z][a-z0-9-]{0,63}$`)
-	envName       = regexp.MustCompile(`^[A-Z_][A-Z0-9_]{0,127}$`)
-	pathSegment   = regexp.MustCompile(`^[A-Za-z0-9._@:+,%=-]+$`)
-	forbiddenEnvs = map[string]bool{"PATH": true, "IFS": true, "ENV": true, "BASH_ENV": true, "SHELLOPTS": true, "HOME": true}
+	stepName    = regexp.MustCompile(`^[a-z][a-z0-9-]{0,63}$`)
+	pathSegment = regexp.MustCompile(`^[A-Za-z0-9._@:+,%=-]+$`)
 )
 
-// IsSystemdUnit reports whether s is a systemd unit name the channel accepts.
-func IsSystemdUnit(s string) bool { return len(s) <= maxNameBytes && systemdUnit.MatchString(s) }
-
-// IsLaunchdLabel reports whether s is a reverse-DNS launchd label the
-// channel accepts.
-func IsLaunchdLabel(s string) bool { return len(s) <= maxNameBytes && launchdLabel.MatchString(s) }
-
-func checkUnit(u string) error {
-	if IsSystemdUnit(u) || IsLaunchdLabel(u) {
-		return nil
+// unitOS names the init system a unit identity belongs to: "linux" for a
+// systemd unit name, "darwin" for a launchd label, "" for neither (the
+// registry owns both grammars).
+func unitOS(u string) string {
+	switch {
+	case registry.CheckUnitName(registry.OSLinux, u) == nil:
+		return registry.OSLinux
+	case registry.CheckUnitName(registry.OSDarwin, u) == nil:
+		return registry.OSDarwin
 	}
-	return refusef(CodeInvalidUnit, "unit %s is neither a systemd unit name (name.service, .socket, .timer, .target, .path, .mount) nor a reverse-DNS launchd label", strconv.Quote(u))
+	return ""
 }
 
-// Unit-file directories the channel writes and removes in.
-const (
-	SystemdSystemDir = "/etc/systemd/system"
-	SystemdUserDir   = "/.config/systemd/user" // below a home directory
-	LaunchDaemonsDir = "/Library/LaunchDaemons"
-	LaunchAgentsDir  = "/Library/LaunchAgents" // below a home directory, or at /
-)
+func checkUnit(u string) error {
+	if unitOS(u) != "" {
+		return nil
+	}
+	return refusef(CodeInvalidUnit, "unit %s is neither a systemd unit name (name%s) nor a reverse-DNS launchd label", strconv.Quote(u), strings.Join(registry.SystemdUnitTypes, ", name"))
+}
 
-// CheckUnitPath holds a unit path to the directories the channel writes in
-// (see checkUnitPath). Every error is a *Refusal.
+// CheckUnitPath holds a unit path to the directories the channel writes
+// in: a clean absolute path of plain segments, directly in the unit
+// directory of the unit's init system and scope, named after the unit
+// (registry.CheckUnitPath). Every error is a *Refusal.
 func CheckUnitPath(scope, unit, p string) error { return checkUnitPath(scope, unit, p) }
 
-// checkUnitPath holds a unit path to the allowed directories: the file is
-// named after the unit and lies directly in the directory its scope and
-// init system call for.
 func checkUnitPath(scope, unit, p string) error {
 	bad := func(why string) error {
 		return refusef(CodeInvalidPath, "path %s: %s", strconv.Quote(p), why)
@@ -379,39 +373,12 @@ func checkUnitPath(scope, unit, p string) error {
 			return bad("a path segment holds a character outside letters, digits and ._@:+,%=-")
 		}
 	}
-	dir, base := path.Split(p)
-	dir = strings.TrimSuffix(dir, "/")
-	switch {
-	case dir == SystemdSystemDir:
-		if scope != ScopeSystem {
-			return bad("system units belong to scope system")
-		}
-		if !IsSystemdUnit(unit) || base != unit {
-			return bad("a file in " + SystemdSystemDir + " must be named after its systemd unit")
-		}
-	case strings.HasSuffix(dir, SystemdUserDir) && strings.HasPrefix(dir, "/") && dir != SystemdUserDir:
-		if scope != ScopeUser {
-			return bad("user units belong to scope user")
-		}
-		if !IsSystemdUnit(unit) || base != unit {
-			return bad("a file in ~" + SystemdUserDir + " must be named after its systemd unit")
-		}
-	case dir == LaunchDaemonsDir:
-		if scope != ScopeSystem {
-			return bad("launch daemons belong to scope system")
-		}
-		if !IsLaunchdLabel(unit) || base != unit+".plist" {
-			return bad("a file in " + LaunchDaemonsDir + " must be named LABEL.plist after its launchd label")
-		}
-	case strings.HasSuffix(dir, LaunchAgentsDir):
-		if scope != ScopeUser {
-			return bad("launch agents belong to scope user")
-		}
-		if !IsLaunchdLabel(unit) || base != unit+".plist" {
-			return bad("a file in ~" + LaunchAgentsDir + " must be named LABEL.plist after its launchd label")
-		}
-	default:
-		return bad("not in " + SystemdSystemDir + ", ~" + SystemdUserDir + ", " + LaunchDaemonsDir + " or ~" + LaunchAgentsDir)
+	goos := unitOS(unit)
+	if goos == "" {
+		return checkUnit(unit)
+	}
+	if err := registry.CheckUnitPath(goos, scope, unit, p); err != nil {
+		return bad(err.Error())
 	}
 	return nil
 }
@@ -421,10 +388,10 @@ func parseEnvVar(kv string) (EnvVar, error) {
 	if !ok {
 		return EnvVar{}, refusef(CodeInvalidEnv, "argument %s is not KEY=VALUE", strconv.Quote(kv))
 	}
-	if !envName.MatchString(name) {
-		return EnvVar{}, refusef(CodeInvalidEnv, "environment name %s is not upper-case letters, digits and '_'", strconv.Quote(name))
+	if err := registry.CheckEnvName(name); err != nil {
+		return EnvVar{}, refusef(CodeInvalidEnv, "environment name %s", err)
 	}
-	if forbiddenEnvs[name] || strings.HasPrefix(name, "LD_") || strings.HasPrefix(name, "DYLD_") {
+	if registry.ReservedEnvName(name) {
 		return EnvVar{}, refusef(CodeInvalidEnv, "environment name %s may not be set through the channel", name)
 	}
 	if len(value) > MaxEnvValueBytes {
@@ -437,24 +404,17 @@ func parseEnvVar(kv string) (EnvVar, error) {
 // init system: systemd names and directories on linux, launchd labels and
 // directories on darwin.
 func (c Command) CheckOS(goos string) error {
+	if goos != registry.OSLinux && goos != registry.OSDarwin {
+		return refusef(CodeInvalidUnit, "this host's OS %s has no init system the channel knows", strconv.Quote(goos))
+	}
 	for _, u := range c.Units {
-		switch goos {
-		case "linux":
-			if !IsSystemdUnit(u) {
-				return refusef(CodeInvalidUnit, "unit %s is not a systemd unit name, and this host runs systemd", strconv.Quote(u))
-			}
-		case "darwin":
-			if !IsLaunchdLabel(u) {
-				return refusef(CodeInvalidUnit, "unit %s is not a launchd label, and this host runs launchd", strconv.Quote(u))
-			}
-		default:
-			return refusef(CodeInvalidUnit, "this host's OS %s has no init system the channel knows", strconv.Quote(goos))
+		if registry.CheckUnitName(goos, u) != nil {
+			kind := map[string]string{registry.OSLinux: "a systemd unit name, and this host runs systemd", registry.OSDarwin: "a launchd label, and this host runs launchd"}[goos]
+			return refusef(CodeInvalidUnit, "unit %s is not %s", strconv.Quote(u), kind)
 		}
 	}
 	if c.Path != "" {
-		dir := path.Dir(c.Path)
-		launchd := strings.HasSuffix(dir, LaunchAgentsDir) || dir == LaunchDaemonsDir
-		if launchd != (goos == "darwin") {
+		if _, ok := registry.ScopeOfUnitPath(goos, c.Path); !ok {
 			return refusef(CodeInvalidPath, "path %s is not a unit directory of this host's init system", strconv.Quote(c.Path))
 		}
 	}

@@ -185,7 +185,7 @@ var refusedCommands = []struct {
 	{"step path", "repair-step /bin/sh", CodeInvalidStep},
 	{"step missing", "repair-step", CodeInvalidArguments},
 	{"env not pair", "repair-step crypto VALUE", CodeInvalidEnv},
-	{"env lower name", "repair-step crypto path=/x", CodeInvalidEnv},
+	{"env name with a digit first", "repair-step crypto 1PATH=/x", CodeInvalidEnv},
 	{"env loader", "repair-step crypto LD_PRELOAD=/tmp/x.so", CodeInvalidEnv},
 	{"env path", "repair-step crypto PATH=/tmp", CodeInvalidEnv},
 	{"env twice", "repair-step crypto A=1 A=2", CodeInvalidEnv},

@@ -130,13 +130,10 @@ func hostContributors(ctx context.Context, env *Env, st registry.Store, host str
 // manager, or launchd's domain of this user (system for root), with the
 // directories an administrator installs units in.
 func localManager(ctx context.Context, env *Env) (units.Manager, []string, func(), error) {
-	home, scope, dirs := homeDir(env), registry.ScopeSystem, []string{"/etc/systemd/system"}
-	if runtime.GOOS == registry.OSDarwin {
-		dirs = []string{"/Library/LaunchDaemons"}
-		if os.Getuid() != 0 {
-			scope, dirs = registry.ScopeUser, []string{home + "/Library/LaunchAgents"}
-		}
+	home, scope := homeDir(env), registry.ScopeSystem
+	if runtime.GOOS == registry.OSDarwin && os.Getuid() != 0 {
+		scope = registry.ScopeUser
 	}
 	m, closeFn, err := units.Open(ctx, runtime.GOOS, scope, home)
-	return m, dirs, closeFn, err
+	return m, []string{registry.UnitDir(runtime.GOOS, scope, home)}, closeFn, err
 }
