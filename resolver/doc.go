@@ -13,7 +13,8 @@
 // instead of piling up, and the peer pass of package repair reads the
 // published list to recover it on the host that serves it.
 //
-// resolver imports registry and units (for the atomic file write) only. It
+// resolver imports registry, units and safefile (the atomic file write and
+// the lock) only. It
 // never imports channel, beacon or repair: it runs in client processes that
 // have no business with SSH.
 package resolver
