@@ -10,6 +10,8 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/wisent/stado/refusal"
+
 	ucli "github.com/urfave/cli/v2"
 
 	"github.com/wisent/stado/catalog"
@@ -91,7 +93,7 @@ func runCatalogShow(ctx context.Context, env *Env, opts catalogShowOptions) erro
 		p, ok = cat.RecoveryEntry(opts.Name)
 	}
 	if !ok {
-		r := refuse("not_found", "no catalog entry is named %q or has it as its unit", opts.Name)
+		r := refuse(refusal.NotFound, "no catalog entry is named %q or has it as its unit", opts.Name)
 		r.Hint = "stado catalog show lists every product"
 		return r
 	}

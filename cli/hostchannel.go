@@ -12,7 +12,6 @@ import (
 	"github.com/wisent/stado/catalog"
 	"github.com/wisent/stado/channel"
 	"github.com/wisent/stado/channel/local"
-	"github.com/wisent/stado/registry"
 	"github.com/wisent/stado/repair"
 )
 
@@ -70,18 +69,10 @@ func hostCatalog(ctx context.Context, env *Env) (*catalog.Catalog, error) {
 	}
 	st, err := env.OpenStore(ctx, env.StoreURL)
 	if err != nil {
-		return catalog.Shipped(), nil
+		return catalog.LoadOrShipped(ctx, nil)
 	}
 	defer st.Close()
-	cat, err := catalog.Load(ctx, st)
-	var val *registry.ValidationError
-	switch {
-	case errors.As(err, &val):
-		return nil, err
-	case err != nil:
-		return catalog.Shipped(), nil
-	}
-	return cat, nil
+	return catalog.LoadOrShipped(ctx, st)
 }
 
 // runHostChannel serves one verb; its error (nil, the refusal the channel

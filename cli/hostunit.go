@@ -9,6 +9,8 @@ import (
 	"runtime"
 	"strings"
 
+	"github.com/wisent/stado/refusal"
+
 	ucli "github.com/urfave/cli/v2"
 	"gopkg.in/yaml.v3"
 
@@ -82,7 +84,7 @@ func runHostUnitShow(ctx context.Context, env *Env, opts hostUnitShowOptions) er
 		return err
 	}
 	if v.State == units.StateMissing {
-		return &Refusal{Code: "not_found", Message: fmt.Sprintf("unit %s is not loaded on this host", opts.Unit),
+		return &Refusal{Code: refusal.NotFound, Message: fmt.Sprintf("unit %s is not loaded on this host", opts.Unit),
 			Hint: "stado host unit parse FILE reads a unit file that is not loaded", Err: &units.NotLoadedError{Unit: opts.Unit}}
 	}
 	return printVerdict(env, v)
@@ -158,7 +160,7 @@ func runHostUnitRender(_ context.Context, env *Env, opts hostUnitRenderOptions) 
 		return usagef("--os must be linux or darwin, not %q", opts.OS)
 	}
 	if opts.Registry == "" {
-		return &Refusal{Code: "not_found", Message: fmt.Sprintf("service %s: no registry document to find it in", opts.Service),
+		return &Refusal{Code: refusal.NotFound, Message: fmt.Sprintf("service %s: no registry document to find it in", opts.Service),
 			Hint: "pass --registry FILE naming the registry document that declares it"}
 	}
 	data, err := os.ReadFile(opts.Registry)
@@ -183,9 +185,9 @@ func runHostUnitRender(_ context.Context, env *Env, opts hostUnitRenderOptions) 
 	}
 	switch {
 	case len(found) == 0 && opts.Host != "":
-		return refuse("not_found", "service %s is not declared on target %s in %s", opts.Service, opts.Host, opts.Registry)
+		return refuse(refusal.NotFound, "service %s is not declared on target %s in %s", opts.Service, opts.Host, opts.Registry)
 	case len(found) == 0:
-		return refuse("not_found", "service %s is not declared on any target in %s", opts.Service, opts.Registry)
+		return refuse(refusal.NotFound, "service %s is not declared on any target in %s", opts.Service, opts.Registry)
 	case len(found) > 1:
 		names := make([]string, len(found))
 		for i, t := range found {

@@ -11,6 +11,8 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/wisent/stado/refusal"
+
 	ucli "github.com/urfave/cli/v2"
 
 	"github.com/wisent/stado/registry"
@@ -219,7 +221,7 @@ func loadAt(ctx context.Context, env *Env, rev int64) (*registry.Document, regis
 		msg, hint = fmt.Sprintf("registry revision %d is not retained", rev), "list the retained revisions: stado registry history"
 	}
 	if errors.Is(err, registry.ErrNotFound) {
-		return nil, m, &Refusal{Code: "not_found", Message: msg, Hint: hint, Err: err}
+		return nil, m, &Refusal{Code: refusal.NotFound, Message: msg, Hint: hint, Err: err}
 	}
 	return d, m, err
 }

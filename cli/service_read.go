@@ -10,6 +10,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/wisent/stado/refusal"
+
 	ucli "github.com/urfave/cli/v2"
 
 	"github.com/wisent/stado/beacon"
@@ -81,7 +83,7 @@ func runServiceList(ctx context.Context, env *Env, o listOptions) error {
 		return err
 	}
 	if _, declared := v.Document.Target(o.Host); o.Host != "" && !declared && v.Beacons[o.Host] == nil {
-		return refuse("not_found", "no host %q in the registry or the beacons", o.Host)
+		return refuse(refusal.NotFound, "no host %q in the registry or the beacons", o.Host)
 	}
 	doc := serviceListDoc{RegistryRevision: v.Meta.Revision, At: v.Now.UTC(), Services: v.Rows(o.Host)}
 	kind, header := "stado.service.list", []string{"HOST", "SERVICE", "UNIT", "STATE", "PID", "DETAIL"}
@@ -169,7 +171,7 @@ func runServiceStatus(ctx context.Context, env *Env, o statusOptions) error {
 		doc.Hosts = append(doc.Hosts, e)
 	}
 	if len(doc.Hosts) == 0 {
-		return &Refusal{Code: "not_found", Message: fmt.Sprintf("%s is not a registry-managed service on %s", o.Name, cmp.Or(o.Host, "any host")),
+		return &Refusal{Code: refusal.NotFound, Message: fmt.Sprintf("%s is not a registry-managed service on %s", o.Name, cmp.Or(o.Host, "any host")),
 			Hint: "stado service list --undeclared shows loaded units no declaration covers"}
 	}
 	return emit(env, "stado.service.status", doc, func(t *text) {
@@ -280,7 +282,7 @@ func runHostHealth(ctx context.Context, env *Env, o healthOptions) error {
 	}
 	doc := hostHealthDoc{At: v.Now.UTC(), Hosts: v.Health(o.Host)}
 	if o.Host != "" && len(doc.Hosts) == 0 {
-		return refuse("not_found", "no host %q in the registry or the beacons", o.Host)
+		return refuse(refusal.NotFound, "no host %q in the registry or the beacons", o.Host)
 	}
 	if doc.Hosts == nil {
 		doc.Hosts = []beacon.HostHealth{}

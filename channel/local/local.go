@@ -349,7 +349,7 @@ func (h *Host) PortOwner(_ context.Context, port int) (channel.PortOwnerResult, 
 // exits nonzero or overruns is a failure carrying its exit status and the
 // tail of its output.
 func (h *Host) RepairStep(ctx context.Context, req channel.StepRequest) (channel.StepResult, error) {
-	cat := catalog.Shipped()
+	var cat *catalog.Catalog
 	if h.Catalog != nil {
 		c, err := h.Catalog(ctx)
 		if err != nil {
@@ -357,6 +357,7 @@ func (h *Host) RepairStep(ctx context.Context, req channel.StepRequest) (channel
 		}
 		cat = c
 	}
+	cat = catalog.OrShipped(cat)
 	st, ok := cat.Step(req.Step)
 	if !ok {
 		return channel.StepResult{}, refusal.New(refusal.NotFound, "the repair catalog has no step %s", req.Step)
