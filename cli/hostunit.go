@@ -3,12 +3,11 @@ package cli
 import (
 	"context"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"runtime"
-	"strings"
 
+	"github.com/wisent/stado/fleet"
 	"github.com/wisent/stado/refusal"
 
 	ucli "github.com/urfave/cli/v2"
@@ -91,33 +90,11 @@ func runHostUnitShow(ctx context.Context, env *Env, opts hostUnitShowOptions) er
 }
 
 func printVerdict(env *Env, v units.Verdict) error {
-	if env.JSON {
-		return printJSON(env, struct {
-			Kind string `json:"kind"`
-			units.Verdict
-		}{"stado.host.unit", v})
-	}
-	printVerdictLine(env.Stdout, "", v)
-	return nil
-}
-
-// printVerdictLine prints a unit's verdict as one line (after prefix), and
-// the failing sentence when it has one.
-func printVerdictLine(w io.Writer, prefix string, v units.Verdict) {
-	line := fmt.Sprintf("%s%s  %s", prefix, v.Unit, v.State)
-	if v.PID > 0 {
-		line += fmt.Sprintf("  pid %d", v.PID)
-	}
-	if v.Starts > 0 {
-		line += fmt.Sprintf("  last exit %d  starts %d", v.LastExit, v.Starts)
-	}
-	if v.Detail != "" {
-		line += "  (" + v.Detail + ")"
-	}
-	fmt.Fprintln(w, line)
-	if v.Sentence != "" {
-		fmt.Fprintln(w, v.Sentence)
-	}
+	return emit(env, "stado.host.unit", v, func(t *text) {
+		for _, l := range fleet.VerdictLine(v) {
+			t.f("%s\n", l)
+		}
+	})
 }
 
 // --- render ---
@@ -171,34 +148,13 @@ func runHostUnitRender(_ context.Context, env *Env, opts hostUnitRenderOptions) 
 	if err != nil {
 		return err
 	}
-	var found []*registry.Target
-	var svc *registry.Service
-	for i := range doc.Targets {
-		t := &doc.Targets[i]
-		if opts.Host != "" && t.Name != opts.Host {
-			continue
-		}
-		if s, ok := t.Service(opts.Service); ok {
-			found = append(found, t)
-			svc = s
-		}
-	}
-	switch {
-	case len(found) == 0 && opts.Host != "":
-		return refuse(refusal.NotFound, "service %s is not declared on target %s in %s", opts.Service, opts.Host, opts.Registry)
-	case len(found) == 0:
-		return refuse(refusal.NotFound, "service %s is not declared on any target in %s", opts.Service, opts.Registry)
-	case len(found) > 1:
-		names := make([]string, len(found))
-		for i, t := range found {
-			names[i] = t.Name
-		}
-		return &Refusal{Code: "ambiguous", Message: fmt.Sprintf("service %s is declared on %s", opts.Service, strings.Join(names, ", ")),
-			Hint: "name the target with --host"}
+	found, svc, err := doc.FindService(opts.Host, opts.Service)
+	if err != nil {
+		return err
 	}
 	goos := opts.OS
 	if goos == "" {
-		goos = found[0].OS
+		goos = found.OS
 	}
 	out, err := units.Render(*svc, goos, homeDir(env))
 	if err != nil {
@@ -255,23 +211,18 @@ func runHostUnitParse(_ context.Context, env *Env, opts hostUnitParseOptions) er
 	if err != nil {
 		return err
 	}
-	if env.JSON {
-		return printJSON(env, struct {
-			Kind string `json:"kind"`
-			units.Parsed
-		}{"stado.host.unit.parse", p})
-	}
-	if p.Complete {
-		fmt.Fprintln(env.Stdout, "# complete: ensure can reinstall this unit from the declaration")
-	} else {
-		fmt.Fprintf(env.Stdout, "# incomplete: %s\n", p.Reason)
-	}
 	out, err := yaml.Marshal(p.Service)
 	if err != nil {
 		return err
 	}
-	_, err = env.Stdout.Write(out)
-	return err
+	return emit(env, "stado.host.unit.parse", p, func(t *text) {
+		if p.Complete {
+			t.f("# complete: ensure can reinstall this unit from the declaration\n")
+		} else {
+			t.f("# incomplete: %s\n", p.Reason)
+		}
+		t.f("%s", out)
+	})
 }
 
 // --- logs ---
@@ -318,11 +269,10 @@ func runHostUnitLogs(ctx context.Context, env *Env, opts hostUnitLogsOptions) er
 	if err != nil {
 		return err
 	}
-	if env.JSON {
-		return printJSON(env, map[string]any{"kind": "stado.host.unit.logs", "unit": opts.Unit, "lines": append([]string{}, lines...)})
-	}
-	for _, l := range lines {
-		fmt.Fprintln(env.Stdout, l)
-	}
-	return nil
+	doc := fleet.LogsResult{Unit: opts.Unit, Lines: append([]string{}, lines...)}
+	return emit(env, "stado.host.unit.logs", doc, func(t *text) {
+		for _, l := range lines {
+			t.f("%s\n", l)
+		}
+	})
 }

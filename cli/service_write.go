@@ -3,8 +3,6 @@ package cli
 import (
 	"context"
 	"fmt"
-	"io"
-	"strings"
 	"time"
 
 	ucli "github.com/urfave/cli/v2"
@@ -101,20 +99,21 @@ func writeAction(env *Env, what string, run func(ctx context.Context, f *fleet.F
 	}
 }
 
-// report prints one result: the document under --json, text otherwise. A
-// failed operation still prints its document under --json (it carries the
-// error) and returns err.
-func report(env *Env, doc any, err error, text func(w io.Writer)) error {
-	if env.JSON {
-		if perr := printJSON(env, doc); perr != nil && err == nil {
-			return perr
+// report prints one write-half result as kind: under --json the document
+// (a failed operation's document carries its error), otherwise its lines;
+// it returns err.
+func report(env *Env, kind string, doc any, err error, lines func() []string) error {
+	perr := emit(env, kind, doc, func(t *text) {
+		if err == nil {
+			for _, l := range lines() {
+				t.f("%s\n", l)
+			}
 		}
+	})
+	if err != nil {
 		return err
 	}
-	if err == nil {
-		text(env.Stdout)
-	}
-	return err
+	return perr
 }
 
 // ---------------------------------------------------------------- show
@@ -133,66 +132,9 @@ func newServiceShowCommand(env *Env) *ucli.Command {
 			if err != nil {
 				return err
 			}
-			return report(env, res, nil, func(w io.Writer) { printShow(w, res) })
+			return report(env, "stado.service.show", res, nil, res.Lines)
 		}),
 	}, true)
-}
-
-func printShow(out io.Writer, res fleet.ShowResult) {
-	if len(res.Declarations) == 0 {
-		fmt.Fprintf(out, "%s: declared on no target\n", res.Name)
-	}
-	for _, d := range res.Declarations {
-		s := d.Service
-		fmt.Fprintf(out, "%s on %s: unit %s, scope %s\n", s.Name, d.Host, s.Unit, s.EffectiveScope())
-		if s.UnitPath != "" {
-			fmt.Fprintf(out, "  unit_path: %s\n", s.UnitPath)
-		}
-		if d.Incomplete {
-			fmt.Fprintf(out, "  declaration_incomplete: no program, so it cannot be reinstalled")
-			if s.IncompleteReason != "" {
-				fmt.Fprintf(out, " (%s)", s.IncompleteReason)
-			}
-			fmt.Fprintln(out)
-		} else {
-			fmt.Fprintf(out, "  program: %s\n", s.Program)
-			if len(s.Args) > 0 {
-				fmt.Fprintf(out, "  args: %s\n", strings.Join(quoteWords(s.Args), " "))
-			}
-		}
-		for _, k := range fleet.SortedKeys(s.Env) {
-			fmt.Fprintf(out, "  env %s=%s\n", k, s.Env[k])
-		}
-		if s.Product != "" {
-			fmt.Fprintf(out, "  product: %s\n", s.Product)
-		}
-	}
-	if p := res.Catalog; p != nil {
-		fmt.Fprintf(out, "catalog %s (%s, %s): systemd %s, launchd %s, program %s\n", p.Name, p.Source, p.Origin,
-			orDash(p.Units.Systemd), orDash(p.Units.Launchd), orDash(p.Program))
-		if p.Answering != nil {
-			fmt.Fprintf(out, "  answering: %s %s, repair %v\n", p.Answering.Method, p.Answering.Path, p.Answering.Repair)
-		}
-	}
-}
-
-func orDash(s string) string {
-	if s == "" {
-		return "-"
-	}
-	return s
-}
-
-func quoteWords(ws []string) []string {
-	out := make([]string, len(ws))
-	for i, w := range ws {
-		if w == "" || strings.ContainsAny(w, " \t'\"\\$") {
-			out[i] = fmt.Sprintf("%q", w)
-		} else {
-			out[i] = w
-		}
-	}
-	return out
 }
 
 // ---------------------------------------------------------------- ensure
@@ -218,45 +160,32 @@ func newServiceEnsureCommand(env *Env) *ucli.Command {
 		Action: writeAction(env, "NAME", func(ctx context.Context, f *fleet.Fleet, c *ucli.Context, name string) error {
 			o := fleet.EnsureOptions{Name: name, Hosts: c.StringSlice("host"), All: c.Bool("all"), AsLaunchAgent: c.Bool("as-launch-agent"),
 				Reason: c.String("reason"), DryRun: c.Bool("dry-run"), Wait: c.Duration("wait"), Settle: c.Duration("settle")}
-			list, err := f.Ensure(ctx, o, func(r fleet.EnsureOutcome) {
-				if !env.JSON {
-					printEnsureLine(env.Stdout, r)
-				}
-			})
+			list, err := f.Ensure(ctx, o, func(r fleet.EnsureOutcome) { streamLines(env, r.Lines()) })
 			if list == nil {
 				return err
 			}
-			doc := map[string]any{"kind": "stado.service.ensure", "service": name, "dry_run": o.DryRun, "results": list}
-			return report(env, doc, err, func(io.Writer) {})
+			return report(env, "stado.service.ensure", fanOutDoc{name, o.DryRun, list}, err, noLines)
 		}),
 	}, true)
 }
 
-func printEnsureLine(out io.Writer, r fleet.EnsureOutcome) {
-	if r.Error != nil {
-		fmt.Fprintf(out, "%s: failed: %s\n", r.Host, strings.TrimPrefix(r.Error.Message, r.Host+": "))
-		for _, l := range r.Logs {
-			fmt.Fprintf(out, "  %s\n", l)
-		}
-		return
-	}
-	if r.DryRun {
-		fmt.Fprintf(out, "%s: would %s\n", r.Host, strings.Join(r.Plan, ", then "))
-		fmt.Fprint(out, r.Diff)
-		return
-	}
-	line := fmt.Sprintf("%s: %s %s (%s)", r.Host, r.Unit, r.Install, r.Path)
-	if r.Run != channel.RunNone {
-		line += ", " + r.Run
-	}
-	if v := r.Verdict; v != nil {
-		line += fmt.Sprintf(", %s pid %d", v.State, v.PID)
-	}
-	if r.Recorded {
-		line += fmt.Sprintf(", declaration recorded at registry revision %d", r.Revision)
-	}
-	fmt.Fprintln(out, line)
+// fanOutDoc is the --json document of a command acting on many hosts.
+type fanOutDoc struct {
+	Service string `json:"service"`
+	DryRun  bool   `json:"dry_run"`
+	Results any    `json:"results"`
 }
+
+// streamLines prints one host's lines as it completes (text mode only).
+func streamLines(env *Env, lines []string) {
+	if !env.JSON {
+		for _, l := range lines {
+			fmt.Fprintln(env.Stdout, l)
+		}
+	}
+}
+
+func noLines() []string { return nil }
 
 // ---------------------------------------------------------------- adopt
 
@@ -281,22 +210,7 @@ func newServiceAdoptCommand(env *Env) *ucli.Command {
 				return err
 			}
 			res.Error = fleet.DescribeHostError(res.Host, err)
-			return report(env, res, err, func(w io.Writer) {
-				verb := "adopted"
-				if o.DryRun {
-					verb = "would adopt"
-				}
-				fmt.Fprintf(w, "%s: %s %s as %s (%s)", res.Host, verb, unit, res.Service.Name, res.Path)
-				if res.Complete {
-					fmt.Fprintf(w, ", complete: %s %s", res.Service.Program, strings.Join(quoteWords(res.Service.Args), " "))
-				} else {
-					fmt.Fprintf(w, ", declaration_incomplete: %s", res.Reason)
-				}
-				if res.Revision > 0 {
-					fmt.Fprintf(w, ", registry revision %d", res.Revision)
-				}
-				fmt.Fprintln(w)
-			})
+			return report(env, "stado.service.adopt", res, err, res.Lines)
 		}),
 	}, true)
 }
@@ -313,10 +227,7 @@ func newServiceRetireCommand(env *Env) *ucli.Command {
 		Flags: append([]ucli.Flag{hostFlag("the target declaring it"), reasonFlag(), dryRunFlag()}, sshFlags()...),
 		Action: writeAction(env, "UNIT", func(ctx context.Context, f *fleet.Fleet, c *ucli.Context, name string) error {
 			res, err := f.Retire(ctx, fleet.WithdrawOptions{Name: name, Host: c.String("host"), Reason: c.String("reason"), DryRun: c.Bool("dry-run")})
-			return reportWithdraw(env, res, err, func(w io.Writer) {
-				fmt.Fprintf(w, "%s: retired %s (%s): unit stopped and removed from %s, declaration withdrawn at registry revision %d\n",
-					res.Host, res.Service.Name, res.Service.Unit, res.Path, res.Revision)
-			})
+			return reportWithdraw(env, "stado.service.retire", res, err, true)
 		}),
 	}, true)
 }
@@ -333,25 +244,17 @@ func newServiceRemoveCommand(env *Env) *ucli.Command {
 		Flags: append([]ucli.Flag{hostFlag("the target declaring it"), reasonFlag(), dryRunFlag()}, sshFlags()...),
 		Action: writeAction(env, "NAME", func(ctx context.Context, f *fleet.Fleet, c *ucli.Context, name string) error {
 			res, err := f.Remove(ctx, fleet.WithdrawOptions{Name: name, Host: c.String("host"), Reason: c.String("reason"), DryRun: c.Bool("dry-run")})
-			return reportWithdraw(env, res, err, func(w io.Writer) {
-				fmt.Fprintf(w, "%s: declaration %s withdrawn at registry revision %d; the host's unit %s is untouched\n", res.Host, res.Service.Name, res.Revision, res.Service.Unit)
-			})
+			return reportWithdraw(env, "stado.service.remove", res, err, false)
 		}),
 	}, true)
 }
 
-func reportWithdraw(env *Env, res fleet.WithdrawResult, err error, text func(io.Writer)) error {
+func reportWithdraw(env *Env, kind string, res fleet.WithdrawResult, err error, retired bool) error {
 	if res.Service.Name == "" { // refused before a declaration was found
 		return err
 	}
 	res.Error = fleet.DescribeHostError(res.Host, err)
-	return report(env, res, err, func(w io.Writer) {
-		if res.DryRun {
-			fmt.Fprintf(w, "%s: would %s\n", res.Host, strings.Join(res.Plan, ", then "))
-			return
-		}
-		text(w)
-	})
+	return report(env, kind, res, err, func() []string { return res.Lines(retired) })
 }
 
 // ---------------------------------------------------------------- restart
@@ -367,24 +270,11 @@ func newServiceRestartCommand(env *Env) *ucli.Command {
 		Flags: append([]ucli.Flag{hostsFlag("only this target (repeatable; default every target declaring it)"), dryRunFlag(), parallelFlag()}, sshFlags()...),
 		Action: writeAction(env, "NAME", func(ctx context.Context, f *fleet.Fleet, c *ucli.Context, name string) error {
 			o := fleet.RestartOptions{Name: name, Hosts: c.StringSlice("host"), DryRun: c.Bool("dry-run")}
-			list, err := f.Restart(ctx, o, func(r fleet.RestartOutcome) {
-				if env.JSON {
-					return
-				}
-				switch {
-				case r.Error != nil:
-					fmt.Fprintf(env.Stdout, "%s: failed: %s\n", r.Host, strings.TrimPrefix(r.Error.Message, r.Host+": "))
-				case r.DryRun:
-					fmt.Fprintf(env.Stdout, "%s: would restart %s\n", r.Host, r.Unit)
-				default:
-					fmt.Fprintf(env.Stdout, "%s: restarted %s, %s pid %d\n", r.Host, r.Unit, r.Verdict.State, r.Verdict.PID)
-				}
-			})
+			list, err := f.Restart(ctx, o, func(r fleet.RestartOutcome) { streamLines(env, r.Lines()) })
 			if list == nil {
 				return err
 			}
-			doc := map[string]any{"kind": "stado.service.restart", "service": name, "dry_run": o.DryRun, "results": list}
-			return report(env, doc, err, func(io.Writer) {})
+			return report(env, "stado.service.restart", fanOutDoc{name, o.DryRun, list}, err, noLines)
 		}),
 	}, true)
 }
@@ -402,20 +292,16 @@ func newServiceLogsCommand(env *Env) *ucli.Command {
 		Flags: append([]ucli.Flag{hostFlag("the target"), linesFlag()}, sshFlags()...),
 		Action: writeAction(env, "NAME", func(ctx context.Context, f *fleet.Fleet, c *ucli.Context, name string) error {
 			res, err := f.Logs(ctx, name, c.String("host"), c.Int("lines"))
-			return reportLogs(env, res, err)
+			return reportLogs(env, "stado.service.logs", res, err)
 		}),
 	}, true)
 }
 
-func reportLogs(env *Env, res fleet.LogsResult, err error) error {
+func reportLogs(env *Env, kind string, res fleet.LogsResult, err error) error {
 	if res.Error == nil && err != nil { // refused before any host
 		return err
 	}
-	return report(env, res, err, func(w io.Writer) {
-		for _, l := range res.Lines {
-			fmt.Fprintln(w, l)
-		}
-	})
+	return report(env, kind, res, err, func() []string { return res.Lines })
 }
 
 func newServiceEnvCommand(env *Env) *ucli.Command {
@@ -431,11 +317,7 @@ func newServiceEnvCommand(env *Env) *ucli.Command {
 			if res.Error == nil && err != nil {
 				return err
 			}
-			return report(env, res, err, func(w io.Writer) {
-				for _, k := range fleet.SortedKeys(res.Env) {
-					fmt.Fprintf(w, "%s=%s\n", k, res.Env[k])
-				}
-			})
+			return report(env, "stado.service.env", res, err, res.Lines)
 		}),
 	}, true)
 }
@@ -459,7 +341,7 @@ func newServiceUnitCommand(env *Env) *ucli.Command {
 					if res.Error == nil && err != nil {
 						return err
 					}
-					return report(env, res, err, func(w io.Writer) { printVerdictLine(w, res.Host+": ", *res.Verdict) })
+					return report(env, "stado.service.unit.show", res, err, func() []string { return prefixed(res.Host+": ", fleet.VerdictLine(*res.Verdict)) })
 				}),
 			}, true),
 			withShared(env, &ucli.Command{
@@ -470,9 +352,17 @@ func newServiceUnitCommand(env *Env) *ucli.Command {
 				Flags: append([]ucli.Flag{hostFlag("the target"), linesFlag(), userFlag()}, sshFlags()...),
 				Action: writeAction(env, "UNIT", func(ctx context.Context, f *fleet.Fleet, c *ucli.Context, unit string) error {
 					res, err := f.UnitLogs(ctx, channel.UnitRef{Scope: scopeOf(c.Bool("user")), Unit: unit}, c.String("host"), c.Int("lines"))
-					return reportLogs(env, res, err)
+					return reportLogs(env, "stado.service.unit.logs", res, err)
 				}),
 			}, true),
 		},
 	}
+}
+
+// prefixed puts prefix before the first line.
+func prefixed(prefix string, lines []string) []string {
+	if len(lines) > 0 {
+		lines[0] = prefix + lines[0]
+	}
+	return lines
 }

@@ -23,7 +23,6 @@ type AdoptOptions struct {
 // AdoptResult is what adopt recorded (or would record). Env values are
 // masked.
 type AdoptResult struct {
-	Kind     string           `json:"kind"`
 	Host     string           `json:"host"`
 	Unit     string           `json:"unit"`
 	Path     string           `json:"path,omitempty"`
@@ -47,7 +46,7 @@ func AlreadyDeclared(name, host string) *refusal.Error {
 // target, a unit already declared, a recovery unit, a unit not loaded or
 // without a file.
 func (f *Fleet) Adopt(ctx context.Context, o AdoptOptions) (AdoptResult, error) {
-	res := AdoptResult{Kind: "stado.service.adopt", Host: o.Host, Unit: o.Unit, DryRun: o.DryRun}
+	res := AdoptResult{Host: o.Host, Unit: o.Unit, DryRun: o.DryRun}
 	t, err := f.Target(o.Host)
 	if err != nil {
 		return res, err

@@ -15,7 +15,6 @@ type ShownDeclaration struct {
 
 // ShowResult is a service's declarations and its catalog entry.
 type ShowResult struct {
-	Kind         string             `json:"kind"`
 	Name         string             `json:"name"`
 	Revision     int64              `json:"registry_revision"`
 	Declarations []ShownDeclaration `json:"declarations"`
@@ -25,7 +24,7 @@ type ShowResult struct {
 // Show reads name's declarations (by name or unit) on every target and its
 // catalog entry, without any host. Env values are masked unless showValues.
 func (f *Fleet) Show(name string, showValues bool) (ShowResult, error) {
-	res := ShowResult{Kind: "stado.service.show", Name: name, Revision: f.Meta.Revision, Declarations: []ShownDeclaration{}}
+	res := ShowResult{Name: name, Revision: f.Meta.Revision, Declarations: []ShownDeclaration{}}
 	for _, t := range f.Doc.Targets {
 		if s, ok := t.Service(name); ok {
 			d := *s

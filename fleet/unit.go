@@ -73,8 +73,7 @@ func (f *Fleet) Restart(ctx context.Context, o RestartOptions, each func(Restart
 
 // LogsResult is the last lines of a unit on a host.
 type LogsResult struct {
-	Kind    string     `json:"kind"`
-	Host    string     `json:"host"`
+	Host    string     `json:"host,omitempty"`
 	Service string     `json:"service,omitempty"`
 	Unit    string     `json:"unit"`
 	Lines   []string   `json:"lines"`
@@ -92,7 +91,7 @@ func checkLines(n int) error {
 // Logs reads the last lines a declared service (or a catalog product's
 // unit) printed on host.
 func (f *Fleet) Logs(ctx context.Context, name, host string, lines int) (LogsResult, error) {
-	res := LogsResult{Kind: "stado.service.logs", Host: host, Service: name, Lines: []string{}}
+	res := LogsResult{Host: host, Service: name, Lines: []string{}}
 	if err := checkLines(lines); err != nil {
 		return res, err
 	}
@@ -116,7 +115,7 @@ func (f *Fleet) Logs(ctx context.Context, name, host string, lines int) (LogsRes
 
 // UnitLogs reads the last lines of any loaded unit on host.
 func (f *Fleet) UnitLogs(ctx context.Context, u channel.UnitRef, host string, lines int) (LogsResult, error) {
-	res := LogsResult{Kind: "stado.service.unit.logs", Host: host, Unit: u.Unit, Lines: []string{}}
+	res := LogsResult{Host: host, Unit: u.Unit, Lines: []string{}}
 	if err := checkLines(lines); err != nil {
 		return res, err
 	}
@@ -146,7 +145,6 @@ func (f *Fleet) unitLogs(ctx context.Context, t registry.Target, u channel.UnitR
 // EnvResult is the environment a declared service's installed unit gives
 // its program, masked unless asked.
 type EnvResult struct {
-	Kind    string            `json:"kind"`
 	Host    string            `json:"host"`
 	Service string            `json:"service"`
 	Unit    string            `json:"unit"`
@@ -160,7 +158,7 @@ type EnvResult struct {
 // Env reads the environment of host's declaration name from the installed
 // unit (one channel call).
 func (f *Fleet) Env(ctx context.Context, name, host string, showValues bool) (EnvResult, error) {
-	res := EnvResult{Kind: "stado.service.env", Host: host, Service: name, Masked: !showValues}
+	res := EnvResult{Host: host, Service: name, Masked: !showValues}
 	t, s, err := f.Declared(host, name)
 	if err != nil {
 		return res, err
@@ -185,7 +183,6 @@ func (f *Fleet) Env(ctx context.Context, name, host string, showValues bool) (En
 
 // UnitShowResult is a loaded unit's state on a host.
 type UnitShowResult struct {
-	Kind    string         `json:"kind"`
 	Host    string         `json:"host"`
 	Unit    string         `json:"unit"`
 	Path    string         `json:"path,omitempty"`
@@ -196,7 +193,7 @@ type UnitShowResult struct {
 // UnitShow reads any loaded unit's verdict and file path on host (one
 // channel call). A unit the host does not hold is refused with not_found.
 func (f *Fleet) UnitShow(ctx context.Context, u channel.UnitRef, host string) (UnitShowResult, error) {
-	res := UnitShowResult{Kind: "stado.service.unit.show", Host: host, Unit: u.Unit}
+	res := UnitShowResult{Host: host, Unit: u.Unit}
 	t, err := f.Target(host)
 	if err != nil {
 		return res, err

@@ -19,7 +19,6 @@ type WithdrawOptions struct {
 // WithdrawResult is what retire and remove did (or would do). Env values
 // are masked.
 type WithdrawResult struct {
-	Kind      string           `json:"kind"`
 	Host      string           `json:"host"`
 	Service   registry.Service `json:"service"`
 	Path      string           `json:"path,omitempty"`
@@ -34,7 +33,7 @@ type WithdrawResult struct {
 // call) and withdraws its declaration. A name no declaration covers is
 // refused with not_found.
 func (f *Fleet) Retire(ctx context.Context, o WithdrawOptions) (WithdrawResult, error) {
-	res := WithdrawResult{Kind: "stado.service.retire", Host: o.Host, DryRun: o.DryRun}
+	res := WithdrawResult{Host: o.Host, DryRun: o.DryRun}
 	t, s, err := f.Declared(o.Host, o.Name)
 	if err != nil {
 		return res, err
@@ -70,7 +69,7 @@ func (f *Fleet) Retire(ctx context.Context, o WithdrawOptions) (WithdrawResult, 
 // Remove withdraws a declaration and leaves the host untouched: no channel
 // call. A declaration that is not there is refused with not_found.
 func (f *Fleet) Remove(ctx context.Context, o WithdrawOptions) (WithdrawResult, error) {
-	res := WithdrawResult{Kind: "stado.service.remove", Host: o.Host, DryRun: o.DryRun}
+	res := WithdrawResult{Host: o.Host, DryRun: o.DryRun}
 	t, s, err := f.Declared(o.Host, o.Name)
 	if err != nil {
 		return res, err

@@ -1,0 +1,173 @@
+package fleet
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/wisent/stado/channel"
+	"github.com/wisent/stado/units"
+)
+
+// The human form of the write half's results: each result says itself in
+// lines an operator reads (the CLI prints them; --json prints the result).
+
+// Words renders an argument list for reading, quoting the words that need
+// it; it is never executed.
+func Words(words []string) string {
+	out := make([]string, len(words))
+	for i, a := range words {
+		if a == "" || strings.ContainsAny(a, " \t\"'\\$`;&|<>*?()") {
+			a = strconv.Quote(a)
+		}
+		out[i] = a
+	}
+	return strings.Join(out, " ")
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
+
+// VerdictLine is a unit's verdict in one line, then the failing sentence
+// when it has one.
+func VerdictLine(v units.Verdict) []string {
+	line := fmt.Sprintf("%s  %s", v.Unit, v.State)
+	if v.PID > 0 {
+		line += fmt.Sprintf("  pid %d", v.PID)
+	}
+	if v.Starts > 0 {
+		line += fmt.Sprintf("  last exit %d  starts %d", v.LastExit, v.Starts)
+	}
+	if v.Detail != "" {
+		line += "  (" + v.Detail + ")"
+	}
+	if v.Sentence != "" {
+		return []string{line, v.Sentence}
+	}
+	return []string{line}
+}
+
+// Lines of show: each declaration, then the catalog entry.
+func (r ShowResult) Lines() []string {
+	var out []string
+	add := func(format string, args ...any) { out = append(out, fmt.Sprintf(format, args...)) }
+	if len(r.Declarations) == 0 {
+		add("%s: declared on no target", r.Name)
+	}
+	for _, d := range r.Declarations {
+		s := d.Service
+		add("%s on %s: unit %s, scope %s", s.Name, d.Host, s.Unit, s.EffectiveScope())
+		if s.UnitPath != "" {
+			add("  unit_path: %s", s.UnitPath)
+		}
+		switch {
+		case d.Incomplete && s.IncompleteReason != "":
+			add("  declaration_incomplete: no program, so it cannot be reinstalled (%s)", s.IncompleteReason)
+		case d.Incomplete:
+			add("  declaration_incomplete: no program, so it cannot be reinstalled")
+		default:
+			add("  program: %s", s.Program)
+			if len(s.Args) > 0 {
+				add("  args: %s", Words(s.Args))
+			}
+		}
+		for _, k := range SortedKeys(s.Env) {
+			add("  env %s=%s", k, s.Env[k])
+		}
+		if s.Product != "" {
+			add("  product: %s", s.Product)
+		}
+	}
+	if p := r.Catalog; p != nil {
+		add("catalog %s (%s, %s): systemd %s, launchd %s, program %s", p.Name, p.Source, p.Origin,
+			orDash(p.Units.Systemd), orDash(p.Units.Launchd), orDash(p.Program))
+		if p.Answering != nil {
+			add("  answering: %s %s, repair %v", p.Answering.Method, p.Answering.Path, p.Answering.Repair)
+		}
+	}
+	return out
+}
+
+// Lines of one host's ensure: what it did, or would do with the diff, or
+// why it failed with the unit's last lines.
+func (r EnsureOutcome) Lines() []string {
+	if r.Error != nil {
+		out := []string{fmt.Sprintf("%s: failed: %s", r.Host, strings.TrimPrefix(r.Error.Message, r.Host+": "))}
+		for _, l := range r.Logs {
+			out = append(out, "  "+l)
+		}
+		return out
+	}
+	if r.DryRun {
+		out := []string{fmt.Sprintf("%s: would %s", r.Host, strings.Join(r.Plan, ", then "))}
+		if r.Diff != "" {
+			out = append(out, strings.Split(strings.TrimSuffix(r.Diff, "\n"), "\n")...)
+		}
+		return out
+	}
+	line := fmt.Sprintf("%s: %s %s (%s)", r.Host, r.Unit, r.Install, r.Path)
+	if r.Run != channel.RunNone {
+		line += ", " + r.Run
+	}
+	if v := r.Verdict; v != nil {
+		line += fmt.Sprintf(", %s pid %d", v.State, v.PID)
+	}
+	if r.Recorded {
+		line += fmt.Sprintf(", declaration recorded at registry revision %d", r.Revision)
+	}
+	return []string{line}
+}
+
+// Lines of one host's restart.
+func (r RestartOutcome) Lines() []string {
+	switch {
+	case r.Error != nil:
+		return []string{fmt.Sprintf("%s: failed: %s", r.Host, strings.TrimPrefix(r.Error.Message, r.Host+": "))}
+	case r.DryRun:
+		return []string{fmt.Sprintf("%s: would restart %s", r.Host, r.Unit)}
+	}
+	return []string{fmt.Sprintf("%s: restarted %s, %s pid %d", r.Host, r.Unit, r.Verdict.State, r.Verdict.PID)}
+}
+
+// Lines of adopt.
+func (r AdoptResult) Lines() []string {
+	verb := "adopted"
+	if r.DryRun {
+		verb = "would adopt"
+	}
+	line := fmt.Sprintf("%s: %s %s as %s (%s)", r.Host, verb, r.Unit, r.Service.Name, r.Path)
+	if r.Complete {
+		line += fmt.Sprintf(", complete: %s %s", r.Service.Program, Words(r.Service.Args))
+	} else {
+		line += ", declaration_incomplete: " + r.Reason
+	}
+	if r.Revision > 0 {
+		line += fmt.Sprintf(", registry revision %d", r.Revision)
+	}
+	return []string{line}
+}
+
+// Lines of retire (retired true) or remove.
+func (r WithdrawResult) Lines(retired bool) []string {
+	switch {
+	case r.DryRun:
+		return []string{fmt.Sprintf("%s: would %s", r.Host, strings.Join(r.Plan, ", then "))}
+	case retired:
+		return []string{fmt.Sprintf("%s: retired %s (%s): unit stopped and removed from %s, declaration withdrawn at registry revision %d",
+			r.Host, r.Service.Name, r.Service.Unit, r.Path, r.Revision)}
+	}
+	return []string{fmt.Sprintf("%s: declaration %s withdrawn at registry revision %d; the host's unit %s is untouched", r.Host, r.Service.Name, r.Revision, r.Service.Unit)}
+}
+
+// Lines of env: KEY=VALUE, sorted, values as masked.
+func (r EnvResult) Lines() []string {
+	out := []string{}
+	for _, k := range SortedKeys(r.Env) {
+		out = append(out, k+"="+r.Env[k])
+	}
+	return out
+}
