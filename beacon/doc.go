@@ -2,7 +2,8 @@
 // publishes about what really runs there, the pass runner that composes and
 // publishes it, and the read-side join of declarations with beacons that
 // `service list`, `service status`, `host health` and `registry doctor` use,
-// with the words every reader says about a row or block (summary.go). It
+// with the words every reader says about a row or block, and the tables
+// the CLI prints of them (summary.go). It
 // also serves the host process's small read-only HTTP API beside its passes
 // (hostapi.go: /healthz and release objects from the store).
 //

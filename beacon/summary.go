@@ -1,7 +1,11 @@
 package beacon
 
 import (
+	"cmp"
 	"fmt"
+	"maps"
+	"slices"
+	"strconv"
 	"strings"
 )
 
@@ -31,6 +35,110 @@ func (r Row) Detail() string {
 		parts = append(parts, r.Answering.Summary())
 	}
 	return strings.Join(parts, "; ")
+}
+
+// Failed reports whether the row's unit failed or is failing.
+func (r Row) Failed() bool { return r.State == StateFailed || r.State == StateFailing }
+
+// Lines say a row in full, as `service status` does: the state, how far
+// the beacon is trusted, the pid, an incomplete declaration, the failing
+// sentence, the last exit (when failed) and stderr line, and the answering
+// summary with its question. The recovery an answering block carries is
+// repair's to say (repair.BeaconLines): beacon does not read it.
+func (r Row) Lines() []string {
+	out := []string{fmt.Sprintf("%s on %s (%s): %s", r.Service, r.Host, r.Unit, r.State)}
+	add := func(format string, args ...any) { out = append(out, fmt.Sprintf(format, args...)) }
+	if r.State == StateUnknown {
+		add("  beacon: %s", r.Beacon.Reason)
+	} else if r.Beacon.At != nil {
+		add("  beacon: pass %d, %.0fs old", r.Beacon.Pass, r.Beacon.AgeSeconds)
+	}
+	if r.PID != 0 {
+		add("  pid: %d", r.PID)
+	}
+	if r.Incomplete {
+		add("  declaration_incomplete: the declaration has no program; it cannot be reinstalled")
+	}
+	if r.Sentence != "" {
+		add("  %s", r.Sentence)
+	}
+	if r.LastExit != nil && r.Failed() {
+		add("  last exit: %d", *r.LastExit)
+	}
+	if r.LastStderr != "" {
+		add("  last stderr: %s", r.LastStderr)
+	}
+	if a := r.Answering; a != nil {
+		add("  answering: %s", a.Summary())
+		if q := a.Question; q != nil {
+			add("    question: %s %s at %s, repair %s", q.Method, q.Path, q.Endpoint, orDash(strings.Join(q.Repair, ", ")))
+		}
+	}
+	return out
+}
+
+// RowsTable is `service list` as a table, one row per Row; undeclared
+// rows (View.Undeclared) have no service, and their column says so.
+func RowsTable(rs []Row, undeclared bool) (header []string, rows [][]string) {
+	header = []string{"HOST", "SERVICE", "UNIT", "STATE", "PID", "DETAIL"}
+	if undeclared {
+		header[1] = "-"
+	}
+	for _, r := range rs {
+		rows = append(rows, []string{r.Host, r.Service, r.Unit, r.State, orDashNum(r.PID), r.Detail()})
+	}
+	return header, rows
+}
+
+// HealthTable is `host health` as a table, one row per host: its beacon's
+// freshness, age, pass and version, units counted by state, undeclared
+// units and the refusals it met.
+func HealthTable(hs []HostHealth) (header []string, rows [][]string) {
+	for _, h := range hs {
+		age, state := "-", "fresh"
+		if h.Beacon.At != nil {
+			age = fmt.Sprintf("%.0fs", h.Beacon.AgeSeconds)
+		}
+		if !h.Beacon.Present {
+			state = "absent"
+		} else if h.Beacon.Stale {
+			state = "stale"
+		}
+		var refs, counts []string
+		for _, r := range h.Refusals {
+			refs = append(refs, r.Code)
+		}
+		for _, k := range slices.Sorted(maps.Keys(h.Counts)) {
+			counts = append(counts, fmt.Sprintf("%s=%d", k, h.Counts[k]))
+		}
+		rows = append(rows, []string{h.Host, state, age, orDashNum(h.Beacon.Pass), orDash(h.StadoVersion),
+			orDash(strings.Join(counts, " ")), strconv.Itoa(h.Undeclared), strings.Join(refs, ",")})
+	}
+	return []string{"HOST", "BEACON", "AGE", "PASS", "VERSION", "UNITS", "UNDECLARED", "REFUSALS"}, rows
+}
+
+// FindingsTable is `registry doctor` as a table, one row per finding.
+func FindingsTable(fs []Finding) (header []string, rows [][]string) {
+	for _, f := range fs {
+		rows = append(rows, []string{f.Host, orDash(cmp.Or(f.Service, f.Unit)), f.Code, f.Message})
+	}
+	return []string{"HOST", "SERVICE", "FINDING", "DETAIL"}, rows
+}
+
+// orDash stands for an empty value in text.
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
+
+// orDashNum is n in text, or "-" for zero.
+func orDashNum[N int | int64](n N) string {
+	if n == 0 {
+		return "-"
+	}
+	return strconv.FormatInt(int64(n), 10)
 }
 
 // Summary says in one line where the answering question stands.

@@ -294,4 +294,12 @@ func TestGoodSiteCatalogAddsAndOverridesEntries(t *testing.T) {
 	if len(m.Products()) != len(Shipped().Products())+1 {
 		t.Errorf("%d products after merge", len(m.Products()))
 	}
+	// validate names only what the site catalog adds or replaces
+	v := Tally("site.good.yaml", m)
+	if !v.Valid || strings.Join(v.Products, ",") != "brama,hold-fixture" || strings.Join(v.Steps, ",") != "object-api,release-hold" {
+		t.Errorf("tally %+v", v)
+	}
+	if got := v.Lines(); len(got) != 1 || got[0] != "site.good.yaml: valid site catalog (2 product(s), 2 repair step(s) added or replaced)" {
+		t.Errorf("lines %q", got)
+	}
 }

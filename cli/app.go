@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -215,11 +216,11 @@ func printError(env *Env, err error, code int, machine string) {
 	doc := errorDoc{Kind: "stado.error", Code: machine, Exit: code, Message: err.Error()}
 	var ref *Refusal
 	var val *registry.ValidationError
-	if asRefusal(err, &ref) {
+	if errors.As(err, &ref) {
 		doc.Hint = ref.Hint
 		doc.Details = ref.Details
 	}
-	if asValidation(err, &val) {
+	if errors.As(err, &val) {
 		doc.Details = val.Violations
 	}
 	if env.JSON {

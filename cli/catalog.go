@@ -1,14 +1,9 @@
 package cli
 
 import (
-	"cmp"
 	"context"
 	"fmt"
-	"maps"
 	"os"
-	"slices"
-	"strconv"
-	"strings"
 
 	"github.com/wisent/stado/refusal"
 
@@ -86,7 +81,7 @@ func runCatalogShow(ctx context.Context, env *Env, opts catalogShowOptions) erro
 	doc := catalogShowDoc{SiteRevision: cat.SiteRevision()}
 	if opts.Name == "" {
 		doc.Products, doc.Recovery, doc.Steps = cat.Products(), cat.Recovery(), cat.Steps()
-		return emit(env, "stado.catalog.show", doc, func(t *text) { catalogTableText(t, cat) })
+		return emit(env, "stado.catalog.show", doc, func(t *text) { t.table(cat.Table()); t.lines(cat.SiteLines()) })
 	}
 	p, ok := cat.Lookup(opts.Name)
 	if !ok {
@@ -97,101 +92,8 @@ func runCatalogShow(ctx context.Context, env *Env, opts catalogShowOptions) erro
 		r.Hint = "stado catalog show lists every product"
 		return r
 	}
-	doc.Entry, doc.RepairSteps = p, []*catalog.RepairStep{}
-	if p.Answering != nil {
-		for _, name := range p.Answering.Repair {
-			if s, ok := cat.Step(name); ok {
-				doc.RepairSteps = append(doc.RepairSteps, s)
-			}
-		}
-	}
-	return emit(env, "stado.catalog.show", doc, func(t *text) { catalogEntryText(t, p, doc.RepairSteps) })
-}
-
-func catalogTableText(t *text, cat *catalog.Catalog) {
-	var rows [][]string
-	for _, p := range append(cat.Products(), cat.Recovery()...) {
-		answering := "-"
-		if a := p.Answering; a != nil {
-			answering = a.Method + " " + a.Path
-			if len(a.Repair) > 0 {
-				answering += " (repair: " + strings.Join(a.Repair, ", ") + ")"
-			}
-		}
-		rows = append(rows, []string{p.Name, p.Source, p.Origin, num(p.Port), dash(p.Units.Systemd), dash(p.Units.Launchd), answering})
-	}
-	t.table([]string{"NAME", "SOURCE", "ORIGIN", "PORT", "SYSTEMD", "LAUNCHD", "ANSWERING"}, rows)
-	site := "none (shipped catalog only)"
-	if r := cat.SiteRevision(); r != 0 {
-		site = fmt.Sprintf("revision %d", r)
-	}
-	var steps []string
-	for _, s := range cat.Steps() {
-		steps = append(steps, s.Name)
-	}
-	t.f("\nsite catalog: %s; repair steps: %s\n", site, strings.Join(steps, ", "))
-}
-
-func catalogEntryText(t *text, p *catalog.Product, steps []*catalog.RepairStep) {
-	var rows [][]string
-	line := func(k, v string) { rows = append(rows, []string{k, v}) }
-	line("name:", p.Name)
-	if p.Description != "" {
-		line("description:", p.Description)
-	}
-	line("source:", p.Source+" ("+p.Origin+")")
-	line("systemd:", dash(p.Units.Systemd))
-	line("launchd:", dash(p.Units.Launchd))
-	line("program:", argv(append([]string{p.Program}, p.Args...)))
-	if len(p.Env) == 0 {
-		line("env:", "-")
-	}
-	for i, e := range p.Env {
-		k := ""
-		if i == 0 {
-			k = "env:"
-		}
-		if e.Default != nil {
-			line(k, e.Name+"="+*e.Default+" (default)")
-		} else {
-			line(k, e.Name+" (required)")
-		}
-	}
-	line("port:", num(p.Port))
-	if a := p.Answering; a != nil {
-		line("answering:", a.Method+" "+a.Path)
-		if len(a.Body) > 0 {
-			line("  body:", string(a.Body))
-		}
-		line("  repair:", cmp.Or(strings.Join(a.Repair, ", "), "none (restart only)"))
-	} else {
-		line("answering:", "none")
-	}
-	for _, s := range steps {
-		line("", "")
-		line("repair step:", s.Name+" ("+s.Origin+")")
-		if s.Description != "" {
-			line("  description:", s.Description)
-		}
-		if len(s.Needs) > 0 {
-			line("  needs:", strings.Join(s.Needs, ", ")+" (from the caller)")
-		}
-		for _, os := range []string{"linux", "darwin"} {
-			pl, ok := s.For(os)
-			if !ok {
-				line("  "+os+":", "no payload")
-				continue
-			}
-			line("  "+os+":", argv(pl.Argv))
-			for _, k := range slices.Sorted(maps.Keys(pl.Env)) {
-				line("", "  env "+k+"="+pl.Env[k])
-			}
-			line("", "  timeout "+strconv.Itoa(pl.TimeoutSeconds)+"s")
-		}
-	}
-	for _, r := range rows {
-		t.f("%s\n", strings.TrimRight(fmt.Sprintf("%-16s%s", r[0], r[1]), " "))
-	}
+	doc.Entry, doc.RepairSteps = p, cat.RepairSteps(p)
+	return emit(env, "stado.catalog.show", doc, func(t *text) { t.lines(p.Lines(doc.RepairSteps)) })
 }
 
 func newCatalogValidateCommand(env *Env) *ucli.Command {
@@ -213,14 +115,6 @@ func newCatalogValidateCommand(env *Env) *ucli.Command {
 	}, true)
 }
 
-// catalogValidateDoc is the --json form of a valid catalog validate.
-type catalogValidateDoc struct {
-	File     string   `json:"file"`
-	Valid    bool     `json:"valid"`
-	Products []string `json:"products"`
-	Steps    []string `json:"steps"`
-}
-
 func runCatalogValidate(env *Env, file string) error {
 	data, err := os.ReadFile(file)
 	if err != nil {
@@ -230,20 +124,8 @@ func runCatalogValidate(env *Env, file string) error {
 	if err != nil {
 		return err
 	}
-	doc := catalogValidateDoc{File: file, Valid: true, Products: []string{}, Steps: []string{}}
-	for _, p := range merged.Products() {
-		if p.Origin == catalog.OriginSite {
-			doc.Products = append(doc.Products, p.Name)
-		}
-	}
-	for _, s := range merged.Steps() {
-		if s.Origin == catalog.OriginSite {
-			doc.Steps = append(doc.Steps, s.Name)
-		}
-	}
-	return emit(env, "stado.catalog.validate", doc, func(t *text) {
-		t.f("%s: valid site catalog (%d product(s), %d repair step(s) added or replaced)\n", file, len(doc.Products), len(doc.Steps))
-	})
+	doc := catalog.Tally(file, merged)
+	return emit(env, "stado.catalog.validate", doc, func(t *text) { t.lines(doc.Lines()) })
 }
 
 type catalogPushOptions struct {

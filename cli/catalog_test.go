@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/wisent/stado/catalog"
 	"github.com/wisent/stado/registry"
 )
 
@@ -187,7 +188,7 @@ func TestCatalogValidateOfAGoodFileNamesWhatItAdds(t *testing.T) {
 	if code != ExitOK {
 		t.Fatalf("exit %d: %s", code, errOut)
 	}
-	var doc catalogValidateDoc
+	var doc catalog.Validated
 	decodeDoc(t, out, "stado.catalog.validate", &doc)
 	if !doc.Valid || strings.Join(doc.Products, ",") != "brama,hold-fixture" ||
 		strings.Join(doc.Steps, ",") != "object-api,release-hold" {

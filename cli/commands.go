@@ -1,11 +1,8 @@
 package cli
 
 import (
-	"errors"
-
 	ucli "github.com/urfave/cli/v2"
 
-	"github.com/wisent/stado/registry"
 	// Store backends beyond the file store register with registry.Open.
 	_ "github.com/wisent/stado/registry/etcdstore"
 )
@@ -38,10 +35,6 @@ func commands(env *Env) []*ucli.Command {
 		newRepairCommand(env),
 	}
 }
-
-func asRefusal(err error, out **Refusal) bool { return errors.As(err, out) }
-
-func asValidation(err error, out **registry.ValidationError) bool { return errors.As(err, out) }
 
 func newVersionCommand(env *Env) *ucli.Command {
 	return withShared(env, &ucli.Command{

@@ -5,8 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"strconv"
-	"strings"
 )
 
 // The printer layer. A command builds its result and hands it to emit once:
@@ -71,34 +69,15 @@ func (t *text) Write(p []byte) (int, error) {
 // f writes one formatted piece of text.
 func (t *text) f(format string, args ...any) { fmt.Fprintf(t, format, args...) }
 
+// lines writes each line of a result's text form.
+func (t *text) lines(ls []string) { t.indented("", ls) }
+
+// indented writes each line after indent.
+func (t *text) indented(indent string, ls []string) {
+	for _, l := range ls {
+		t.f("%s%s\n", indent, l)
+	}
+}
+
 // table writes rows under header in aligned columns (table.go).
 func (t *text) table(header []string, rows [][]string) { printTable(t, t.width, header, rows) }
-
-// dash stands for an empty value in text.
-func dash(s string) string {
-	if s == "" {
-		return "-"
-	}
-	return s
-}
-
-// num is n in text, or "-" for zero.
-func num[N int | int64](n N) string {
-	if n == 0 {
-		return "-"
-	}
-	return strconv.FormatInt(int64(n), 10)
-}
-
-// argv renders an argument vector for reading, quoting words that need it;
-// it is never executed.
-func argv(words []string) string {
-	out := make([]string, len(words))
-	for i, a := range words {
-		if a == "" || strings.ContainsAny(a, " \t\"'\\$`;&|<>*?()") {
-			a = strconv.Quote(a)
-		}
-		out[i] = a
-	}
-	return strings.Join(out, " ")
-}

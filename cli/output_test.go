@@ -87,12 +87,6 @@ func TestEmitTextReturnsTheFirstWriteErrorAndStopsWriting(t *testing.T) {
 	}
 }
 
-func TestArgvQuotesOnlyWhatNeedsIt(t *testing.T) {
-	if got := argv([]string{"/bin/sh", "-c", "echo $HOME", ""}); got != `/bin/sh -c "echo $HOME" ""` {
-		t.Errorf("argv: %s", got)
-	}
-}
-
 func TestTableAlignsColumnsAndCutsOnlyTheLastToTheWidth(t *testing.T) {
 	rows := [][]string{{"höst1", "a long detail that goes on"}, {"h2"}}
 	var cut, whole bytes.Buffer

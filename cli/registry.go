@@ -1,15 +1,11 @@
 package cli
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"io"
 	"os"
-	"strings"
-	"text/tabwriter"
-	"time"
 
 	"github.com/wisent/stado/refusal"
 
@@ -120,7 +116,7 @@ func runRegistryPush(ctx context.Context, env *Env, opts registryPushOptions) er
 	} else if err != nil && res.Meta == nil {
 		return err
 	}
-	if perr := emit(env, "stado.registry.push", res, func(t *text) { pushText(t, res) }); perr != nil {
+	if perr := emit(env, "stado.registry.push", res, func(t *text) { t.lines(res.Lines()) }); perr != nil {
 		return perr
 	}
 	return err // written, but its history entry was not
@@ -133,36 +129,6 @@ func conflictRefusal(ce *registry.ConflictError) error {
 		Hint:    "pull the current revision, reapply the change and push with --expect-revision",
 		Details: map[string]int64{"expected_revision": ce.Want, "store_revision": ce.Got},
 		Err:     ce,
-	}
-}
-
-func pushText(t *text, res registry.Pushed) {
-	switch {
-	case res.DryRun:
-		t.f("dry run: valid; registry stays at revision %d\n", res.Revision)
-	case res.PreviousRevision == 0:
-		t.f("pushed registry revision %d (first revision)\n", res.Revision)
-	default:
-		t.f("pushed registry revision %d (was %d)\n", res.Revision, res.PreviousRevision)
-	}
-	c := res.Change
-	if c.Empty() {
-		t.f("  no change\n")
-	}
-	for _, l := range []struct {
-		label string
-		items []string
-	}{
-		{"targets added", c.TargetsAdded}, {"targets changed", c.TargetsChanged}, {"targets removed", c.TargetsRemoved},
-		{"services added", c.ServicesAdded}, {"services changed", c.ServicesChanged}, {"services removed", c.ServicesRemoved},
-		{"directory added", c.DirectoryAdded}, {"directory changed", c.DirectoryChanged}, {"directory removed", c.DirectoryRemoved},
-	} {
-		if len(l.items) > 0 {
-			t.f("  %-18s %s\n", l.label+":", strings.Join(l.items, ", "))
-		}
-	}
-	if c.ResolverChanged {
-		t.f("  service_resolver changed\n")
 	}
 }
 
@@ -258,54 +224,13 @@ func newRegistryShowCommand(env *Env) *ucli.Command {
 	}, true)
 }
 
-type registryShowResult struct {
-	Revision       int64         `json:"revision"`
-	Meta           registry.Meta `json:"meta"`
-	RefreshSeconds int           `json:"refresh_seconds,omitempty"`
-	registry.Summary
-}
-
 func runRegistryShow(ctx context.Context, env *Env) error {
 	d, m, err := loadAt(ctx, env, 0)
 	if err != nil {
 		return err
 	}
-	res := registryShowResult{Revision: m.Revision, Meta: m, RefreshSeconds: d.ServiceResolver.RefreshSeconds, Summary: registry.Summarize(d)}
-	return emit(env, "stado.registry.show", res, func(t *text) { showText(t, res) })
-}
-
-func showText(t *text, res registryShowResult) {
-	m := res.Meta
-	t.f("registry revision %d\n  writer  %s\n  time    %s\n", res.Revision, m.Writer, m.Time.Format(time.RFC3339))
-	if m.Reason != "" {
-		t.f("  reason  %s\n", m.Reason)
-	}
-	if res.RefreshSeconds > 0 {
-		t.f("  service_resolver.refresh_seconds  %d\n", res.RefreshSeconds)
-	}
-	t.f("\ntargets (%d):\n", len(res.Targets))
-	tw := tabwriter.NewWriter(t, 2, 4, 2, ' ', 0)
-	for _, tg := range res.Targets {
-		fmt.Fprintf(tw, "  %s\t%s@%s:%d\t%s\n", tg.Name, tg.User, tg.Address, tg.Port, tg.OS)
-		for _, s := range tg.Services {
-			what := s.Program
-			if s.Status == registry.StatusIncomplete {
-				what = "declaration_incomplete"
-				if s.IncompleteReason != "" {
-					what += " (" + s.IncompleteReason + ")"
-				}
-			}
-			fmt.Fprintf(tw, "    %s\t%s\t%s\t%s\n", s.Name, s.Unit, s.Scope, what)
-		}
-	}
-	tw.Flush()
-	t.f("\ndirectory (%d):\n", len(res.Directory))
-	for _, e := range res.Directory {
-		t.f("  %s -> %s:%d  callers: %s\n", e.Service, e.Host, e.Port, cmp.Or(strings.Join(e.Callers, ", "), "every target"))
-	}
-	if res.Incomplete > 0 {
-		t.f("\n%d declaration(s) incomplete: they name a unit but no program, so they cannot be reinstalled\n", res.Incomplete)
-	}
+	res := registry.Show(d, m)
+	return emit(env, "stado.registry.show", res, func(t *text) { t.lines(res.Lines()) })
 }
 
 // --- history ---
@@ -327,10 +252,6 @@ func newRegistryHistoryCommand(env *Env) *ucli.Command {
 	}, true)
 }
 
-type registryHistoryResult struct {
-	Revisions []registry.Meta `json:"revisions"`
-}
-
 func runRegistryHistory(ctx context.Context, env *Env) error {
 	st, err := openStore(ctx, env)
 	if err != nil {
@@ -341,20 +262,13 @@ func runRegistryHistory(ctx context.Context, env *Env) error {
 	if err != nil {
 		return err
 	}
-	res := registryHistoryResult{Revisions: make([]registry.Meta, 0, len(h))}
-	for i := len(h) - 1; i >= 0; i-- {
-		res.Revisions = append(res.Revisions, h[i])
-	}
+	res := registry.NewestFirst(h)
 	return emit(env, "stado.registry.history", res, func(t *text) {
 		if len(h) == 0 {
 			t.f("no registry revisions yet\n")
 			return
 		}
-		var rows [][]string
-		for _, m := range res.Revisions {
-			rows = append(rows, []string{fmt.Sprint(m.Revision), m.Time.Format(time.RFC3339), m.Writer, m.Reason})
-		}
-		t.table([]string{"REVISION", "TIME", "WRITER", "REASON"}, rows)
+		t.table(res.Table())
 	})
 }
 
@@ -378,33 +292,11 @@ func newRegistryValidateCommand(env *Env) *ucli.Command {
 	}, true)
 }
 
-type registryValidateResult struct {
-	File       string   `json:"file"`
-	Valid      bool     `json:"valid"`
-	Targets    int      `json:"targets"`
-	Services   int      `json:"services"`
-	Directory  int      `json:"directory"`
-	Incomplete []string `json:"incomplete"`
-}
-
 func runRegistryValidate(env *Env, file string) error {
 	d, err := readDocumentFile(env, file)
 	if err != nil {
 		return err
 	}
-	res := registryValidateResult{File: file, Valid: true, Targets: len(d.Targets), Directory: len(d.Directory), Incomplete: []string{}}
-	for _, t := range d.Targets {
-		res.Services += len(t.Services)
-		for _, s := range t.Services {
-			if s.Incomplete() {
-				res.Incomplete = append(res.Incomplete, t.Name+"/"+s.Name)
-			}
-		}
-	}
-	return emit(env, "stado.registry.validate", res, func(t *text) {
-		t.f("%s: valid (%d targets, %d services, %d directory entries)\n", file, res.Targets, res.Services, res.Directory)
-		for _, name := range res.Incomplete {
-			t.f("  %s: declaration_incomplete (no program; cannot be reinstalled)\n", name)
-		}
-	})
+	res := registry.Tally(file, d)
+	return emit(env, "stado.registry.validate", res, func(t *text) { t.lines(res.Lines()) })
 }

@@ -184,7 +184,7 @@ func TestRegistryShowFlagsIncompleteDeclarations(t *testing.T) {
 		}
 	}
 	_, out, _ = runRegistryCLI(t, dir, "registry", "show", "--json")
-	var res registryShowResult
+	var res registry.Shown
 	decodeDoc(t, out, "stado.registry.show", &res)
 	status, incomplete := map[string]string{}, 0
 	for _, s := range res.Targets[0].Services {
@@ -211,7 +211,7 @@ func TestRegistryHistoryListsRevisionsNewestFirst(t *testing.T) {
 	runRegistryCLI(t, dir, "registry", "push", fleetFile, "--reason", "first")
 	runRegistryCLI(t, dir, "registry", "push", fleetFile, "--reason", "second")
 	code, out, _ := runRegistryCLI(t, dir, "registry", "history", "--json")
-	var res registryHistoryResult
+	var res registry.Revisions
 	if code != 0 {
 		t.Fatalf("exit %d %s", code, out)
 	}

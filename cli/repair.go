@@ -3,9 +3,6 @@ package cli
 import (
 	"context"
 	"errors"
-	"maps"
-	"slices"
-	"strings"
 
 	ucli "github.com/urfave/cli/v2"
 
@@ -92,35 +89,10 @@ func runRepair(ctx context.Context, env *Env, o repairOptions) error {
 		}
 		kind, applied = "stado.repair", plan.Apply(ctx, ex)
 	}
-	if err := emit(env, kind, plan, func(t *text) { repairPlanText(t, plan) }); err != nil {
+	if err := emit(env, kind, plan, func(t *text) { t.lines(plan.Lines()) }); err != nil {
 		return err
 	}
 	return applied
-}
-
-func repairPlanText(t *text, p *repair.StepPlan) {
-	verb := "would run"
-	if p.Applied {
-		verb = "ran"
-	}
-	t.f("%s repair step %s for %s on %s (%s):\n", verb, p.Step, p.Service, p.Target, p.OS)
-	t.f("  argv:    %s\n", argv(p.Argv))
-	for _, k := range slices.Sorted(maps.Keys(p.Env)) {
-		t.f("  env:     %s=%s\n", k, p.Env[k])
-	}
-	t.f("  timeout: %ds\n", p.Timeout)
-	r := p.Report
-	switch {
-	case r == nil:
-		t.f("nothing ran; add --apply to run it\n")
-	case r.OK:
-		t.f("  result:  ok in %d ms\n", r.ElapsedMS)
-	default:
-		t.f("  result:  refused (%s): %s\n", r.Code, r.Refusal)
-	}
-	if r != nil && r.Output != "" {
-		t.f("  output:  %s\n", strings.ReplaceAll(r.Output, "\n", "\n           "))
-	}
 }
 
 func newServiceRecoveriesCommand(env *Env) *ucli.Command {
@@ -168,16 +140,7 @@ func runServiceRecoveries(env *Env, service string) error {
 			t.f("no recoveries in %s\n", reg.Path)
 		}
 		for _, r := range doc.Recoveries {
-			by := ""
-			if r.ObservedBy != "" {
-				by = " (observed by " + r.ObservedBy + ")"
-			}
-			t.f("%s  %s on %s (%s)%s: %s\n", r.When.Format("2006-01-02 15:04:05Z07:00"), r.Service, r.Host, r.Unit, by, r.Verdict())
-			t.f("  question: %s %s at %s, unanswered %.1fs of bound %.0fs since %s, held requests %d\n",
-				r.Question.Method, r.Question.Path, r.Question.Endpoint, r.WaitedSeconds, r.BoundSeconds, r.Since.Format("15:04:05"), r.HeldRequests)
-			for _, l := range r.Lines() {
-				t.f("  %s\n", l)
-			}
+			t.lines(r.RegisterLines())
 		}
 	})
 }

@@ -3,11 +3,7 @@ package cli
 import (
 	"cmp"
 	"context"
-	"encoding/json"
 	"fmt"
-	"maps"
-	"slices"
-	"strings"
 	"time"
 
 	"github.com/wisent/stado/refusal"
@@ -86,20 +82,14 @@ func runServiceList(ctx context.Context, env *Env, o listOptions) error {
 		return refuse(refusal.NotFound, "no host %q in the registry or the beacons", o.Host)
 	}
 	doc := serviceListDoc{RegistryRevision: v.Meta.Revision, At: v.Now.UTC(), Services: v.Rows(o.Host)}
-	kind, header := "stado.service.list", []string{"HOST", "SERVICE", "UNIT", "STATE", "PID", "DETAIL"}
+	kind := "stado.service.list"
 	if o.Undeclared {
-		doc.Services, kind, header[1] = v.Undeclared(o.Host), "stado.service.undeclared", "-"
+		doc.Services, kind = v.Undeclared(o.Host), "stado.service.undeclared"
 	}
 	if doc.Services == nil {
 		doc.Services = []beacon.Row{}
 	}
-	return emit(env, kind, doc, func(t *text) {
-		var rows [][]string
-		for _, r := range doc.Services {
-			rows = append(rows, []string{r.Host, r.Service, r.Unit, r.State, num(r.PID), r.Detail()})
-		}
-		t.table(header, rows)
-	})
+	return emit(env, kind, doc, func(t *text) { t.table(beacon.RowsTable(doc.Services, o.Undeclared)) })
 }
 
 // statusOptions are the flags of service status.
@@ -184,63 +174,21 @@ func runServiceStatus(ctx context.Context, env *Env, o statusOptions) error {
 	})
 }
 
+// statusText writes one host's status: the row, the recovery its answering
+// carries, then its log lines or the command that reads them.
 func statusText(t *text, e statusEntry, lines int) {
-	t.f("%s on %s (%s): %s\n", e.Service, e.Host, e.Unit, e.State)
-	if e.State == beacon.StateUnknown {
-		t.f("  beacon: %s\n", e.Beacon.Reason)
-	} else if e.Beacon.At != nil {
-		t.f("  beacon: pass %d, %.0fs old\n", e.Beacon.Pass, e.Beacon.AgeSeconds)
-	}
-	if e.PID != 0 {
-		t.f("  pid: %d\n", e.PID)
-	}
-	if e.Incomplete {
-		t.f("  declaration_incomplete: the declaration has no program; it cannot be reinstalled\n")
-	}
-	if e.Sentence != "" {
-		t.f("  %s\n", e.Sentence)
-	}
-	failed := e.State == beacon.StateFailed || e.State == beacon.StateFailing
-	if e.LastExit != nil && failed {
-		t.f("  last exit: %d\n", *e.LastExit)
-	}
-	if e.LastStderr != "" {
-		t.f("  last stderr: %s\n", e.LastStderr)
-	}
+	t.lines(e.Row.Lines())
 	if a := e.Answering; a != nil {
-		t.f("  answering: %s\n", a.Summary())
-		if q := a.Question; q != nil {
-			t.f("    question: %s %s at %s, repair %s\n", q.Method, q.Path, q.Endpoint, dash(strings.Join(q.Repair, ", ")))
-		}
-		recoveryBlockText(t, "    ", a.Recovery)
+		t.indented("    ", repair.BeaconLines(a.Recovery))
 	}
 	switch {
 	case lines > 0 && e.LogsRead != "":
 		t.f("  logs: could not be read: %s\n", e.LogsRead)
 	case lines > 0:
 		t.f("  last %d log line(s):\n", len(e.Logs))
-		for _, l := range e.Logs {
-			t.f("    %s\n", l)
-		}
-	case failed:
+		t.indented("    ", e.Logs)
+	case e.Failed():
 		t.f("  read its log: %s\n", e.LogsHint)
-	}
-}
-
-// recoveryBlockText writes the recovery a beacon carries (a repair.Recovery
-// as JSON) as lines: its verdict, then each step, the restart and each alert.
-func recoveryBlockText(t *text, indent string, raw json.RawMessage) {
-	if len(raw) == 0 {
-		return
-	}
-	var r repair.Recovery
-	if err := json.Unmarshal(raw, &r); err != nil {
-		t.f("%srecovery: unreadable: %v\n", indent, err)
-		return
-	}
-	t.f("%srecovery %s, started %s:\n", indent, r.Verdict(), r.When.UTC().Format(time.RFC3339))
-	for _, l := range r.Lines() {
-		t.f("%s  %s\n", indent, l)
 	}
 }
 
@@ -288,32 +236,11 @@ func runHostHealth(ctx context.Context, env *Env, o healthOptions) error {
 		doc.Hosts = []beacon.HostHealth{}
 	}
 	return emit(env, "stado.host.health", doc, func(t *text) {
-		var rows [][]string
-		for _, h := range doc.Hosts {
-			age, state := "-", "fresh"
-			if h.Beacon.At != nil {
-				age = fmt.Sprintf("%.0fs", h.Beacon.AgeSeconds)
-			}
-			if !h.Beacon.Present {
-				state = "absent"
-			} else if h.Beacon.Stale {
-				state = "stale"
-			}
-			var refs, counts []string
-			for _, r := range h.Refusals {
-				refs = append(refs, r.Code)
-			}
-			for _, k := range slices.Sorted(maps.Keys(h.Counts)) {
-				counts = append(counts, fmt.Sprintf("%s=%d", k, h.Counts[k]))
-			}
-			rows = append(rows, []string{h.Host, state, age, num(h.Beacon.Pass), dash(h.StadoVersion),
-				dash(strings.Join(counts, " ")), fmt.Sprint(h.Undeclared), strings.Join(refs, ",")})
-		}
-		t.table([]string{"HOST", "BEACON", "AGE", "PASS", "VERSION", "UNITS", "UNDECLARED", "REFUSALS"}, rows)
+		t.table(beacon.HealthTable(doc.Hosts))
 		for _, h := range doc.Hosts {
 			for _, pr := range h.PeerRecoveries {
 				t.f("%s saw %s\n", h.Host, pr.Summary())
-				recoveryBlockText(t, "  ", pr.Recovery)
+				t.indented("  ", repair.BeaconLines(pr.Recovery))
 			}
 		}
 	})
@@ -363,11 +290,7 @@ func runRegistryDoctor(ctx context.Context, env *Env, staleAfter time.Duration) 
 			t.f("ok: every declaration matches its host's fresh beacon\n")
 			return
 		}
-		var rows [][]string
-		for _, f := range doc.Findings {
-			rows = append(rows, []string{f.Host, dash(cmp.Or(f.Service, f.Unit)), f.Code, f.Message})
-		}
-		t.table([]string{"HOST", "SERVICE", "FINDING", "DETAIL"}, rows)
+		t.table(beacon.FindingsTable(doc.Findings))
 	})
 	if err == nil && !doc.OK {
 		err = errNeedsAttention

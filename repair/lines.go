@@ -1,8 +1,14 @@
 package repair
 
 import (
+	"encoding/json"
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
+	"time"
+
+	"github.com/wisent/stado/registry"
 )
 
 // Verdict is the attempt's state in one word: running, complete or
@@ -44,6 +50,78 @@ func (r Recovery) Lines() []string {
 		} else {
 			out = append(out, fmt.Sprintf("alert %s (%s): failed: %s", a.Channel, a.Type, strings.TrimSpace(a.Answer+" "+a.Cause)))
 		}
+	}
+	return out
+}
+
+// RegisterLines are the attempt as `service recoveries` lists it: when,
+// what and its verdict, the question that stood, then Lines indented.
+func (r Recovery) RegisterLines() []string {
+	by := ""
+	if r.ObservedBy != "" {
+		by = " (observed by " + r.ObservedBy + ")"
+	}
+	out := []string{
+		fmt.Sprintf("%s  %s on %s (%s)%s: %s", r.When.Format("2006-01-02 15:04:05Z07:00"), r.Service, r.Host, r.Unit, by, r.Verdict()),
+		fmt.Sprintf("  question: %s %s at %s, unanswered %.1fs of bound %.0fs since %s, held requests %d",
+			r.Question.Method, r.Question.Path, r.Question.Endpoint, r.WaitedSeconds, r.BoundSeconds, r.Since.Format("15:04:05"), r.HeldRequests),
+	}
+	for _, l := range r.Lines() {
+		out = append(out, "  "+l)
+	}
+	return out
+}
+
+// BeaconLines say the recovery a beacon carries (raw: a Recovery as JSON):
+// its verdict and start, then Lines indented. Raw that is not a Recovery
+// is said unreadable; empty raw says nothing.
+func BeaconLines(raw json.RawMessage) []string {
+	if len(raw) == 0 {
+		return nil
+	}
+	var r Recovery
+	if err := json.Unmarshal(raw, &r); err != nil {
+		return []string{fmt.Sprintf("recovery: unreadable: %v", err)}
+	}
+	out := []string{fmt.Sprintf("recovery %s, started %s:", r.Verdict(), r.When.UTC().Format(time.RFC3339))}
+	for _, l := range r.Lines() {
+		out = append(out, "  "+l)
+	}
+	return out
+}
+
+// Lines of `stado repair`: what runs (or ran) where, its argv, environment
+// and bound, then its result once applied.
+func (p *StepPlan) Lines() []string {
+	verb := "would run"
+	if p.Applied {
+		verb = "ran"
+	}
+	out := []string{
+		fmt.Sprintf("%s repair step %s for %s on %s (%s):", verb, p.Step, p.Service, p.Target, p.OS),
+		"  argv:    " + registry.Words(p.Argv),
+	}
+	for _, k := range slices.Sorted(maps.Keys(p.Env)) {
+		out = append(out, "  env:     "+k+"="+p.Env[k])
+	}
+	out = append(out, fmt.Sprintf("  timeout: %ds", p.Timeout))
+	switch r := p.Report; {
+	case r == nil:
+		return append(out, "nothing ran; add --apply to run it")
+	case r.OK:
+		out = append(out, fmt.Sprintf("  result:  ok in %d ms", r.ElapsedMS))
+	default:
+		out = append(out, fmt.Sprintf("  result:  refused (%s): %s", r.Code, r.Refusal))
+	}
+	if p.Report.Output == "" {
+		return out
+	}
+	for i, l := range strings.Split(p.Report.Output, "\n") {
+		label := "  output:  "
+		if i > 0 {
+			label = "           " // under the first line of the output
+		}
+		out = append(out, label+l)
 	}
 	return out
 }

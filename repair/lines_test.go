@@ -33,3 +33,39 @@ func TestRecoveryLinesSayEveryStepTheRestartAndEachAlert(t *testing.T) {
 		t.Error("verdicts")
 	}
 }
+
+func TestAStepPlanSaysWhatRunsAndItsResult(t *testing.T) {
+	p := &StepPlan{Service: "skarbiec", Target: "h1", Step: "crypto", OS: "linux", Argv: []string{"/bin/sh", "-c", "echo a"},
+		Env: map[string]string{"B": "2", "A": "1"}, Timeout: 5}
+	want := []string{"would run repair step crypto for skarbiec on h1 (linux):", `  argv:    /bin/sh -c "echo a"`,
+		"  env:     A=1", "  env:     B=2", "  timeout: 5s", "nothing ran; add --apply to run it"}
+	if got := p.Lines(); !reflect.DeepEqual(got, want) {
+		t.Errorf("plan\n%q\nwant\n%q", got, want)
+	}
+	// applied: each line of the output under the first
+	p.Applied, p.Env, p.Report = true, nil, &StepReport{OK: true, ElapsedMS: 7, Output: "one\ntwo"}
+	want = []string{"ran repair step crypto for skarbiec on h1 (linux):", `  argv:    /bin/sh -c "echo a"`, "  timeout: 5s",
+		"  result:  ok in 7 ms", "  output:  one", "           two"}
+	if got := p.Lines(); !reflect.DeepEqual(got, want) {
+		t.Errorf("applied\n%q\nwant\n%q", got, want)
+	}
+}
+
+func TestARecoveryInABeaconSaysItsVerdictOrWhyItCannot(t *testing.T) {
+	cases := []struct {
+		name string
+		raw  string
+		want []string
+	}{
+		// none carried, none said
+		{"empty", "", nil},
+		{"unreadable", "[1]", []string{"recovery: unreadable: json: cannot unmarshal array into Go value of type repair.Recovery"}},
+		{"complete", `{"when":"2030-01-02T03:04:05Z","complete":true,"restart":{"unit":"u.service","ok":true,"answer":"done","pid":9}}`,
+			[]string{"recovery complete, started 2030-01-02T03:04:05Z:", "  restart u.service: done, pid 9"}},
+	}
+	for _, c := range cases {
+		if got := BeaconLines([]byte(c.raw)); !reflect.DeepEqual(got, c.want) {
+			t.Errorf("%s: %q, want %q", c.name, got, c.want)
+		}
+	}
+}
