@@ -1,10 +1,15 @@
 #!/usr/bin/env bash
-# make bench: the figures of every issue's budget, measured here (2 cores).
-# Journey benchmarks boot the testbed; everything stays on loopback.
+# make bench: first the head-to-head of stado against parallel OpenSSH and
+# Ansible on a 10-host testbed (scripts/bench-compare.sh, docs/bench.md;
+# its output is also saved to BENCH_H2H_OUT, default
+# /tmp/bench-headtohead.txt), then the figures of every issue's budget,
+# measured here (2 cores). Journey benchmarks boot the testbed; everything
+# stays on loopback.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export STADO_TESTBED=${STADO_TESTBED:-required}
 b() { echo; echo "## $*"; }
+bash scripts/bench-compare.sh | tee "${BENCH_H2H_OUT:-/tmp/bench-headtohead.txt}"
 b "registry: parse+validate 1,000 targets × 20 services, one CAS write (budgets 50 ms, 25 ms)"
 go test -run '^$' -bench . -benchtime 5x ./registry | grep -E '^Benchmark|ok'
 b "repair: one pass over 200 answering services, 50 standing (budget 100 ms); detection latency"
