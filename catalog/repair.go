@@ -2,10 +2,11 @@ package catalog
 
 import (
 	"fmt"
-	"github.com/wisent/stado/refusal"
 	"maps"
 	"slices"
 	"time"
+
+	"github.com/wisent/stado/refusal"
 )
 
 // RepairStep is one entry of the repair catalog: a fixed host payload per

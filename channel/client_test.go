@@ -11,7 +11,6 @@ import (
 	"encoding/pem"
 	"errors"
 	"fmt"
-	"github.com/wisent/stado/refusal"
 	"io"
 	"net"
 	"os"
@@ -25,6 +24,7 @@ import (
 	"golang.org/x/crypto/ssh"
 	"golang.org/x/crypto/ssh/agent"
 
+	"github.com/wisent/stado/refusal"
 	"github.com/wisent/stado/registry"
 )
 

@@ -5,10 +5,11 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"github.com/wisent/stado/refusal"
 	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/wisent/stado/refusal"
 )
 
 func TestParseCommandAcceptsEveryVerbWithValidArguments(t *testing.T) {

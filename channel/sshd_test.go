@@ -16,8 +16,8 @@ import (
 	"golang.org/x/crypto/ssh"
 
 	"github.com/wisent/stado/registry"
-	"github.com/wisent/stado/units"
 	"github.com/wisent/stado/tests/testbed"
+	"github.com/wisent/stado/units"
 )
 
 // helperArg makes the test binary act as the forced command: sshd runs

@@ -3,9 +3,9 @@ package cli
 import (
 	"errors"
 	"fmt"
-	"github.com/wisent/stado/refusal"
 	"testing"
 
+	"github.com/wisent/stado/refusal"
 	"github.com/wisent/stado/registry"
 )
 

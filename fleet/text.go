@@ -2,28 +2,15 @@ package fleet
 
 import (
 	"fmt"
-	"strconv"
 	"strings"
 
 	"github.com/wisent/stado/channel"
+	"github.com/wisent/stado/registry"
 	"github.com/wisent/stado/units"
 )
 
 // The human form of the write half's results: each result says itself in
 // lines an operator reads (the CLI prints them; --json prints the result).
-
-// Words renders an argument list for reading, quoting the words that need
-// it; it is never executed.
-func Words(words []string) string {
-	out := make([]string, len(words))
-	for i, a := range words {
-		if a == "" || strings.ContainsAny(a, " \t\"'\\$`;&|<>*?()") {
-			a = strconv.Quote(a)
-		}
-		out[i] = a
-	}
-	return strings.Join(out, " ")
-}
 
 func orDash(s string) string {
 	if s == "" {
@@ -72,7 +59,7 @@ func (r ShowResult) Lines() []string {
 		default:
 			add("  program: %s", s.Program)
 			if len(s.Args) > 0 {
-				add("  args: %s", Words(s.Args))
+				add("  args: %s", registry.Words(s.Args))
 			}
 		}
 		for _, k := range SortedKeys(s.Env) {
@@ -141,7 +128,7 @@ func (r AdoptResult) Lines() []string {
 	}
 	line := fmt.Sprintf("%s: %s %s as %s (%s)", r.Host, verb, r.Unit, r.Service.Name, r.Path)
 	if r.Complete {
-		line += fmt.Sprintf(", complete: %s %s", r.Service.Program, Words(r.Service.Args))
+		line += fmt.Sprintf(", complete: %s %s", r.Service.Program, registry.Words(r.Service.Args))
 	} else {
 		line += ", declaration_incomplete: " + r.Reason
 	}

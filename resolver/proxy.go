@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/wisent/stado/refusal"
 	"log/slog"
 	"net"
 	"net/http"
@@ -15,6 +14,8 @@ import (
 	"sync"
 	"time"
 	"unicode"
+
+	"github.com/wisent/stado/refusal"
 )
 
 // Proxy forwards the requests of local clients to one service, recording

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/wisent/stado/refusal"
 	"net"
 	"slices"
 	"strconv"
@@ -12,6 +11,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/wisent/stado/refusal"
 	"github.com/wisent/stado/registry"
 )
 

@@ -3,11 +3,11 @@ package resolver
 import (
 	"context"
 	"errors"
-	"github.com/wisent/stado/refusal"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/wisent/stado/refusal"
 	"github.com/wisent/stado/registry"
 )
 

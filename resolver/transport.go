@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/wisent/stado/refusal"
 	"io"
 	"net/http"
 	"net/http/httptrace"
@@ -16,6 +15,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/wisent/stado/refusal"
 )
 
 // HeldError says a service holds a request unanswered past the bound, so

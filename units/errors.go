@@ -3,9 +3,9 @@ package units
 import (
 	"errors"
 	"fmt"
-	"github.com/wisent/stado/refusal"
 	"strings"
 
+	"github.com/wisent/stado/refusal"
 	"github.com/wisent/stado/registry"
 )
 
