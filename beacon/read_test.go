@@ -186,7 +186,8 @@ func TestReadHalfDoesNotImportChannelOrRepair(t *testing.T) {
 	}
 	for _, dep := range strings.Fields(string(out)) {
 		switch dep {
-		case "github.com/wisent/stado/channel", "github.com/wisent/stado/repair", "golang.org/x/crypto/ssh":
+		case "github.com/wisent/stado/channel", "github.com/wisent/stado/channel/local", "github.com/wisent/stado/fleet",
+			"github.com/wisent/stado/repair", "golang.org/x/crypto/ssh":
 			t.Errorf("package beacon depends on %s", dep)
 		}
 	}
