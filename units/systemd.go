@@ -74,13 +74,35 @@ func (m *Systemd) Install(ctx context.Context, s registry.Service, content []byt
 	if action == ActionUnchanged {
 		return res, nil
 	}
-	if err := m.conn.ReloadContext(ctx); err != nil {
-		return res, fmt.Errorf("install %s: daemon-reload: %w", s.Unit, err)
+	if action == ActionUpdated || !m.loadedFrom(ctx, s.Unit, path) {
+		if err := m.conn.ReloadContext(ctx); err != nil {
+			return res, fmt.Errorf("install %s: daemon-reload: %w", s.Unit, err)
+		}
 	}
 	if _, _, err := m.conn.EnableUnitFilesContext(ctx, []string{s.Unit}, false, true); err != nil {
 		return res, fmt.Errorf("install %s: enable: %w", s.Unit, err)
 	}
 	return res, nil
+}
+
+// loadedFrom reports whether systemd, asked for unit now, loads it from
+// path as it is on disk. A unit file new to its directories needs no
+// daemon-reload on a systemd that keeps a unit-path cache (247 and later
+// load it on first reference, even after a lookup that found nothing);
+// anything else — an older systemd, the unit loaded from another file, a
+// reload pending — gets one. A reload makes every manager on a host re-read
+// all its units, the most expensive step of installing a new unit.
+func (m *Systemd) loadedFrom(ctx context.Context, unit, path string) bool {
+	sts, err := m.conn.ListUnitsByNamesContext(ctx, []string{unit})
+	if err != nil || len(sts) != 1 || sts[0].LoadState != "loaded" {
+		return false
+	}
+	frag, err := m.conn.GetUnitPropertyContext(ctx, unit, "FragmentPath")
+	if err != nil || frag.Value.Value() != path {
+		return false
+	}
+	stale, err := m.conn.GetUnitPropertyContext(ctx, unit, "NeedDaemonReload")
+	return err == nil && stale.Value.Value() == false
 }
 
 // Remove stops and disables the unit, deletes its file and reloads.
