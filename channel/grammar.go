@@ -186,13 +186,9 @@ func parseWords(words []string) (Command, error) {
 		if err = need(3, "SCOPE UNIT MODE"); err != nil {
 			return Command{}, err
 		}
-		if c.Scope, err = parseScope(args[0]); err != nil {
+		if c.Scope, c.Units, err = scopeAndUnits(args[:2]); err != nil {
 			return Command{}, err
 		}
-		if err = checkUnit(args[1]); err != nil {
-			return Command{}, err
-		}
-		c.Units = []string{args[1]}
 		if args[2] != ModeApply && args[2] != ModePlan {
 			return Command{}, refusef(CodeInvalidArguments, "ensure mode %s is neither %s nor %s", strconv.Quote(args[2]), ModeApply, ModePlan)
 		}
@@ -201,13 +197,9 @@ func parseWords(words []string) (Command, error) {
 		if len(args) != 2 && len(args) != 3 {
 			return Command{}, refusef(CodeInvalidArguments, "%s takes SCOPE UNIT [PATH], got %d argument(s)", verb, len(args))
 		}
-		if c.Scope, err = parseScope(args[0]); err != nil {
+		if c.Scope, c.Units, err = scopeAndUnits(args[:2]); err != nil {
 			return Command{}, err
 		}
-		if err = checkUnit(args[1]); err != nil {
-			return Command{}, err
-		}
-		c.Units = []string{args[1]}
 		if len(args) == 3 {
 			if err = checkUnitPath(c.Scope, args[1], args[2]); err != nil {
 				return Command{}, err
@@ -218,37 +210,23 @@ func parseWords(words []string) (Command, error) {
 		if err = need(2, "SCOPE UNIT"); err != nil {
 			return Command{}, err
 		}
-		if c.Scope, err = parseScope(args[0]); err != nil {
+		if c.Scope, c.Units, err = scopeAndUnits(args[:2]); err != nil {
 			return Command{}, err
 		}
-		if err = checkUnit(args[1]); err != nil {
-			return Command{}, err
-		}
-		c.Units = []string{args[1]}
 	case VerbUnitShow:
 		if len(args) < 2 || len(args) > MaxShowUnits+1 {
 			return Command{}, refusef(CodeInvalidArguments, "%s takes SCOPE and 1 to %d units, got %d argument(s)", verb, MaxShowUnits, len(args))
 		}
-		if c.Scope, err = parseScope(args[0]); err != nil {
+		if c.Scope, c.Units, err = scopeAndUnits(args); err != nil {
 			return Command{}, err
 		}
-		for _, u := range args[1:] {
-			if err = checkUnit(u); err != nil {
-				return Command{}, err
-			}
-		}
-		c.Units = append([]string(nil), args[1:]...)
 	case VerbUnitLogs:
 		if err = need(3, "SCOPE UNIT LINES"); err != nil {
 			return Command{}, err
 		}
-		if c.Scope, err = parseScope(args[0]); err != nil {
+		if c.Scope, c.Units, err = scopeAndUnits(args[:2]); err != nil {
 			return Command{}, err
 		}
-		if err = checkUnit(args[1]); err != nil {
-			return Command{}, err
-		}
-		c.Units = []string{args[1]}
 		n, ok := parseDecimal(args[2], MaxLogLines)
 		if !ok {
 			return Command{}, refusef(CodeInvalidLines, "lines %s is not a whole number from 1 to %d", strconv.Quote(args[2]), MaxLogLines)
@@ -306,6 +284,20 @@ func verbList() string {
 		s[i] = string(v)
 	}
 	return strings.Join(s, ", ")
+}
+
+// scopeAndUnits reads SCOPE UNIT... (at least one unit).
+func scopeAndUnits(args []string) (string, []string, error) {
+	scope, err := parseScope(args[0])
+	if err != nil {
+		return "", nil, err
+	}
+	for _, u := range args[1:] {
+		if err := checkUnit(u); err != nil {
+			return "", nil, err
+		}
+	}
+	return scope, append([]string(nil), args[1:]...), nil
 }
 
 func parseScope(s string) (string, error) {

@@ -3,18 +3,14 @@ package cli
 import (
 	"bytes"
 	"context"
-	"crypto/ed25519"
-	"crypto/rand"
 	"encoding/json"
-	"encoding/pem"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
-	"golang.org/x/crypto/ssh"
-
 	"github.com/wisent/stado/channel"
+	"github.com/wisent/stado/channel/channeltest"
 	"github.com/wisent/stado/fleet"
 	"github.com/wisent/stado/registry"
 )
@@ -191,7 +187,7 @@ func TestConnectFailureNamesHostAndStage(t *testing.T) {
 	home := t.TempDir()
 	kh := filepath.Join(home, "known_hosts")
 	code, out, errOut := runRegistryCLI(t, dir, "service", "restart", "api", "--json", "--known-hosts", kh,
-		"--ssh-config", os.DevNull, "--identity", writeKey(t))
+		"--ssh-config", os.DevNull, "--identity", channeltest.WriteKey(t))
 	if code != ExitFailure {
 		t.Fatalf("exit %d, want %d: %s", code, ExitFailure, errOut)
 	}
@@ -210,24 +206,6 @@ func TestConnectFailureNamesHostAndStage(t *testing.T) {
 	if !strings.Contains(errOut, "host1: connect") {
 		t.Errorf("stderr does not name host and stage: %s", errOut)
 	}
-}
-
-// writeKey writes a fresh unencrypted ed25519 private key in OpenSSH format.
-func writeKey(t *testing.T) string {
-	t.Helper()
-	_, priv, err := ed25519.GenerateKey(rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	block, err := ssh.MarshalPrivateKey(priv, "stado test")
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := filepath.Join(t.TempDir(), "id_ed25519")
-	if err := os.WriteFile(p, pem.EncodeToMemory(block), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	return p
 }
 
 func TestServiceShowMasksEnvironmentUnlessAsked(t *testing.T) {

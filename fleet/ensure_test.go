@@ -2,20 +2,15 @@ package fleet_test
 
 import (
 	"context"
-	"crypto/ed25519"
-	"crypto/rand"
-	"encoding/pem"
 	"errors"
 	"os"
-	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
-	"golang.org/x/crypto/ssh"
-
 	"github.com/wisent/stado/channel"
+	"github.com/wisent/stado/channel/channeltest"
 	"github.com/wisent/stado/channel/local"
 	"github.com/wisent/stado/fleet"
 	"github.com/wisent/stado/refusal"
@@ -51,24 +46,6 @@ targets:
         scope: user
         program: /usr/local/bin/api
 `
-
-// writeKey writes a fresh unencrypted ed25519 private key in OpenSSH format.
-func writeKey(t *testing.T) string {
-	t.Helper()
-	_, priv, err := ed25519.GenerateKey(rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	block, err := ssh.MarshalPrivateKey(priv, "stado test")
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := filepath.Join(t.TempDir(), "id_ed25519")
-	if err := os.WriteFile(p, pem.EncodeToMemory(block), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	return p
-}
 
 // fakeClock advances only when the code under test waits.
 type fakeClock struct {
@@ -113,7 +90,7 @@ func newBed(t *testing.T) *bed {
 	clock := &fakeClock{now: time.Date(2026, 12, 2, 12, 0, 0, 0, time.UTC)}
 	h := &local.Host{GOOS: "linux", Home: home, Now: clock.Now, After: clock.After,
 		Manager: func(context.Context, string) (units.Manager, func(), error) { return mem, func() {}, nil }}
-	pool := channel.NewPool(&channel.Dialer{KnownHostsPath: dir + "/known_hosts", IdentityFiles: []string{writeKey(t)}, SSHConfigPath: os.DevNull, NoAgent: true, ConnectTimeout: 2 * time.Second})
+	pool := channel.NewPool(&channel.Dialer{KnownHostsPath: dir + "/known_hosts", IdentityFiles: []string{channeltest.WriteKey(t)}, SSHConfigPath: os.DevNull, NoAgent: true, ConnectTimeout: 2 * time.Second})
 	t.Cleanup(func() { pool.Close() })
 	connect := func(tg registry.Target) channel.Host {
 		if tg.Name == "host1" {
