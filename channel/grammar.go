@@ -28,13 +28,14 @@ const (
 	VerbPortOwner   Verb = "port-owner"   // PORT
 	VerbRepairStep  Verb = "repair-step"  // STEP [KEY=VALUE...]
 	VerbVersion     Verb = "version"      // (no arguments)
+	VerbSession     Verb = "session"      // (no arguments) many verb calls in framed documents on stdin/stdout
 )
 
 // Verbs lists every verb in the order docs/channel.md describes them.
 var Verbs = []Verb{
 	VerbEnsure, VerbUnitInstall, VerbUnitRemove, VerbUnitStart, VerbUnitStop, VerbUnitRestart,
 	VerbUnitShow, VerbUnitFile, VerbUnitLogs, VerbUnitEnv, VerbUnitList, VerbPortOwner,
-	VerbRepairStep, VerbVersion,
+	VerbRepairStep, VerbVersion, VerbSession,
 }
 
 // Bounds of verb arguments.
@@ -268,7 +269,7 @@ func parseWords(words []string) (Command, error) {
 			seen[e.Name] = true
 			c.Env = append(c.Env, e)
 		}
-	case VerbVersion:
+	case VerbVersion, VerbSession:
 		if err = need(0, "no arguments"); err != nil {
 			return Command{}, err
 		}

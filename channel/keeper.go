@@ -40,6 +40,11 @@ type KeeperConfig struct {
 	// Logger receives connection events (host, address, stage; never
 	// commands, input or output). Nil discards them.
 	Logger *slog.Logger
+	// SessionStart bounds the wait for a host's remote program to open a
+	// session (see session.go); a host that does not in time is called one
+	// execution per call. Default DefaultSessionStart; negative never opens
+	// sessions.
+	SessionStart time.Duration
 }
 
 // ServeKeeper keeps SSH connections between stado invocations, as OpenSSH's
@@ -103,7 +108,10 @@ func ServeKeeper(ctx context.Context, cfg KeeperConfig) error {
 
 	kctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	k := &keeper{ctx: kctx, idle: idle, log: log, self: os.Geteuid(), conns: map[keptKey]*keptConn{}, stop: make(chan struct{})}
+	k := &keeper{ctx: kctx, idle: idle, log: log, self: os.Geteuid(), conns: map[keptKey]*keptConn{}, stop: make(chan struct{}), sessionStart: cfg.SessionStart}
+	if k.sessionStart == 0 {
+		k.sessionStart = DefaultSessionStart
+	}
 	k.mu.Lock()
 	k.armIdle()
 	k.mu.Unlock()
@@ -227,6 +235,8 @@ type keeper struct {
 	log  *slog.Logger
 	self int // the keeper's euid: the only uid served
 
+	sessionStart time.Duration // see KeeperConfig.SessionStart
+
 	calls sync.WaitGroup // connections being served
 
 	mu       sync.Mutex
@@ -240,10 +250,11 @@ type keeper struct {
 
 // keptConn is one kept connection; ready is closed once its dial ended.
 type keptConn struct {
-	ready  chan struct{}
-	client *ssh.Client
-	seen   *hostKeySeen
-	err    error
+	ready    chan struct{}
+	client   *ssh.Client
+	seen     *hostKeySeen
+	err      error
+	sessions sessions // remote programs kept running to serve channel calls
 }
 
 // armIdle starts the idle period; k.mu is held.
@@ -390,6 +401,14 @@ func (k *keeper) run(ctx context.Context, req *keeperRequest, stdin []byte, w *f
 			}
 		}
 		addr = kc.client.RemoteAddr().String()
+		if prog, call, ok := channelCall(req.Argv); ok && k.sessionStart > 0 {
+			// A channel call rides a session when the host serves them;
+			// otherwise (an older stado, a session that would not start)
+			// it is one execution, as below.
+			if rs, err := kc.sessions.take(ctx, kc.client, prog, k.sessionStart); err == nil {
+				return callSession(ctx, kc, rs, addr, call, stdin, w)
+			}
+		}
 		sess, err = kc.client.NewSession()
 		if err == nil {
 			break
@@ -422,6 +441,29 @@ func (k *keeper) run(ctx context.Context, req *keeperRequest, stdin []byte, w *f
 	}
 	x := exitOf(err)
 	x.Over = out.over || errb.over
+	_ = w.frame(&keeperFrame{Kind: frameExit, Exit: x})
+	return nil
+}
+
+// callSession runs one channel call in rs and streams its answer to w as an
+// execution's would be.
+func callSession(ctx context.Context, kc *keptConn, rs *remoteSession, addr string, call []string, stdin []byte, w *frameWriter) error {
+	if err := w.frame(&keeperFrame{Kind: frameStarted, Address: addr}); err != nil {
+		kc.sessions.put(rs)
+		return nil // the client is gone; nothing ran
+	}
+	resp, err := rs.call(ctx, call, stdin)
+	if err != nil {
+		if ctx.Err() == nil {
+			_ = w.frame(&keeperFrame{Kind: frameExit, Exit: &keeperExit{Status: -1, Failed: err.Error()}})
+		}
+		return nil
+	}
+	kc.sessions.put(rs)
+	out, errb := &streamWriter{fw: w, kind: frameStdout}, &streamWriter{fw: w, kind: frameStderr}
+	_, _ = out.Write(resp.Stdout)
+	_, _ = errb.Write(resp.Stderr)
+	x := &keeperExit{Status: resp.Exit, Over: out.over || errb.over}
 	_ = w.frame(&keeperFrame{Kind: frameExit, Exit: x})
 	return nil
 }

@@ -108,6 +108,9 @@ func serve(ctx context.Context, cmd Command, err error, stdin io.Reader, stdout,
 	if err == nil {
 		err = cmd.CheckOS(host.OS())
 	}
+	if err == nil && cmd.Verb == VerbSession {
+		return serveSession(ctx, stdin, stdout, host)
+	}
 	var body []byte
 	if err == nil && (cmd.Verb == VerbUnitInstall || cmd.Verb == VerbEnsure) {
 		body, err = readBody(stdin, cmd.Verb)
