@@ -174,7 +174,7 @@ func TestPeerJourneyHost1RepairsHost2sStandingServiceOverSSH(t *testing.T) {
 	if err := bed.WriteFile(h1, peerHome+"/.ssh/known_hosts", known, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	env := []string{"HOME=" + peerHome, "STADO_STORE=" + store, "STADO_HOST=" + h1.Name,
+	env := []string{"HOME=" + peerHome, "STADO_STORE=" + store, "STADO_HOST=" + h1.Name, "STADO_NO_KEEPER=1",
 		"STADO_KNOWN_HOSTS=" + peerHome + "/.ssh/known_hosts", "STADO_SSH_IDENTITY=" + peerHome + "/.ssh/id_ed25519"}
 	for i, u := range proxies {
 		argv := []string{"systemd-run", "--unit", u, "--property", "Restart=no"}

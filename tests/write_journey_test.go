@@ -62,6 +62,8 @@ type writeBed struct {
 	bin   string
 	store string // file store directory
 	home  string // HOME of the workstation commands
+	// keeper lets the commands use a connection keeper (see runWith).
+	keeper bool
 }
 
 func newWriteBed(t testing.TB, n int) *writeBed {
@@ -142,7 +144,13 @@ func (w *writeBed) runWith(t testing.TB, ssh []string, args ...string) (int, str
 	defer cancel()
 	full := append(append(append([]string{}, args...), "--store", "file://"+w.store, "--ssh-config", os.DevNull), ssh...)
 	cmd := exec.CommandContext(ctx, w.bin, full...)
+	// Cold, as each journey was written: a keeper's kept connection would
+	// outlive the sshd stops and key changes journeys make on shared hosts.
+	// TestKeptConnectionsCarryWarmCallsInOneSessionPerHost runs the keeper.
 	cmd.Env = []string{"HOME=" + w.home, "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", "STADO_WRITER=journey"}
+	if !w.keeper {
+		cmd.Env = append(cmd.Env, "STADO_NO_KEEPER=1")
+	}
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
 	err := cmd.Run()
@@ -821,5 +829,93 @@ func TestEnsureOfAProgramThatExitsReportsItFailingWithItsEvidence(t *testing.T) 
 	}
 	if !strings.Contains(strings.Join(r.Logs, "\n"), "no-such-flag") {
 		t.Errorf("the evidence lacks the program's own complaint: %q", r.Logs)
+	}
+}
+
+// Not parallel: it counts the channel processes on its hosts. The keeper is
+// the test's own (started and ended by pid); the commands find it at
+// $HOME/.stado/run/keeper.sock.
+func TestKeptConnectionsCarryWarmCallsInOneSessionPerHost(t *testing.T) {
+	w := newWriteBed(t, 3)
+	w.keeper = true
+	hosts := w.bed.Hosts()[:3]
+	const unit = "stado-wj-kept.service"
+	cleanupUnits(t, w.bed, hosts, unit)
+	w.push(t, hosts, declared{name: "wj-kept", unit: unit, port: 18096})
+
+	sock := filepath.Join(w.home, ".stado", "run", "keeper.sock")
+	keeper := exec.Command(w.bin, "host", "keeper", "--idle", "2m", "--socket", sock)
+	keeper.Env = []string{"HOME=" + w.home, "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"}
+	if err := keeper.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = keeper.Process.Kill(); _ = keeper.Wait() })
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		if _, err := os.Stat(sock); err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the keeper did not open its socket")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	// A known_hosts of the test's own, so a changed key touches no other test.
+	kh := filepath.Join(t.TempDir(), "known_hosts")
+	khBytes, err := os.ReadFile(w.bed.KnownHosts())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(kh, khBytes, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	sshFlags := []string{"--known-hosts", kh, "--identity", w.bed.KeyPath()}
+	for i, want := range []string{"installed", "unchanged", "unchanged"} {
+		code, out, errOut := w.runWith(t, sshFlags, "service", "ensure", "wj-kept", "--all", "--json")
+		if code != 0 {
+			t.Fatalf("ensure %d through the keeper: exit %d\n%s\n%s", i+1, code, out, errOut)
+		}
+		for _, h := range hosts {
+			if r := fanOutResults(t, out)[h.Name]; !r.OK || r.Install != want || r.Verdict == nil || r.Verdict.State != "active" {
+				t.Errorf("ensure %d on %s: %+v, want %s and active", i+1, h.Name, r, want)
+			}
+		}
+	}
+	// One session per host served every call: no stado was started per call.
+	for _, h := range hosts {
+		out, _, err := w.bed.Exec(journeyCtx(t), h, "pgrep", "-c", "-f", "host channel session")
+		if err != nil || strings.TrimSpace(out) != "1" {
+			t.Errorf("%s: %q channel sessions (%v), want 1", h.Name, strings.TrimSpace(out), err)
+		}
+	}
+	// A host key that no longer matches is refused on the kept connection,
+	// as on a new one.
+	h1 := hosts[0]
+	otherPub, _, err := ed25519.GenerateKey(rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	other, err := ssh.NewPublicKey(otherPub)
+	if err != nil {
+		t.Fatal(err)
+	}
+	otherKey := strings.TrimSpace(string(ssh.MarshalAuthorizedKey(other)))
+	var lines []string
+	for _, l := range strings.Split(string(khBytes), "\n") {
+		if strings.Contains(l, h1.Addr+" ") || strings.HasPrefix(l, h1.Addr+" ") || strings.HasPrefix(l, "["+h1.Addr+"]") {
+			f := strings.Fields(l)
+			if len(f) >= 3 {
+				l = f[0] + " " + otherKey
+			}
+		}
+		lines = append(lines, l)
+	}
+	if err := os.WriteFile(kh, []byte(strings.Join(lines, "\n")), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	code, out, errOut := w.runWith(t, sshFlags, "service", "ensure", "wj-kept", "--host", h1.Name, "--json")
+	r := fanOutResults(t, out)[h1.Name]
+	if code != 3 || r.OK || r.Error == nil || r.Error.Stage != "host_key" || r.Error.Code != "host_key_mismatch" {
+		t.Errorf("ensure with a changed key through the keeper: exit %d %+v\n%s", code, r.Error, errOut)
 	}
 }
