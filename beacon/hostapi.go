@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/wisent/stado/catalog"
+	"github.com/wisent/stado/refusal"
 	"github.com/wisent/stado/registry"
 )
 
@@ -116,7 +117,7 @@ func (r *Runner) APIHandler() http.Handler {
 		obj, err := r.Store.Get(req.Context(), registry.ReleasePrefix+name)
 		switch {
 		case errors.Is(err, registry.ErrNotFound):
-			refused(http.StatusNotFound, "not_found", "no such release object")
+			refused(http.StatusNotFound, string(refusal.NotFound), "no such release object")
 		case err != nil:
 			refused(http.StatusServiceUnavailable, "store_unreadable", err.Error())
 		default:
