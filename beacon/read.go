@@ -69,11 +69,29 @@ type Freshness struct {
 	AgeSeconds        float64    `json:"age_seconds,omitempty"`
 	StaleAfterSeconds float64    `json:"stale_after_seconds,omitempty"`
 	Pass              int64      `json:"pass,omitempty"`
+	// SkewSeconds is how far in the future the beacon is dated (the
+	// publisher's clock ahead of the reader's); zero when it is not.
+	SkewSeconds float64 `json:"skew_seconds,omitempty"`
 	// Reason says why rows of this host read unknown.
 	Reason string `json:"reason,omitempty"`
 }
 
-// Freshness of host's beacon at v.Now.
+// Reader-side limits on what a beacon may claim about its own freshness.
+const (
+	// MaxStaleBound caps the staleness bound a beacon sets for itself (its
+	// stale_after_seconds, or three intervals): a host cannot make its
+	// rows trusted for longer, whatever it writes.
+	MaxStaleBound = 10 * time.Minute
+	// MaxClockSkew is how far in the future a beacon may be dated and still
+	// be read (as age zero); beyond it the beacon reads unknown, naming the
+	// skew.
+	MaxClockSkew = 30 * time.Second
+)
+
+// Freshness of host's beacon at v.Now. Staleness is the reader's judgement:
+// the beacon's own bound counts only up to MaxStaleBound (a bound given to
+// the View overrides it), and a beacon dated more than MaxClockSkew ahead of
+// the reader's clock is stale.
 func (v *View) Freshness(host string) Freshness {
 	if cause, ok := v.Unreadable[host]; ok {
 		return Freshness{Present: true, Stale: true, Reason: "beacon unreadable: " + cause}
@@ -89,9 +107,20 @@ func (v *View) Freshness(host string) Freshness {
 	if bound <= 0 {
 		bound = 3 * time.Duration(b.IntervalSeconds*float64(time.Second))
 	}
+	if v.StaleAfter <= 0 && (bound > MaxStaleBound || bound <= 0) {
+		bound = MaxStaleBound
+	}
 	age := v.Now.Sub(b.At)
 	at := b.At
-	f := Freshness{Present: true, At: &at, AgeSeconds: round1(age.Seconds()), StaleAfterSeconds: bound.Seconds(), Pass: b.Pass}
+	f := Freshness{Present: true, At: &at, AgeSeconds: round1(max(age, 0).Seconds()), StaleAfterSeconds: bound.Seconds(), Pass: b.Pass}
+	if age < 0 {
+		f.SkewSeconds = round1(-age.Seconds())
+		if -age > MaxClockSkew {
+			f.Stale = true
+			f.Reason = fmt.Sprintf("beacon is dated %s in the future, beyond the %s of clock skew a reader allows", (-age).Round(time.Second), MaxClockSkew)
+		}
+		return f
+	}
 	if age > bound {
 		f.Stale = true
 		f.Reason = fmt.Sprintf("beacon is %s old, stale after %s", age.Round(time.Second), bound.Round(time.Second))

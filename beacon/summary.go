@@ -99,6 +99,9 @@ func HealthTable(hs []HostHealth) (header []string, rows [][]string) {
 		if h.Beacon.At != nil {
 			age = fmt.Sprintf("%.0fs", h.Beacon.AgeSeconds)
 		}
+		if h.Beacon.SkewSeconds > 0 {
+			age = fmt.Sprintf("%.0fs ahead", h.Beacon.SkewSeconds) // the host's clock runs ahead
+		}
 		if !h.Beacon.Present {
 			state = "absent"
 		} else if h.Beacon.Stale {
