@@ -761,7 +761,7 @@ func TestStartKeeperProcessRefusesToStartTheTestBinary(t *testing.T) {
 
 func TestStartKeeperProcessDetachesIt(t *testing.T) {
 	if _, err := os.Stat("/proc/self/stat"); err != nil {
-		t.Skip("needs /proc")
+		testbed.Unavailable(t, "needs /proc")
 	}
 	dir := t.TempDir()
 	report := filepath.Join(dir, "report")

@@ -61,13 +61,7 @@ func newLocalHost(env *Env) *local.Host {
 // cannot be read still has the shipped catalog; a site catalog that is
 // invalid is an error, never silently ignored.
 func hostCatalog(ctx context.Context, env *Env) (*catalog.Catalog, error) {
-	if env.StoreURL == "" {
-		env.StoreURL = env.Getenv("STADO_STORE")
-		if env.StoreURL == "" {
-			env.StoreURL = defaultStoreURL(env)
-		}
-	}
-	st, err := env.OpenStore(ctx, env.StoreURL)
+	st, err := env.OpenStore(ctx, env.StoreURL) // named by bindGlobals
 	if err != nil {
 		return catalog.LoadOrShipped(ctx, nil)
 	}

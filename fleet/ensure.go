@@ -98,26 +98,11 @@ func (f *Fleet) Ensure(ctx context.Context, o EnsureOptions, each func(EnsureOut
 		targets[i] = p.target
 		byHost[p.target.Name] = p
 	}
-	results := map[string]EnsureOutcome{}
-	errs := map[string]error{}
-	channel.FanOut(ctx, targets, f.Parallel, func(ctx context.Context, t registry.Target) channel.Result {
-		r, err := f.ensureOne(ctx, byHost[t.Name], reason, o)
-		return channel.Result{Value: r, Err: err}
-	}, func(res channel.Result) {
-		r, _ := res.Value.(EnsureOutcome) // zero when cancelled before it started
-		r.Host, r.OK, r.Error = res.Host, res.Err == nil, DescribeHostError(res.Host, res.Err)
-		r.DryRun = o.DryRun
-		results[res.Host], errs[res.Host] = r, res.Err
-		if each != nil {
-			each(r)
-		}
-	})
-	order := make([]string, len(targets))
-	list := make([]EnsureOutcome, len(targets))
-	for i, t := range targets {
-		order[i], list[i] = t.Name, results[t.Name]
-	}
-	return list, FanOutError("service ensure "+o.Name, errs, order)
+	return fanOut(ctx, f, "service ensure "+o.Name, targets, func(ctx context.Context, t registry.Target) (EnsureOutcome, error) {
+		return f.ensureOne(ctx, byHost[t.Name], reason, o)
+	}, func(r *EnsureOutcome, host string, err error) {
+		r.Host, r.OK, r.Error, r.DryRun = host, err == nil, DescribeHostError(host, err), o.DryRun
+	}, each)
 }
 
 // planDeclared is the plan of a target that declares the service.

@@ -130,6 +130,34 @@ func (f *Fleet) declaring(name string, hosts []string) ([]registry.Target, map[s
 	return targets, decl, nil
 }
 
+// fanOut runs do on every target, at most f.Parallel at once, and returns
+// one outcome per target in input order with FanOutError of their errors.
+// As each host completes, finish fills in what every outcome carries (host,
+// ok, error; the outcome is zero when the context ended before the host
+// started) and each, when not nil, gets it, one at a time.
+func fanOut[T any](ctx context.Context, f *Fleet, what string, targets []registry.Target,
+	do func(ctx context.Context, t registry.Target) (T, error),
+	finish func(r *T, host string, err error), each func(T)) ([]T, error) {
+	list := make([]T, len(targets))
+	errs := map[string]error{}
+	order := make([]string, len(targets))
+	for i, t := range targets {
+		order[i] = t.Name
+	}
+	channel.FanOut(ctx, targets, f.Parallel, func(ctx context.Context, t registry.Target) channel.Result {
+		r, err := do(ctx, t)
+		return channel.Result{Value: r, Err: err}
+	}, func(res channel.Result) {
+		r, _ := res.Value.(T)
+		finish(&r, res.Host, res.Err)
+		list[res.Index], errs[res.Host] = r, res.Err
+		if each != nil {
+			each(r)
+		}
+	})
+	return list, FanOutError(what, errs, order)
+}
+
 func dedupe(hosts []string) []string {
 	seen := map[string]bool{}
 	var out []string

@@ -35,40 +35,25 @@ func (f *Fleet) Restart(ctx context.Context, o RestartOptions, each func(Restart
 	if err != nil {
 		return nil, err
 	}
-	results := map[string]RestartOutcome{}
-	errs := map[string]error{}
-	channel.FanOut(ctx, targets, f.Parallel, func(ctx context.Context, t registry.Target) channel.Result {
+	return fanOut(ctx, f, "service restart "+o.Name, targets, func(ctx context.Context, t registry.Target) (RestartOutcome, error) {
 		s := decl[t.Name]
 		r := RestartOutcome{Service: s.Name, Unit: s.Unit, DryRun: o.DryRun}
 		if o.DryRun {
-			return channel.Result{Value: r}
+			return r, nil
 		}
 		h, err := f.host(t)
 		if err != nil {
-			return channel.Result{Value: r, Err: err}
+			return r, err
 		}
 		v, err := h.UnitRestart(ctx, channel.UnitRef{Scope: s.EffectiveScope(), Unit: s.Unit})
 		if err == nil {
 			r.Verdict = &v
 		}
-		return channel.Result{Value: r, Err: err}
-	}, func(res channel.Result) {
-		r, ok := res.Value.(RestartOutcome)
-		if !ok { // not started: cancelled
-			r = RestartOutcome{Service: decl[res.Host].Name, Unit: decl[res.Host].Unit}
-		}
-		r.Host, r.OK, r.Error = res.Host, res.Err == nil, DescribeHostError(res.Host, res.Err)
-		results[res.Host], errs[res.Host] = r, res.Err
-		if each != nil {
-			each(r)
-		}
-	})
-	order := make([]string, len(targets))
-	list := make([]RestartOutcome, len(targets))
-	for i, t := range targets {
-		order[i], list[i] = t.Name, results[t.Name]
-	}
-	return list, FanOutError("service restart "+o.Name, errs, order)
+		return r, err
+	}, func(r *RestartOutcome, host string, err error) {
+		r.Service, r.Unit = decl[host].Name, decl[host].Unit // also when cancelled before it started
+		r.Host, r.OK, r.Error = host, err == nil, DescribeHostError(host, err)
+	}, each)
 }
 
 // LogsResult is the last lines of a unit on a host.
@@ -83,7 +68,7 @@ type LogsResult struct {
 // checkLines refuses a log window outside 1..channel.MaxLogLines.
 func checkLines(n int) error {
 	if n < 1 || n > channel.MaxLogLines {
-		return &refusal.Error{Code: refusal.Usage, Message: "--lines must be between 1 and 10000"}
+		return refusal.New(refusal.Usage, "--lines must be between 1 and %d", channel.MaxLogLines)
 	}
 	return nil
 }

@@ -94,9 +94,7 @@ func (r *Remote) RunStep(ctx context.Context, host, step string, inputs map[stri
 	return remote
 }
 
-func (r *Remote) host(t registry.Target) channel.Host {
-	return &channel.Client{Pool: r.Pool, Target: t}
-}
+func (r *Remote) host(t registry.Target) channel.Host { return r.Pool.Connect()(t) }
 
 // Restart implements Executor over the unit-restart verb.
 func (r *Remote) Restart(ctx context.Context, host, scope, unit string) RestartReport {

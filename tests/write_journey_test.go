@@ -666,10 +666,7 @@ func TestRestartWithOneHostUnreachableCompletesTheOthers(t *testing.T) {
 			t.Errorf("start sshd on %s again: %v", down.Name, err)
 		}
 	})
-	// A connection the keeper holds outlives sshd's stop (the per-connection
-	// sshd keeps running, as with OpenSSH's ControlPersist); this journey is
-	// about a host that cannot be reached anew, so it dials fresh.
-	code, out, errOut := w.run(t, "service", "restart", "wj-restart", "--json", "--no-keeper")
+	code, out, errOut := w.run(t, "service", "restart", "wj-restart", "--json")
 	if code != 1 {
 		t.Fatalf("restart with %s unreachable: exit %d, want 1\n%s\n%s", down.Name, code, out, errOut)
 	}
