@@ -46,8 +46,8 @@ func ListenAddress(ctx context.Context, st registry.Store, host string) string {
 	if self == nil {
 		return ""
 	}
-	if d, ok := doc.DirectoryEntry(self.Name); ok && d.Host == host {
-		return net.JoinHostPort(addr, strconv.Itoa(d.Port))
+	if d, ok := doc.DirectoryEntryOn(self.Name, host); ok {
+		return net.JoinHostPort(doc.ListenAddress(d), strconv.Itoa(d.Port))
 	}
 	if cat, err := catalog.Load(ctx, st); err == nil {
 		if p, ok := cat.Lookup("stado"); ok && p.Port > 0 {

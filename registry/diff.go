@@ -120,17 +120,17 @@ func Diff(old, new *Document) Change {
 		}
 	}
 	for _, ne := range new.Directory {
-		oe, ok := old.DirectoryEntry(ne.Service)
+		oe, ok := old.DirectoryEntryOn(ne.Service, ne.Host)
 		switch {
 		case !ok:
-			c.DirectoryAdded = append(c.DirectoryAdded, ne.Service)
+			c.DirectoryAdded = append(c.DirectoryAdded, ne.Service+"@"+ne.Host)
 		case !sameJSON(*oe, ne):
-			c.DirectoryChanged = append(c.DirectoryChanged, ne.Service)
+			c.DirectoryChanged = append(c.DirectoryChanged, ne.Service+"@"+ne.Host)
 		}
 	}
 	for _, oe := range old.Directory {
-		if _, ok := new.DirectoryEntry(oe.Service); !ok {
-			c.DirectoryRemoved = append(c.DirectoryRemoved, oe.Service)
+		if _, ok := new.DirectoryEntryOn(oe.Service, oe.Host); !ok {
+			c.DirectoryRemoved = append(c.DirectoryRemoved, oe.Service+"@"+oe.Host)
 		}
 	}
 	return c

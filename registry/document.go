@@ -9,7 +9,8 @@ type Document struct {
 	// ServiceResolver holds the settings every resolver and host process
 	// applies, among them the bound after which a request stands.
 	ServiceResolver ServiceResolver `yaml:"service_resolver" json:"service_resolver"`
-	// Directory maps service names to where they answer and who may call them.
+	// Directory says where each service answers: one entry per (service,
+	// host), each with its own callers.
 	Directory []DirectoryEntry `yaml:"directory,omitempty" json:"directory,omitempty"`
 	// Targets are the hosts of the fleet, each with its declared services.
 	Targets []Target `yaml:"targets" json:"targets"`
@@ -22,11 +23,16 @@ type ServiceResolver struct {
 	RefreshSeconds int `yaml:"refresh_seconds,omitempty" json:"refresh_seconds,omitempty"`
 }
 
-// DirectoryEntry says where a service answers (host and port) and which
-// hosts may call it through stado://service/<name>.
+// DirectoryEntry says where one host's copy of a service answers (host,
+// address and port) and which hosts may call it through
+// stado://service/<name>. A service running on several hosts has one entry
+// per host.
 type DirectoryEntry struct {
 	Service string `yaml:"service" json:"service"`
 	Host    string `yaml:"host" json:"host"`
+	// Address is the address the service listens on, loopback included;
+	// empty means the target's SSH address (or its name).
+	Address string `yaml:"address,omitempty" json:"address,omitempty"`
 	Port    int    `yaml:"port" json:"port"`
 	// Callers lists target names allowed to call the service; empty means
 	// every target of the fleet.
@@ -153,12 +159,36 @@ func (t *Target) Service(nameOrUnit string) (*Service, bool) {
 	return nil, false
 }
 
-// DirectoryEntry returns the directory entry of service, or false.
-func (d *Document) DirectoryEntry(service string) (*DirectoryEntry, bool) {
+// DirectoryEntries returns every directory entry of service, in document
+// order: one per host the service answers on.
+func (d *Document) DirectoryEntries(service string) []*DirectoryEntry {
+	var out []*DirectoryEntry
 	for i := range d.Directory {
 		if d.Directory[i].Service == service {
-			return &d.Directory[i], true
+			out = append(out, &d.Directory[i])
+		}
+	}
+	return out
+}
+
+// DirectoryEntryOn returns the directory entry of service on host, or false.
+func (d *Document) DirectoryEntryOn(service, host string) (*DirectoryEntry, bool) {
+	for i := range d.Directory {
+		if e := &d.Directory[i]; e.Service == service && e.Host == host {
+			return e, true
 		}
 	}
 	return nil, false
+}
+
+// ListenAddress returns the address e's service listens on: its own
+// address when declared, else its target's SSH address, else the host name.
+func (d *Document) ListenAddress(e *DirectoryEntry) string {
+	if e.Address != "" {
+		return e.Address
+	}
+	if t, ok := d.Target(e.Host); ok && t.SSH.Address != "" {
+		return t.SSH.Address
+	}
+	return e.Host
 }

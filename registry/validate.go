@@ -141,7 +141,8 @@ func (v *validator) document(d *Document) {
 		}
 		targets[t.Name] = i
 	}
-	services := make(map[string]int, len(d.Directory))
+	type serviceHost struct{ service, host string }
+	services := make(map[serviceHost]int, len(d.Directory))
 	type hostPort struct {
 		host string
 		port int
@@ -156,11 +157,15 @@ func (v *validator) document(d *Document) {
 		case !validServiceName(e.Service):
 			v.add(p+".service", "%q is not a service name (letters, digits, '_', '.', '@', '-'; at most 128)", e.Service)
 		default:
-			if j, dup := services[e.Service]; dup {
-				v.add(p+".service", "duplicate directory entry for %q (first at directory[%d])", e.Service, j)
+			key := serviceHost{e.Service, e.Host}
+			if j, dup := services[key]; dup {
+				v.add(p+".service", "duplicate directory entry for %q on %q (first at directory[%d])", e.Service, e.Host, j)
 			} else {
-				services[e.Service] = i
+				services[key] = i
 			}
+		}
+		if e.Address != "" && !validAddress(e.Address) {
+			v.add(p+".address", "%q is neither an IP address nor a host name", e.Address)
 		}
 		ti, hostOK := targets[e.Host]
 		switch {

@@ -198,23 +198,24 @@ func Product(cat *catalog.Catalog, svc *registry.Service) (*catalog.Product, boo
 }
 
 // Endpoint returns where svc's question goes from this host, or why it
-// cannot be read: the directory must place svc on host with a port, and
-// the address is the target's SSH address (the target name when empty).
+// cannot be read: the directory must have an entry for svc on this host
+// with a port. The address is the entry's own (loopback included), else the
+// target's SSH address, else the target name.
 func Endpoint(doc *registry.Document, t *registry.Target, svc string) (string, string) {
-	e, ok := doc.DirectoryEntry(svc)
+	e, ok := doc.DirectoryEntryOn(svc, t.Name)
 	switch {
-	case !ok:
+	case !ok && len(doc.DirectoryEntries(svc)) == 0:
 		return "", fmt.Sprintf("the directory has no entry for %s, so no port to ask", svc)
-	case e.Host != t.Name:
-		return "", fmt.Sprintf("the directory places %s on %s, not on this host (%s)", svc, e.Host, t.Name)
+	case !ok:
+		var hosts []string
+		for _, o := range doc.DirectoryEntries(svc) {
+			hosts = append(hosts, o.Host)
+		}
+		return "", fmt.Sprintf("the directory places %s on %s, not on this host (%s)", svc, strings.Join(hosts, ", "), t.Name)
 	case e.Port <= 0:
-		return "", fmt.Sprintf("the directory records no port for %s", svc)
+		return "", fmt.Sprintf("the directory records no port for %s on %s", svc, t.Name)
 	}
-	addr := t.SSH.Address
-	if addr == "" {
-		addr = t.Name
-	}
-	return net.JoinHostPort(addr, strconv.Itoa(e.Port)), ""
+	return net.JoinHostPort(doc.ListenAddress(e), strconv.Itoa(e.Port)), ""
 }
 
 // read advances one service's state and returns its block (nil when the

@@ -171,9 +171,13 @@ func (r *Resolver) Resolve(ctx context.Context, name string) (Endpoint, error) {
 }
 
 func resolveIn(doc *registry.Document, name, caller string) (Endpoint, error) {
-	entry, ok := doc.DirectoryEntry(name)
-	if !ok {
+	entries := doc.DirectoryEntries(name)
+	if len(entries) == 0 {
 		return Endpoint{}, &NotInDirectoryError{Service: name}
+	}
+	entry := entries[0]
+	if own, ok := doc.DirectoryEntryOn(name, caller); ok && caller != "" {
+		entry = own
 	}
 	if len(entry.Callers) > 0 && (caller == "" || !slices.Contains(entry.Callers, caller)) {
 		return Endpoint{}, &CallerRefusedError{Service: name, Caller: caller, Callers: slices.Clone(entry.Callers)}
@@ -181,9 +185,5 @@ func resolveIn(doc *registry.Document, name, caller string) (Endpoint, error) {
 	if entry.Port <= 0 {
 		return Endpoint{}, &NoPortError{Service: name, Host: entry.Host}
 	}
-	addr := entry.Host
-	if t, ok := doc.Target(entry.Host); ok && t.SSH.Address != "" {
-		addr = t.SSH.Address
-	}
-	return Endpoint{Service: name, Host: entry.Host, Address: addr, Port: entry.Port}, nil
+	return Endpoint{Service: name, Host: entry.Host, Address: doc.ListenAddress(entry), Port: entry.Port}, nil
 }

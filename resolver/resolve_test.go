@@ -159,3 +159,26 @@ func TestFailedRefreshKeepsTheLastDirectory(t *testing.T) {
 		t.Fatalf("first read error = %v", err)
 	}
 }
+
+// A service on several hosts resolves to the caller's own copy first, at the
+// address its entry declares (loopback included); other callers get the
+// first entry.
+func TestServiceOnSeveralHostsResolvesToTheCallersOwnCopyFirst(t *testing.T) {
+	doc := fleet()
+	doc.Directory = append(doc.Directory,
+		registry.DirectoryEntry{Service: "brama", Host: "host1", Address: "127.0.0.1", Port: 8080})
+	got, err := resolveIn(doc, "brama", "host1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := (Endpoint{Service: "brama", Host: "host1", Address: "127.0.0.1", Port: 8080}); got != want {
+		t.Fatalf("from host1: %+v, want %+v", got, want)
+	}
+	got, err = resolveIn(doc, "brama", "host3")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Host != "host2" || got.Address != "127.0.1.2" {
+		t.Fatalf("from host3: %+v, want host2's entry", got)
+	}
+}
