@@ -20,6 +20,23 @@ import (
 // /api/release/object?uri=stado://releases/NAME, which serves a release
 // object from the store. It only reads the store.
 
+// ProbeRelease is the release object stado's own answering question asks
+// for (stado://releases/answering-probe). Nobody publishes it: the route
+// reads the store for it like any other object, and when the read succeeds
+// and finds nothing it answers 200 with a body saying the object is absent,
+// so a healthy host's answer reads successful. A read that fails answers
+// 503; a read that hangs holds the question, which then stands. Any other
+// absent object is a 404.
+const ProbeRelease = "answering-probe"
+
+// ReleaseAbsence is the 200 body of the probe object's absence.
+type ReleaseAbsence struct {
+	Kind    string `json:"kind"` // stado.release.object
+	URI     string `json:"uri"`
+	Present bool   `json:"present"` // always false
+	Message string `json:"message"`
+}
+
 // ListenAddress is where host's stado serves its API: the directory's port
 // for its stado declaration on this host, else the catalog's port of the
 // stado product, at the target's address. "" when the registry cannot be
@@ -116,6 +133,10 @@ func (r *Runner) APIHandler() http.Handler {
 		}
 		obj, err := r.Store.Get(req.Context(), registry.ReleasePrefix+name)
 		switch {
+		case errors.Is(err, registry.ErrNotFound) && name == ProbeRelease:
+			// the store read and answered: the question is answered
+			writeJSON(w, http.StatusOK, ReleaseAbsence{Kind: "stado.release.object", URI: uri, Present: false,
+				Message: "the store was read and holds no such object: the probe object is never published"})
 		case errors.Is(err, registry.ErrNotFound):
 			refused(http.StatusNotFound, string(refusal.NotFound), "no such release object")
 		case err != nil:

@@ -2,12 +2,14 @@ package beacon
 
 import (
 	"context"
+	"errors"
 	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/wisent/stado/registry"
 )
@@ -100,5 +102,63 @@ func TestServeAPIRecordsAListenerItCannotOpen(t *testing.T) {
 	r.ServeAPI(context.Background(), ln.Addr().String())()
 	if len(r.lasting) != 1 || r.lasting[0].Code != "listen_failed" {
 		t.Fatalf("lasting refusals %+v, want listen_failed", r.lasting)
+	}
+}
+
+// gatedStore is a store whose Get of a release either fails or blocks until
+// its request ends, as a store holding every read does.
+type gatedStore struct {
+	registry.Store
+	fail  error
+	block bool
+}
+
+func (g *gatedStore) Get(ctx context.Context, key string) (registry.Object, error) {
+	if g.block {
+		<-ctx.Done()
+		return registry.Object{}, ctx.Err()
+	}
+	if g.fail != nil {
+		return registry.Object{}, g.fail
+	}
+	return g.Store.Get(ctx, key)
+}
+
+// stado's own question (the probe object, never published) reads successful
+// on a healthy host only because the store was read: a failed read is a 503
+// and a read that hangs leaves the question unanswered.
+func TestProbeObjectAbsenceIsASuccessfulAnswerOnlyAfterTheStoreWasRead(t *testing.T) {
+	probe := "/api/release/object?uri=stado://releases/" + ProbeRelease
+	get := func(st registry.Store, timeout time.Duration) (int, string, error) {
+		srv := httptest.NewServer((&Runner{Host: "h1", Store: st}).APIHandler())
+		defer srv.Close()
+		c := &http.Client{Timeout: timeout}
+		resp, err := c.Get(srv.URL + probe)
+		if err != nil {
+			return 0, "", err
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b), nil
+	}
+	healthy := apiStore(t, nil)
+	code, body, err := get(healthy, 5*time.Second)
+	if err != nil || code != 200 || !strings.Contains(body, `"present":false`) {
+		t.Fatalf("healthy store: %d %s %v, want 200 saying absent", code, body, err)
+	}
+	// any other absent object is still a 404
+	srv := httptest.NewServer((&Runner{Host: "h1", Store: healthy}).APIHandler())
+	resp, err := http.Get(srv.URL + "/api/release/object?uri=stado://releases/other")
+	srv.Close()
+	if err != nil || resp.StatusCode != 404 {
+		t.Fatalf("another absent object: %v %v, want 404", resp, err)
+	}
+	resp.Body.Close()
+	code, body, err = get(&gatedStore{Store: healthy, fail: errors.New("disk on fire")}, 5*time.Second)
+	if err != nil || code != 503 || !strings.Contains(body, "store_unreadable") {
+		t.Fatalf("failing store: %d %s %v, want 503 store_unreadable", code, body, err)
+	}
+	if code, body, err = get(&gatedStore{Store: healthy, block: true}, 300*time.Millisecond); err == nil {
+		t.Fatalf("hanging store answered %d %s; the question must stay unanswered", code, body)
 	}
 }
