@@ -91,6 +91,67 @@ func TryLock(path string) (unlock func(), err error) {
 			f.Close() // closing releases the flock; take the new file
 			continue
 		}
+		writeHolder(f, Self(time.Now()))
+		return func() {
+			_ = f.Truncate(0) // record nobody before letting go
+			_ = flock(f, syscall.LOCK_UN)
+			f.Close()
+		}, nil
+	}
+}
+
+// RLock waits, as Lock does, for a shared flock on the lock file at path,
+// so that it enters only while no exclusive holder is inside; many shared
+// holders enter together. It never creates the file: when there is none,
+// no exclusive holder can be inside either, and RLock returns at once with
+// an unlock that does nothing. Shared holders record nothing in the file.
+// A wait ends with ctx (the error wraps ctx.Err()). Safe for concurrent
+// use.
+func RLock(ctx context.Context, path string) (unlock func(), err error) {
+	wait := lockFirstWait
+	for {
+		unlock, err := tryRLock(path)
+		if !errors.Is(err, ErrLocked) {
+			return unlock, err
+		}
+		t := time.NewTimer(wait/2 + rand.N(wait))
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return nil, fmt.Errorf("lock %s: %w", path, ctx.Err())
+		case <-t.C:
+		}
+		wait = min(2*wait, lockMaxWait)
+	}
+}
+
+func tryRLock(path string) (func(), error) {
+	for {
+		f, err := os.Open(path)
+		if errors.Is(err, os.ErrNotExist) {
+			return func() {}, nil
+		}
+		if err != nil {
+			return nil, fmt.Errorf("lock %s: %w", path, err)
+		}
+		err = flock(f, syscall.LOCK_SH|syscall.LOCK_NB)
+		if errors.Is(err, syscall.EWOULDBLOCK) {
+			f.Close()
+			return nil, fmt.Errorf("lock %s: %w", path, ErrLocked)
+		}
+		if err != nil {
+			f.Close()
+			return nil, fmt.Errorf("lock %s: %w", path, err)
+		}
+		same, err := stillAt(f, path)
+		if err != nil {
+			f.Close()
+			return nil, fmt.Errorf("lock %s: %w", path, err)
+		}
+		if !same {
+			f.Close()
+			continue
+		}
 		return func() {
 			_ = flock(f, syscall.LOCK_UN)
 			f.Close()
