@@ -233,9 +233,29 @@ func (s *FileStore) write(ctx context.Context, key string, value []byte, expect 
 		return 0, err
 	}
 	defer unlock()
+	for {
+		fence, err := fenceData(ctx, p)
+		if err != nil {
+			return 0, fmt.Errorf("write %s: %w", key, err)
+		}
+		rev, again, err := s.writeFenced(key, p, value, expect, opts, fence)
+		fence.release()
+		if !again {
+			return rev, err
+		}
+	}
+}
+
+// writeFenced is one attempt of write while fence (nil: the key has no
+// file yet) holds the data file. again reports that the file appeared or
+// changed under the attempt, which must then start over.
+func (s *FileStore) writeFenced(key, p string, value []byte, expect *int64, opts PutOptions, fence *dataFence) (rev int64, again bool, err error) {
 	cur, err := readRecord(p)
 	if err != nil {
-		return 0, fmt.Errorf("write %s: %w", key, err)
+		return 0, false, fmt.Errorf("write %s: %w", key, err)
+	}
+	if (cur == nil) != (fence == nil) {
+		return 0, true, nil
 	}
 	now := s.now()
 	var got, next int64 = 0, 1
@@ -246,16 +266,23 @@ func (s *FileStore) write(ctx context.Context, key string, value []byte, expect 
 		}
 	}
 	if expect != nil && *expect != got {
-		return 0, &ConflictError{Key: key, Want: *expect, Got: got}
+		return 0, false, &ConflictError{Key: key, Want: *expect, Got: got}
 	}
 	rec := record{revision: next, value: value}
 	if opts.TTL > 0 {
 		rec.expires = now.Add(opts.TTL).UnixNano()
 	}
-	if err := safefile.Write(p, encodeRecord(rec), 0o600); err != nil {
-		return 0, fmt.Errorf("write %s: %w", key, err)
+	if fence == nil {
+		created, err := createExclusive(p, encodeRecord(rec))
+		if err != nil {
+			return 0, false, fmt.Errorf("write %s: %w", key, err)
+		}
+		return next, !created, nil
 	}
-	return next, nil
+	if err := safefile.Write(p, encodeRecord(rec), 0o600); err != nil {
+		return 0, false, fmt.Errorf("write %s: %w", key, err)
+	}
+	return next, false, nil
 }
 
 // Delete removes key, leaving a tombstone that keeps its last revision.
@@ -269,6 +296,14 @@ func (s *FileStore) Delete(ctx context.Context, key string) error {
 		return err
 	}
 	defer unlock()
+	fence, err := fenceData(ctx, p)
+	if err != nil {
+		return fmt.Errorf("delete %s: %w", key, err)
+	}
+	if fence == nil {
+		return fmt.Errorf("delete %s: %w", key, ErrNotFound)
+	}
+	defer fence.release()
 	cur, err := readRecord(p)
 	if err != nil {
 		return fmt.Errorf("delete %s: %w", key, err)
