@@ -29,6 +29,7 @@ const (
 	VerbRepairStep  Verb = "repair-step"  // STEP [KEY=VALUE...]
 	VerbVersion     Verb = "version"      // (no arguments)
 	VerbSession     Verb = "session"      // (no arguments) many verb calls in framed documents on stdin/stdout
+	VerbVerify      Verb = "verify"       // (no arguments) the request document on stdin; reads only
 )
 
 // Verbs lists every verb in the order docs/channel.md describes them.
@@ -36,6 +37,7 @@ var Verbs = []Verb{
 	VerbEnsure, VerbUnitInstall, VerbUnitRemove, VerbUnitStart, VerbUnitStop, VerbUnitRestart,
 	VerbUnitShow, VerbUnitFile, VerbUnitLogs, VerbUnitEnv, VerbUnitList, VerbPortOwner,
 	VerbRepairStep, VerbVersion, VerbSession,
+	VerbVerify,
 }
 
 // Bounds of verb arguments.
@@ -269,7 +271,7 @@ func parseWords(words []string) (Command, error) {
 			seen[e.Name] = true
 			c.Env = append(c.Env, e)
 		}
-	case VerbVersion, VerbSession:
+	case VerbVersion, VerbSession, VerbVerify:
 		if err = need(0, "no arguments"); err != nil {
 			return Command{}, err
 		}

@@ -42,6 +42,9 @@ type Host interface {
 	UnitList(ctx context.Context, scope string) (ListResult, error)
 	PortOwner(ctx context.Context, port int) (PortOwnerResult, error)
 	RepairStep(ctx context.Context, req StepRequest) (StepResult, error)
+	// Verify reads every declaration of the request against the host,
+	// changing nothing: verdict, file against rendering, port owners.
+	Verify(ctx context.Context, req VerifyRequest) (VerifyResult, error)
 }
 
 // UnitRef names one unit of one manager: scope "system" or "user", and a

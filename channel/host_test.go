@@ -108,6 +108,15 @@ func (h *recordingHost) RepairStep(_ context.Context, r StepRequest) (StepResult
 	}
 	return StepResult{Step: r.Step, OK: true}, h.record(hostCall{Method: "RepairStep", Step: r.Step, Env: env})
 }
+func (h *recordingHost) Verify(_ context.Context, r VerifyRequest) (VerifyResult, error) {
+	res := VerifyResult{Units: []UnitCheck{}}
+	var names []string
+	for _, vs := range r.Services {
+		names = append(names, vs.Service.Unit)
+		res.Units = append(res.Units, UnitCheck{Service: vs.Service.Name, Unit: vs.Service.Unit, Scope: vs.Service.EffectiveScope(), Port: vs.Port})
+	}
+	return res, h.record(hostCall{Method: "Verify", Units: names})
+}
 func (h *recordingHost) Version(context.Context) (VersionResult, error) {
 	return VersionResult{Protocol: ProtocolVersion, OS: h.OS()}, h.record(hostCall{Method: "Version"})
 }

@@ -112,7 +112,7 @@ func serve(ctx context.Context, cmd Command, err error, stdin io.Reader, stdout,
 		return serveSession(ctx, stdin, stdout, host)
 	}
 	var body []byte
-	if err == nil && (cmd.Verb == VerbUnitInstall || cmd.Verb == VerbEnsure) {
+	if err == nil && (cmd.Verb == VerbUnitInstall || cmd.Verb == VerbEnsure || cmd.Verb == VerbVerify) {
 		body, err = readBody(stdin, cmd.Verb)
 	}
 	if err != nil {
@@ -217,6 +217,11 @@ func dispatch(ctx context.Context, c Command, body []byte, h Host) (json.RawMess
 		res, err = h.RepairStep(ctx, StepRequest{Step: c.Step, Env: append([]EnvVar(nil), c.Env...)})
 	case VerbVersion:
 		res, err = h.Version(ctx)
+	case VerbVerify:
+		var req VerifyRequest
+		if req, err = decodeVerify(body, h.OS()); err == nil {
+			res, err = h.Verify(ctx, req)
+		}
 	default:
 		return nil, fmt.Errorf("verb %q has no dispatch", c.Verb) // unreachable: parseWords closes the set
 	}
