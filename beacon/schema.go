@@ -80,6 +80,30 @@ type UnitReport struct {
 	// Answering is the answering probe's block; absent when the catalog
 	// declares no question for the service.
 	Answering *Answering `json:"answering,omitempty"`
+	// Protocol is the newest reading of the service's protocol executable;
+	// absent when the declaration names none.
+	Protocol *Protocol `json:"protocol,omitempty"`
+}
+
+// Protocol states.
+const (
+	ProtocolPending    = "pending"    // the first reading has not finished yet
+	ProtocolRead       = "read"       // the executable answered
+	ProtocolUnreadable = "unreadable" // an operation failed; see Op and Cause
+)
+
+// Protocol is what a service's protocol executable (service protocol 1)
+// said at its newest reading: status and ready for a service, fingerprint
+// for a probe.
+type Protocol struct {
+	State   string     `json:"state"`
+	At      *time.Time `json:"at,omitempty"`
+	Running *bool      `json:"running,omitempty"`
+	Ready   *bool      `json:"ready,omitempty"`
+	Healthy *bool      `json:"healthy,omitempty"`
+	// Op and Cause name the operation that could not be read, and why.
+	Op    string `json:"op,omitempty"`
+	Cause string `json:"cause,omitempty"`
 }
 
 // Refusal is something a pass could not do.

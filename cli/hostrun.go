@@ -15,6 +15,7 @@ import (
 	"github.com/wisent/stado/registry"
 	"github.com/wisent/stado/registry/etcdstore"
 	"github.com/wisent/stado/repair"
+	"github.com/wisent/stado/svcproto"
 	"github.com/wisent/stado/units"
 )
 
@@ -111,7 +112,7 @@ func runHostRun(ctx context.Context, env *Env, o hostRunOptions) error {
 }
 
 // hostContributors are the answering and peer contributors of this host
-// (repair.HostProcess). The SSH channel to the peers takes its known_hosts,
+// (repair.HostProcess) and the service-protocol evidence (svcproto). The SSH channel to the peers takes its known_hosts,
 // identities and ssh_config from STADO_KNOWN_HOSTS, STADO_SSH_IDENTITY
 // (comma-separated) and STADO_SSH_CONFIG, else the ~/.ssh defaults; host
 // keys are always checked.
@@ -123,7 +124,13 @@ func hostContributors(ctx context.Context, env *Env, st registry.Store, host str
 		}
 	}
 	d := &channel.Dialer{KnownHostsPath: env.Getenv("STADO_KNOWN_HOSTS"), IdentityFiles: ids, SSHConfigPath: env.Getenv("STADO_SSH_CONFIG")}
-	return repair.HostProcess{Store: st, Host: host, Manager: mgr, Home: homeDir(env), Dialer: d, Now: env.Now, Logger: env.Logger}.Contributors(ctx)
+	cs, stop, err := repair.HostProcess{Store: st, Host: host, Manager: mgr, Home: homeDir(env), Dialer: d, Now: env.Now, Logger: env.Logger}.Contributors(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	// the service-protocol evidence of declarations naming an executable
+	ev := &svcproto.Evidence{Now: env.Now}
+	return append(cs, ev), func() { ev.Close(); stop() }, nil
 }
 
 // localManager connects to this machine's init system: systemd's system

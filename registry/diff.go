@@ -42,6 +42,11 @@ func (d *Document) Clone() *Document {
 				k := *s.KeepAlive
 				s.KeepAlive = &k
 			}
+			if s.Protocol != nil {
+				sp := *s.Protocol
+				sp.Exec = slices.Clone(sp.Exec)
+				s.Protocol = &sp
+			}
 		}
 	}
 	return &c

@@ -31,9 +31,15 @@ func init() {
 //
 // Revisions are per key, start at 1 and grow by one with every write. A
 // deleted key keeps a tombstone with its last revision, so a key created
-// again continues above every revision it had before. Reads take no lock:
-// every write replaces the file atomically, so a reader sees the old or
-// the new object, never a mix. Safe for concurrent use.
+// again continues above every revision it had before. Every write
+// replaces the file atomically, so a reader sees the old or the new
+// object, never a mix. Get also waits (through a shared flock on
+// the key's lock file) while a writer of its key is inside, so a Get that
+// begins after a write took the lock returns that write's outcome, never
+// the value it is replacing; List takes no lock. Writers record
+// themselves in the lock file they hold (safefile.Holder), so a lock left
+// held after its holder died can be judged and cleared (Locks, and
+// `stado host unlock-store --stale`). Safe for concurrent use.
 type FileStore struct {
 	dir string
 	now func() time.Time
@@ -200,7 +206,13 @@ func (s *FileStore) Get(ctx context.Context, key string) (Object, error) {
 	if err := ctx.Err(); err != nil {
 		return Object{}, err
 	}
+	// wait until no writer of key is inside (see the type's doc)
+	runlock, err := safefile.RLock(ctx, s.lockPath(p))
+	if err != nil {
+		return Object{}, fmt.Errorf("get %s: %w", key, err)
+	}
 	r, err := readRecord(p)
+	runlock()
 	if err != nil {
 		return Object{}, fmt.Errorf("get %s: %w", key, err)
 	}
@@ -370,7 +382,7 @@ func (s *FileStore) lock(ctx context.Context, key, p string) (func(), error) {
 	}
 	s.mu.Unlock()
 	m.Lock()
-	unlock, err := safefile.Lock(ctx, filepath.Join(filepath.Dir(p), ".lock~"+filepath.Base(p)))
+	unlock, err := safefile.Lock(ctx, s.lockPath(p))
 	if err != nil {
 		m.Unlock()
 		return nil, fmt.Errorf("lock %s: %w", key, err)
@@ -379,4 +391,42 @@ func (s *FileStore) lock(ctx context.Context, key, p string) (func(), error) {
 		unlock()
 		m.Unlock()
 	}, nil
+}
+
+// lockPrefix starts the name of every key's sidecar lock file.
+const lockPrefix = ".lock~"
+
+// lockPath is the sidecar lock file of the object file p.
+func (s *FileStore) lockPath(p string) string {
+	return filepath.Join(filepath.Dir(p), lockPrefix+filepath.Base(p))
+}
+
+// StoreLock is one key's sidecar lock file in a file store.
+type StoreLock struct {
+	Key  string // the key it guards ("" when its name is not a key's)
+	Path string
+}
+
+// Locks lists the sidecar lock files in the store's directory, by key,
+// for `stado host unlock-store`. It reads names only, takes no lock and
+// judges nothing (safefile.InspectLock does).
+func (s *FileStore) Locks() ([]StoreLock, error) {
+	entries, err := os.ReadDir(s.dir)
+	if err != nil {
+		return nil, fmt.Errorf("list locks of %s: %w", s.dir, err)
+	}
+	var out []StoreLock
+	for _, e := range entries {
+		name, ok := strings.CutPrefix(e.Name(), lockPrefix)
+		if !ok || !e.Type().IsRegular() {
+			continue
+		}
+		key, ok := unescapeKey(name)
+		if !ok || ValidateKey(key) != nil {
+			key = ""
+		}
+		out = append(out, StoreLock{Key: key, Path: filepath.Join(s.dir, e.Name())})
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Path < out[j].Path })
+	return out, nil
 }

@@ -419,6 +419,7 @@ func (v *validator) service(s *Service, os, p string) {
 		v.add(p+".product", "%q is not a product name (lowercase letters, digits, '_', '.', '-')", s.Product)
 	}
 	if s.IncompleteReason != "" {
+	v.protocol(s.Protocol, p)
 		switch {
 		case s.Program != "":
 			v.add(p+".incomplete_reason", "set on a complete declaration (program is set)")

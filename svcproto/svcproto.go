@@ -1,0 +1,203 @@
+// Package svcproto speaks Oarbank's service protocol 1 from stado's side:
+// it runs one operation of a service's protocol executable with the
+// operation's timeout and reads the single JSON document it prints. stado
+// uses it only for evidence (status, ready, fingerprint); it never starts,
+// stops or destroys through it.
+package svcproto
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os/exec"
+	"strings"
+	"time"
+)
+
+// The seven operations of service protocol 1.
+const (
+	OpFingerprint = "fingerprint"
+	OpStart       = "start"
+	OpStop        = "stop"
+	OpStatus      = "status"
+	OpReady       = "ready"
+	OpListOwned   = "list_owned"
+	OpDestroy     = "destroy"
+)
+
+// Timeout returns the protocol's default timeout of op.
+func Timeout(op string) time.Duration {
+	if testTimeout > 0 {
+		return testTimeout
+	}
+	switch op {
+	case OpStart, OpStop:
+		return 120 * time.Second
+	case OpDestroy:
+		return 60 * time.Second
+	default:
+		return 5 * time.Second
+	}
+}
+
+// testTimeout replaces every timeout when set (tests only).
+var testTimeout time.Duration
+
+// outputMax bounds what an operation may print.
+const outputMax = 1 << 20
+
+// Error says why an operation could not be read: it did not start, it
+// ran past its timeout, it exited nonzero, or what it printed is not the
+// one JSON document of the expected shape.
+type Error struct {
+	Op    string `json:"op"`
+	Cause string `json:"cause"`
+}
+
+func (e *Error) Error() string { return e.Op + ": " + e.Cause }
+
+// Status is what status and ready answer.
+type Status struct {
+	Running bool `json:"running"`
+	Ready   bool `json:"ready"`
+}
+
+// Fingerprint is the part of a fingerprint answer stado reads.
+type Fingerprint struct {
+	Healthy bool `json:"healthy"`
+	Running bool `json:"running"`
+}
+
+// Runner runs argv with op appended and returns its stdout. Run is the real
+// one; tests of callers may replace it.
+type Runner func(ctx context.Context, argv []string, op string, env []string) ([]byte, error)
+
+// Run runs argv followed by op (and args) with env as its whole
+// environment, bounded by op's timeout, and returns its stdout. A nonzero
+// exit is an *Error carrying the exit code and the last stderr line.
+func Run(ctx context.Context, argv []string, op string, env []string, args ...string) ([]byte, error) {
+	if len(argv) == 0 {
+		return nil, &Error{Op: op, Cause: "no executable declared"}
+	}
+	ctx, cancel := context.WithTimeout(ctx, Timeout(op))
+	defer cancel()
+	full := append(append(append([]string{}, argv[1:]...), op), args...)
+	cmd := exec.CommandContext(ctx, argv[0], full...)
+	cmd.Env = env
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout = &limited{w: &stdout, n: outputMax}
+	cmd.Stderr = &limited{w: &stderr, n: 64 << 10}
+	cmd.WaitDelay = time.Second
+	err := cmd.Run()
+	if ctx.Err() == context.DeadlineExceeded {
+		return nil, &Error{Op: op, Cause: fmt.Sprintf("no answer within %s", Timeout(op))}
+	}
+	if err != nil {
+		var ee *exec.ExitError
+		cause := err.Error()
+		if errors.As(err, &ee) {
+			cause = fmt.Sprintf("exit %d", ee.ExitCode())
+		}
+		if line := lastLine(stderr.String()); line != "" {
+			cause += ": " + line
+		}
+		return nil, &Error{Op: op, Cause: cause}
+	}
+	return stdout.Bytes(), nil
+}
+
+// ReadStatus runs status or ready and decodes its answer strictly: one JSON
+// object carrying the booleans running and ready, and nothing after it.
+func ReadStatus(ctx context.Context, run Runner, argv []string, op string, env []string) (Status, error) {
+	out, err := run(ctx, argv, op, env)
+	if err != nil {
+		return Status{}, asError(op, err)
+	}
+	var raw struct {
+		Running *bool `json:"running"`
+		Ready   *bool `json:"ready"`
+	}
+	if err := decodeOne(out, &raw); err != nil {
+		return Status{}, &Error{Op: op, Cause: err.Error()}
+	}
+	switch {
+	case raw.Running == nil:
+		return Status{}, &Error{Op: op, Cause: "the document has no boolean running"}
+	case raw.Ready == nil:
+		return Status{}, &Error{Op: op, Cause: "the document has no boolean ready"}
+	}
+	return Status{Running: *raw.Running, Ready: *raw.Ready}, nil
+}
+
+// ReadFingerprint runs fingerprint and decodes healthy and running.
+func ReadFingerprint(ctx context.Context, run Runner, argv []string, env []string) (Fingerprint, error) {
+	out, err := run(ctx, argv, OpFingerprint, env)
+	if err != nil {
+		return Fingerprint{}, asError(OpFingerprint, err)
+	}
+	var raw struct {
+		Healthy *bool `json:"healthy"`
+		Running *bool `json:"running"`
+	}
+	if err := decodeOne(out, &raw); err != nil {
+		return Fingerprint{}, &Error{Op: OpFingerprint, Cause: err.Error()}
+	}
+	if raw.Healthy == nil {
+		return Fingerprint{}, &Error{Op: OpFingerprint, Cause: "the document has no boolean healthy"}
+	}
+	fp := Fingerprint{Healthy: *raw.Healthy}
+	if raw.Running != nil {
+		fp.Running = *raw.Running
+	}
+	return fp, nil
+}
+
+func asError(op string, err error) *Error {
+	var pe *Error
+	if errors.As(err, &pe) {
+		return pe
+	}
+	return &Error{Op: op, Cause: err.Error()}
+}
+
+// decodeOne decodes exactly one JSON object from data into v.
+func decodeOne(data []byte, v any) error {
+	if len(bytes.TrimSpace(data)) == 0 {
+		return errors.New("printed nothing; one JSON document was expected")
+	}
+	dec := json.NewDecoder(bytes.NewReader(data))
+	if err := dec.Decode(v); err != nil {
+		return fmt.Errorf("not one JSON document: %v", err)
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return errors.New("printed more than one JSON document")
+	}
+	return nil
+}
+
+func lastLine(s string) string {
+	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
+	l := strings.TrimSpace(lines[len(lines)-1])
+	if len(l) > 512 {
+		l = l[:512]
+	}
+	return l
+}
+
+// limited writes at most n bytes to w and drops the rest.
+type limited struct {
+	w io.Writer
+	n int
+}
+
+func (l *limited) Write(p []byte) (int, error) {
+	if l.n > 0 {
+		k := min(len(p), l.n)
+		l.w.Write(p[:k])
+		l.n -= k
+	}
+	return len(p), nil
+}
