@@ -9,6 +9,7 @@ type Document struct {
 	// ServiceResolver holds the settings every resolver and host process
 	// applies, among them the bound after which a request stands.
 	ServiceResolver ServiceResolver `yaml:"service_resolver" json:"service_resolver"`
+	Autonomy        Autonomy        `yaml:"autonomy,omitempty" json:"autonomy,omitzero"` // the autonomy cycle's authorization and caps (autonomy.go)
 	// Directory says where each service answers: one entry per (service,
 	// host), each with its own callers.
 	Directory []DirectoryEntry `yaml:"directory,omitempty" json:"directory,omitempty"`

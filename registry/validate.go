@@ -127,6 +127,7 @@ func (v *validator) document(d *Document) {
 	if d.ServiceResolver.RefreshSeconds < 0 {
 		v.add("service_resolver.refresh_seconds", "must be greater than 0, got %d", d.ServiceResolver.RefreshSeconds)
 	}
+	v.autonomy(&d.Autonomy)
 	targets := make(map[string]int, len(d.Targets))
 	for i := range d.Targets {
 		t := &d.Targets[i]
