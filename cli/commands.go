@@ -23,6 +23,7 @@ func commands(env *Env) []*ucli.Command {
 				newHostKeeperCommand(env),
 				newHostRunCommand(env),
 				newHostHealthCommand(env),
+				newHostUnlockStoreCommand(env),
 			},
 		},
 		newStoreCommand(env),

@@ -430,3 +430,45 @@ func (s *FileStore) Locks() ([]StoreLock, error) {
 	sort.Slice(out, func(i, j int) bool { return out[i].Path < out[j].Path })
 	return out, nil
 }
+
+// LockReport is one sidecar lock file of a file store as ClearStaleLocks
+// judged it: the key it guards and safefile's verdict.
+type LockReport struct {
+	Key string `json:"key,omitempty"`
+	safefile.LockReport
+}
+
+// ClearStaleLocks judges the sidecar lock files of the keys named (every
+// lock file of the store when keys is empty) and removes each one whose
+// recorded holder is gone and took it at least olderThan ago
+// (safefile.ClearStale); live, free and unjudgeable locks are reported and
+// kept. A named key without a lock file is reported as free. The error is
+// only for a directory or file that cannot be read; the reports gathered
+// so far come with it.
+func (s *FileStore) ClearStaleLocks(keys []string, olderThan time.Duration) ([]LockReport, error) {
+	var locks []StoreLock
+	if len(keys) == 0 {
+		var err error
+		if locks, err = s.Locks(); err != nil {
+			return nil, err
+		}
+	}
+	for _, k := range keys {
+		p, err := s.path(k)
+		if err != nil {
+			return nil, err
+		}
+		locks = append(locks, StoreLock{Key: k, Path: s.lockPath(p)})
+	}
+	out := make([]LockReport, 0, len(locks))
+	for _, l := range locks {
+		r, err := safefile.ClearStale(l.Path, olderThan, s.now())
+		if errors.Is(err, fs.ErrNotExist) {
+			r = safefile.LockReport{File: l.Path, State: safefile.LockFree, Note: "free: no lock file"}
+		} else if err != nil {
+			return out, err
+		}
+		out = append(out, LockReport{Key: l.Key, LockReport: r})
+	}
+	return out, nil
+}
