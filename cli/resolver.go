@@ -9,6 +9,7 @@ import (
 
 	ucli "github.com/urfave/cli/v2"
 
+	"github.com/wisent/stado/beacon"
 	"github.com/wisent/stado/registry"
 	"github.com/wisent/stado/resolver"
 )
@@ -56,7 +57,19 @@ func storeResolver(ctx context.Context, env *Env, caller string) (r *resolver.Re
 	if err != nil {
 		return nil, nil, err
 	}
-	return &resolver.Resolver{Load: resolver.FromStore(st), Caller: caller, Now: env.Now}, st.Close, nil
+	return &resolver.Resolver{Load: resolver.FromStore(st), Caller: caller, Now: env.Now, LoadAnswers: beaconAnswers(st, env)}, st.Close, nil
+}
+
+// beaconAnswers reads the fleet's beacons (package beacon's reader, at the
+// env's clock) as the evidence the resolver ranks a service's hosts by.
+func beaconAnswers(st registry.Store, env *Env) func(context.Context) (resolver.Answers, error) {
+	return func(ctx context.Context) (resolver.Answers, error) {
+		v, err := beacon.LoadView(ctx, st, env.Now(), 0)
+		if err != nil {
+			return nil, err
+		}
+		return v.Answers, nil
+	}
 }
 
 func newResolverResolveCommand(env *Env) *ucli.Command {
@@ -76,6 +89,13 @@ func newResolverResolveCommand(env *Env) *ucli.Command {
 			return runResolverResolve(c.Context, env, c.Args().First(), c.String("host"))
 		},
 	}, true)
+}
+
+// choiceWords say why the resolver chose an entry.
+var choiceWords = map[string]string{
+	resolver.ChoiceOwnHost:   "this host's own copy",
+	resolver.ChoiceAnswering: "its beacon is fresh and it answers its question",
+	resolver.ChoiceDirectory: "first in the directory",
 }
 
 // resolvedDoc is the --json output of resolver resolve.
@@ -98,7 +118,7 @@ func runResolverResolve(ctx context.Context, env *Env, service, caller string) e
 		return err
 	}
 	return emit(env, "stado.resolver.endpoint", resolvedDoc{Endpoint: ep, Caller: r.Caller, EndpointAddr: ep.String()}, func(t *text) {
-		t.f("%s on %s at %s\n", ep.Service, ep.Host, ep)
+		t.f("%s on %s at %s (%s)\n", ep.Service, ep.Host, ep, choiceWords[ep.Choice])
 	})
 }
 

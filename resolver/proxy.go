@@ -131,7 +131,7 @@ func (p *Proxy) forward(ctx context.Context, conn net.Conn) {
 		return
 	}
 	bound := secondsOf(t.Resolver.RefreshSeconds())
-	if oldest, n, held := t.Recorder.Held(p.Service, bound); held {
+	if oldest, n, held := t.Recorder.HeldOn(p.Service, ep.Host, bound); held {
 		e := &HeldError{Service: p.Service, Host: ep.Host, Oldest: oldest, Held: n, Bound: bound, At: t.Recorder.now()}
 		p.logger().Warn("proxy refused a connection", "client", conn.RemoteAddr().String(), "err", e)
 		return

@@ -34,12 +34,33 @@ func ParseURI(uri string) (string, error) {
 // Endpoint is where a service answers, as the directory says.
 type Endpoint struct {
 	Service string `json:"service"`
-	// Host is the registry target that serves it.
+	// Host is the registry target that serves it: the one entry the
+	// resolver chose among the service's entries.
 	Host string `json:"host"`
-	// Address is the target's ssh address, or its name when none is set.
+	// Address is the entry's own address, else the target's ssh address,
+	// else its name.
 	Address string `json:"address"`
 	Port    int    `json:"port"`
+	// Choice says why this entry was chosen: ChoiceOwnHost,
+	// ChoiceAnswering or ChoiceDirectory.
+	Choice string `json:"choice,omitempty"`
 }
+
+// Why an entry was chosen among a service's directory entries.
+const (
+	// ChoiceOwnHost: the entry is on the calling host.
+	ChoiceOwnHost = "own_host"
+	// ChoiceAnswering: the entry's host has a fresh beacon whose answering
+	// verdict for the service is successful.
+	ChoiceAnswering = "answering"
+	// ChoiceDirectory: neither; the first such entry in directory order.
+	ChoiceDirectory = "directory"
+)
+
+// Answers says whether host's beacon is fresh and reads service's answering
+// verdict as successful. It is the evidence the resolver ranks a service's
+// hosts by (the CLI builds it with package beacon's reader).
+type Answers func(service, host string) bool
 
 // String is address:port, ready to dial.
 func (e Endpoint) String() string { return net.JoinHostPort(e.Address, strconv.Itoa(e.Port)) }
@@ -100,9 +121,14 @@ type Resolver struct {
 	Caller string
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
+	// LoadAnswers reads the beacons' evidence whenever the document is
+	// read; nil (or a read that fails before any succeeded) means no host
+	// is known to answer. A failed read keeps the last evidence.
+	LoadAnswers func(context.Context) (Answers, error)
 
 	mu      sync.Mutex
 	doc     *registry.Document
+	answers Answers
 	expires time.Time
 }
 
@@ -130,9 +156,21 @@ func (r *Resolver) Document(ctx context.Context) (*registry.Document, error) {
 		}
 		return nil, fmt.Errorf("read the directory: %w", err)
 	}
+	if r.LoadAnswers != nil {
+		if a, err := r.LoadAnswers(ctx); err == nil {
+			r.answers = a
+		}
+	}
 	r.doc = doc
 	r.expires = now.Add(refresh(doc))
 	return doc, nil
+}
+
+// evidence is the answers read with the current document; nil when none.
+func (r *Resolver) evidence() Answers {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.answers
 }
 
 func refresh(d *registry.Document) time.Duration {
@@ -167,23 +205,58 @@ func (r *Resolver) Resolve(ctx context.Context, name string) (Endpoint, error) {
 	if err != nil {
 		return Endpoint{}, err
 	}
-	return resolveIn(doc, name, r.Caller)
+	return choose(doc, name, r.Caller, r.evidence())
 }
 
+// resolveIn resolves without beacon evidence.
 func resolveIn(doc *registry.Document, name, caller string) (Endpoint, error) {
+	return choose(doc, name, caller, nil)
+}
+
+// choose picks one of name's directory entries for caller. Only entries
+// the caller may call and that record a port are candidates; among them,
+// in this order:
+//
+//  1. the entry on the caller's own host;
+//  2. the first entry (in directory order) whose host's beacon is fresh and
+//     reads the service's answering verdict as successful (answers);
+//  3. the first remaining entry in directory order.
+//
+// Errors: *NotInDirectoryError when there is no entry; when no entry is a
+// candidate, *CallerRefusedError if the caller may call none of them (naming
+// the callers of the first), else *NoPortError (naming the first host the
+// caller may call).
+func choose(doc *registry.Document, name, caller string, answers Answers) (Endpoint, error) {
 	entries := doc.DirectoryEntries(name)
 	if len(entries) == 0 {
 		return Endpoint{}, &NotInDirectoryError{Service: name}
 	}
-	entry := entries[0]
-	if own, ok := doc.DirectoryEntryOn(name, caller); ok && caller != "" {
-		entry = own
+	var candidates []*registry.DirectoryEntry
+	var noPort *registry.DirectoryEntry
+	for _, e := range entries {
+		switch {
+		case len(e.Callers) > 0 && (caller == "" || !slices.Contains(e.Callers, caller)):
+		case e.Port <= 0:
+			if noPort == nil {
+				noPort = e
+			}
+		default:
+			candidates = append(candidates, e)
+		}
 	}
-	if len(entry.Callers) > 0 && (caller == "" || !slices.Contains(entry.Callers, caller)) {
-		return Endpoint{}, &CallerRefusedError{Service: name, Caller: caller, Callers: slices.Clone(entry.Callers)}
+	if len(candidates) == 0 {
+		if noPort != nil {
+			return Endpoint{}, &NoPortError{Service: name, Host: noPort.Host}
+		}
+		return Endpoint{}, &CallerRefusedError{Service: name, Caller: caller, Callers: slices.Clone(entries[0].Callers)}
 	}
-	if entry.Port <= 0 {
-		return Endpoint{}, &NoPortError{Service: name, Host: entry.Host}
+	chosen, why := candidates[0], ChoiceDirectory
+	if i := slices.IndexFunc(candidates, func(e *registry.DirectoryEntry) bool { return caller != "" && e.Host == caller }); i >= 0 {
+		chosen, why = candidates[i], ChoiceOwnHost
+	} else if answers != nil {
+		if i := slices.IndexFunc(candidates, func(e *registry.DirectoryEntry) bool { return answers(name, e.Host) }); i >= 0 {
+			chosen, why = candidates[i], ChoiceAnswering
+		}
 	}
-	return Endpoint{Service: name, Host: entry.Host, Address: doc.ListenAddress(entry), Port: entry.Port}, nil
+	return Endpoint{Service: name, Host: chosen.Host, Address: doc.ListenAddress(chosen), Port: chosen.Port, Choice: why}, nil
 }

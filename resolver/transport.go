@@ -162,7 +162,7 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		return nil, err
 	}
 	bound := time.Duration(t.Resolver.RefreshSeconds()) * time.Second
-	if oldest, n, held := t.Recorder.Held(name, bound); held {
+	if oldest, n, held := t.Recorder.HeldOn(name, ep.Host, bound); held {
 		if req.Body != nil {
 			_ = req.Body.Close()
 		}

@@ -268,10 +268,17 @@ func (r *Recorder) Snapshot() []Wait {
 	return out
 }
 
-// Held reports whether service holds a request: a wait in phase answer
-// accepted more than bound ago. It returns the oldest such wait and how
-// many there are. A bound of zero or less holds nothing.
+// Held reports whether service holds a request on any host: a wait in
+// phase answer accepted more than bound ago. It returns the oldest such
+// wait and how many there are. A bound of zero or less holds nothing.
 func (r *Recorder) Held(service string, bound time.Duration) (Wait, int, bool) {
+	return r.HeldOn(service, "", bound)
+}
+
+// HeldOn is Held for the copy of service on host ("" means every host): a
+// service on several hosts is held only where its waits are, so a resolver
+// that chose another host's copy is not refused because of it.
+func (r *Recorder) HeldOn(service, host string, bound time.Duration) (Wait, int, bool) {
 	if bound <= 0 {
 		return Wait{}, 0, false
 	}
@@ -281,7 +288,7 @@ func (r *Recorder) Held(service string, bound time.Duration) (Wait, int, bool) {
 	var oldest *Wait
 	n := 0
 	for _, w := range r.waits {
-		if w.Service != service || w.Phase != PhaseAnswer || now.Sub(w.AcceptedAt) <= bound {
+		if w.Service != service || (host != "" && w.Host != host) || w.Phase != PhaseAnswer || now.Sub(w.AcceptedAt) <= bound {
 			continue
 		}
 		n++
