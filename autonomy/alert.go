@@ -1,0 +1,87 @@
+package autonomy
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/wisent/stado/refusal"
+	"github.com/wisent/stado/registry"
+	"github.com/wisent/stado/repair"
+)
+
+// Alert events of the cycle.
+const (
+	EventRefused      = "autonomy_refused"       // a row was refused
+	EventActionFailed = "autonomy_action_failed" // an action failed or its unit was not clean after it
+)
+
+// AlertRecord is one alert of a cycle and what each channel answered.
+type AlertRecord struct {
+	Host     string                `json:"host"`
+	Service  string                `json:"service"`
+	Event    string                `json:"event"`
+	Code     string                `json:"code,omitempty"`
+	Summary  string                `json:"summary"`
+	Channels []repair.AlertOutcome `json:"channels"`
+}
+
+// alert delivers, on the host's alert channels, one alert per failed
+// action and one per refusal that the previous cycle did not record for the
+// same service and host with the same code (a standing refusal is alerted
+// once, not every cycle). Hosts without channels are skipped.
+func (r *Runner) alert(ctx context.Context, doc *registry.Document, c *Cycle, prev []Cycle) []AlertRecord {
+	before := map[hostService]refusal.Code{}
+	if len(prev) > 0 {
+		for _, row := range prev[0].Rows {
+			if row.Refusal != nil {
+				before[hostService{row.Host, row.Service}] = row.Refusal.Code
+			}
+		}
+	}
+	a := r.Alerter
+	if a == nil {
+		a = &repair.Alerter{}
+	}
+	var out []AlertRecord
+	for _, row := range c.Rows {
+		t, ok := doc.Target(row.Host)
+		if !ok || len(t.Alerts) == 0 {
+			continue
+		}
+		var rec AlertRecord
+		switch {
+		case row.Result != nil && !row.Result.OK:
+			rec = AlertRecord{Event: EventActionFailed, Summary: failedSummary(row)}
+			if row.Result.Error != nil {
+				rec.Code = row.Result.Error.Code
+			}
+		case row.Refusal != nil && before[hostService{row.Host, row.Service}] != row.Refusal.Code:
+			rec = AlertRecord{Event: EventRefused, Code: string(row.Refusal.Code), Summary: fmt.Sprintf("autonomy cycle (%s) refused %s on %s: %s", c.Mode, row.Service, row.Host, row.Refusal.Message)}
+		default:
+			continue
+		}
+		rec.Host, rec.Service = row.Host, row.Service
+		al := repair.Alert{Kind: repair.AlertKind, Event: rec.Event, Summary: rec.Summary,
+			Recovery: repair.Recovery{Kind: CycleKind, State: rec.Code, When: c.Start, Service: row.Service, Host: row.Host, Unit: row.Unit}}
+		rec.Channels = a.Deliver(ctx, t.Alerts, al)
+		out = append(out, rec)
+	}
+	return out
+}
+
+func failedSummary(row Row) string {
+	res := row.Result
+	why := "the unit was not clean afterwards"
+	switch {
+	case res.Error != nil:
+		why = res.Error.Message
+	case res.ReverifyError != "":
+		why = "re-verify: " + res.ReverifyError
+	case res.Reverify != nil:
+		why = fmt.Sprintf("re-verify found it %s", res.Reverify.State)
+		if res.Reverify.Drift {
+			why += " with drifted bytes"
+		}
+	}
+	return fmt.Sprintf("autonomy cycle: %s of %s on %s failed: %s", res.Action, row.Service, row.Host, why)
+}

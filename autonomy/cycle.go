@@ -1,0 +1,154 @@
+package autonomy
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/wisent/stado/beacon"
+	"github.com/wisent/stado/catalog"
+	"github.com/wisent/stado/channel"
+	"github.com/wisent/stado/fleet"
+	"github.com/wisent/stado/refusal"
+	"github.com/wisent/stado/registry"
+	"github.com/wisent/stado/repair"
+)
+
+// Options are one cycle's settings.
+type Options struct {
+	// Mode is registry.AutonomyReport or registry.AutonomyEnforce.
+	Mode string
+	// Requested caps of the command line (enforce mode).
+	Requested Requested
+	// LeaseTTL is the enforcer lease's TTL; zero means DefaultLeaseTTL.
+	LeaseTTL time.Duration
+	// Settle and Wait are ensure's for the actions (zero: its defaults).
+	Settle, Wait time.Duration
+	// StaleAfter, when positive, overrides every beacon's staleness bound.
+	StaleAfter time.Duration
+	// HistoryLimit bounds the stored cycles; zero means HistoryLimit.
+	HistoryLimit int
+}
+
+// Runner runs cycles against one store.
+type Runner struct {
+	Store registry.Store
+	// Connect opens a fresh set of host connections (one for the sweep,
+	// one per host acted on) and returns the func that closes them.
+	Connect func() (channel.Connector, func())
+	// Alerter delivers the alerts; nil means the zero Alerter.
+	Alerter *repair.Alerter
+	// Now is the clock; nil means time.Now.
+	Now func() time.Time
+	// Actor acts in enforce mode; nil means a FleetActor over Connect.
+	Actor Actor
+}
+
+func (r *Runner) now() time.Time {
+	if r.Now != nil {
+		return r.Now()
+	}
+	return time.Now()
+}
+
+// Run runs one cycle and records it. In report mode it opens one
+// connection per host for the verify sweep and changes nothing on any
+// host or in the registry. In enforce mode it first checks the
+// registry's authorization (not_authorized) and the caps, then takes the
+// store's lease (a *LeaseHeldError when another enforcer holds it); those
+// refusals are returned with no cycle recorded. Once planning started, the
+// cycle is recorded whatever happens next, and returned with the error of
+// the cycle itself (reading the store, the sweep), if any.
+func (r *Runner) Run(ctx context.Context, o Options) (*Cycle, error) {
+	start := r.now()
+	if o.Mode != registry.AutonomyReport && o.Mode != registry.AutonomyEnforce {
+		return nil, refusal.New(refusal.Usage, "--mode must be report or enforce, got %q", o.Mode)
+	}
+	view, err := beacon.LoadView(ctx, r.Store, start, o.StaleAfter)
+	if err != nil {
+		return nil, err
+	}
+	cat, err := catalog.Load(ctx, r.Store)
+	if err != nil {
+		return nil, err
+	}
+	c := &Cycle{Mode: o.Mode, Start: start.UTC(), RegistryRevision: view.Meta.Revision}
+	f := &fleet.Fleet{Store: r.Store, Doc: view.Document, Meta: view.Meta, Catalog: cat}
+
+	var lease *Lease
+	if o.Mode == registry.AutonomyEnforce {
+		if m := view.Document.Autonomy.EffectiveMode(); m != registry.AutonomyEnforce {
+			return nil, &refusal.Error{Code: CodeNotAuthorized,
+				Message: fmt.Sprintf("the registry (revision %d) authorizes autonomy mode %s, not enforce", view.Meta.Revision, m),
+				Hint:    "set autonomy.mode: enforce in the registry document (stado registry push) to authorize enforcing"}
+		}
+		caps, err := ResolveCaps(view.Document.Autonomy, o.Requested)
+		if err != nil {
+			return nil, err
+		}
+		c.Caps = &caps
+		ttl := o.LeaseTTL
+		if ttl <= 0 {
+			ttl = DefaultLeaseTTL
+		}
+		var cancel context.CancelCauseFunc
+		ctx, cancel = context.WithCancelCause(ctx)
+		defer cancel(nil)
+		lease, err = Acquire(ctx, r.Store, NewHolder(start, ttl), func(err error) { cancel(err) })
+		if err != nil {
+			return nil, err
+		}
+		defer lease.Release(context.WithoutCancel(ctx))
+		h := lease.Holder()
+		c.Holder = &h
+	}
+
+	cycleErr := r.plan(ctx, c, f, view)
+	if cycleErr == nil && o.Mode == registry.AutonomyEnforce {
+		r.enforce(ctx, c, f, o)
+		if lease != nil && lease.Lost() != nil && c.Stopped == "" {
+			c.Stopped = lease.Lost().Error()
+		}
+	}
+	if cycleErr != nil {
+		c.Error = cycleErr.Error()
+	}
+	c.Counts, c.Summary = Counts(c.Rows), Summary(c.Rows)
+	prev, _ := History(ctx, r.Store, 1)
+	c.Alerts = r.alert(context.WithoutCancel(ctx), view.Document, c, prev)
+	c.End = r.now().UTC()
+	if err := Save(context.WithoutCancel(ctx), r.Store, c, o.HistoryLimit); err != nil {
+		return c, errors.Join(cycleErr, err)
+	}
+	return c, cycleErr
+}
+
+// plan runs the verify sweep on its own connections, closed before any
+// action, and plans every declared service.
+func (r *Runner) plan(ctx context.Context, c *Cycle, f *fleet.Fleet, view *beacon.View) error {
+	conn, closeConn := r.Connect()
+	sweep := *f
+	sweep.Connect = conn
+	vr, err := sweep.Verify(ctx, fleet.VerifyOptions{}, nil)
+	closeConn()
+	if err != nil {
+		return fmt.Errorf("verify sweep: %w", err)
+	}
+	c.Rows = Plan(Input{Doc: view.Document, Catalog: f.Catalog, Beacons: view.Rows(""), Verify: vr})
+	return nil
+}
+
+func (r *Runner) enforce(ctx context.Context, c *Cycle, f *fleet.Fleet, o Options) {
+	hosts := map[string]int{}
+	for _, t := range f.Doc.Targets {
+		for _, s := range t.Services {
+			hosts[s.Name]++
+		}
+	}
+	actor := r.Actor
+	if actor == nil {
+		actor = &FleetActor{Fleet: f, Connect: r.Connect, Reason: "autonomy cycle " + c.Start.Format(time.RFC3339), Settle: o.Settle, Wait: o.Wait, Now: r.Now}
+	}
+	c.Failed, c.Stopped = Enforce(ctx, c.Rows, *c.Caps, func(s string) int { return hosts[s] }, actor)
+}

@@ -1,0 +1,17 @@
+// Package autonomy owns the autonomy cycle (stado optimize run): it joins
+// the latest host beacons with a fresh verify sweep, plans every declared
+// service (restore, reinstall, start, restart or nothing, or a recorded
+// refusal), and in enforce mode acts on the plan through the write half
+// (package fleet) under a blast-radius cap, one enforcer per store at a
+// time by a lease, then re-verifies every unit it touched. Every cycle is
+// recorded in the store under autonomy/ (a bounded history), and refusals
+// and failed actions are alerted on the targets' alert channels.
+//
+// The planner (Plan) is a pure function over declarations, beacon rows and
+// verify results: it opens nothing and changes nothing, so report mode and
+// the benchmarks run it alone.
+//
+// autonomy imports fleet (the write half), beacon (the read half's join),
+// repair (only its Alerter), catalog, channel and registry. It must not
+// import cli; nothing but cli imports it.
+package autonomy

@@ -1,0 +1,332 @@
+package autonomy
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/wisent/stado/beacon"
+	"github.com/wisent/stado/catalog"
+	"github.com/wisent/stado/fleet"
+	"github.com/wisent/stado/refusal"
+	"github.com/wisent/stado/registry"
+	"github.com/wisent/stado/units"
+)
+
+// Actions a plan row can carry.
+const (
+	ActionRestore   = "restore"   // the unit file is absent: create it from the declaration and start it
+	ActionReinstall = "reinstall" // the installed bytes differ from the rendering: install them, restart
+	ActionStart     = "start"     // inactive or failed: start it
+	ActionRestart   = "restart"   // failing, without a crash loop: restart it
+	ActionNone      = "none"      // as declared: nothing to do
+)
+
+// Codes of the refusals a cycle records. declaration_incomplete and
+// recovery_unit are refusal's own; the others are the cycle's.
+const (
+	CodeDeclarationIncomplete = refusal.DeclarationIncomplete
+	CodeRecoveryUnit          = refusal.RecoveryUnit
+	// CodeUnreachable: the verify sweep could not reach the host; the
+	// refusal names the stage.
+	CodeUnreachable refusal.Code = "unreachable"
+	// CodeNoEvidence: the host's beacon is stale or absent and the verify
+	// could not read the unit either.
+	CodeNoEvidence refusal.Code = "no_evidence"
+	// CodeInconclusive: the beacon and the verify disagree about the unit,
+	// or only the beacon could answer.
+	CodeInconclusive refusal.Code = "inconclusive"
+	// CodeCrashLoop: the unit's supervisor keeps restarting the declared
+	// bytes and each run exits nonzero; another restart would change
+	// nothing.
+	CodeCrashLoop refusal.Code = "crash_loop"
+	// CodeNotAttempted: an enforcing cycle stopped (failure budget, lease
+	// lost, cancelled) before this action.
+	CodeNotAttempted refusal.Code = "not_attempted"
+	// CodeNotAuthorized: enforce mode without the registry's authorization.
+	CodeNotAuthorized refusal.Code = "not_authorized"
+	// CodeLeaseHeld: another enforcer holds the store's lease.
+	CodeLeaseHeld refusal.Code = "lease_held"
+)
+
+// CrashLoopStarts is how many starts of a failing unit make a crash loop:
+// its supervisor has already restarted it this often, each run ending
+// nonzero, so the cycle refuses to restart the same bytes again.
+const CrashLoopStarts = 3
+
+// Refusal is why a row is not acted on.
+type Refusal struct {
+	Code    refusal.Code `json:"code"`
+	Message string       `json:"message"`
+	// Stage is where an unreachable host's call failed (resolve, connect,
+	// handshake, host_key, auth, command).
+	Stage string `json:"stage,omitempty"`
+}
+
+// BeaconEvidence is what the host's latest beacon says of the unit.
+type BeaconEvidence struct {
+	// State is the beacon row's state; unknown when the beacon is stale or
+	// absent.
+	State     string           `json:"state"`
+	PID       int              `json:"pid,omitempty"`
+	LastExit  *int             `json:"last_exit,omitempty"`
+	Starts    int              `json:"starts,omitempty"`
+	Freshness beacon.Freshness `json:"freshness"`
+}
+
+// VerifyEvidence is what the verify sweep read of the unit on its host.
+type VerifyEvidence struct {
+	Reachable bool   `json:"reachable"`
+	Stage     string `json:"stage,omitempty"`
+	// Error is the host's failure when it was not reachable.
+	Error string `json:"error,omitempty"`
+	// Check is the host's reading of the unit; nil when the host was not
+	// reachable or did not report it.
+	Check *fleet.ServiceVerify `json:"check,omitempty"`
+}
+
+// Evidence is what a row's decision rests on.
+type Evidence struct {
+	Beacon BeaconEvidence `json:"beacon"`
+	Verify VerifyEvidence `json:"verify"`
+}
+
+// Row is one declared service on one host: the action planned for it, or
+// why none may be taken, with its evidence. An enforcing cycle fills in
+// Result for the rows it acted on and NotAttempted for those it stopped
+// before.
+type Row struct {
+	Host    string `json:"host"`
+	Service string `json:"service"`
+	Unit    string `json:"unit"`
+	// Action is one of the Action constants; "" when Refusal is set.
+	Action string `json:"action,omitempty"`
+	// Plan says in words what the action would do ("would create
+	// /etc/systemd/system/x.service and start x.service").
+	Plan     string   `json:"plan,omitempty"`
+	Refusal  *Refusal `json:"refusal,omitempty"`
+	Evidence Evidence `json:"evidence"`
+	// Result is what an enforcing cycle did; nil when it did not act.
+	Result *ActionResult `json:"result,omitempty"`
+}
+
+// Acts reports whether the row plans an action that changes the host.
+func (r Row) Acts() bool { return r.Refusal == nil && r.Action != "" && r.Action != ActionNone }
+
+// Input is what a plan is made from: the declarations, the catalog (for
+// recovery-source units; nil means none), the beacon rows of the read half
+// and one verify sweep.
+type Input struct {
+	Doc     *registry.Document
+	Catalog *catalog.Catalog
+	Beacons []beacon.Row
+	Verify  *fleet.VerifyResult
+}
+
+type hostService struct{ host, service string }
+
+// Plan decides every declared service of in.Doc, in registry order. It is
+// pure: it reads its input only, opens nothing and changes nothing. The
+// rules, in order:
+//
+//  1. a declaration without program and args: declaration_incomplete;
+//  2. a host the verify could not reach: unreachable, naming the stage;
+//  3. a unit the verify could not read: no_evidence when the beacon is
+//     stale or absent, else inconclusive;
+//  4. a fresh beacon whose state disagrees with the verify's (running,
+//     stopped and missing are the three kinds compared): inconclusive;
+//  5. from the verify: file absent → restore; bytes drifted → reinstall;
+//     inactive or failed → start; failing → restart, unless the unit has
+//     been started CrashLoopStarts times or more (crash_loop); active → none;
+//  6. a unit of the catalog's recovery list that needs an action:
+//     recovery_unit (stado's own host process is restarted only by the
+//     host repair step).
+func Plan(in Input) []Row {
+	beacons := make(map[hostService]*beacon.Row, len(in.Beacons))
+	for i := range in.Beacons {
+		b := &in.Beacons[i]
+		beacons[hostService{b.Host, b.Service}] = b
+	}
+	hosts := map[string]*fleet.HostVerify{}
+	if in.Verify != nil {
+		for i := range in.Verify.Hosts {
+			hosts[in.Verify.Hosts[i].Host] = &in.Verify.Hosts[i]
+		}
+	}
+	n := 0
+	for _, t := range in.Doc.Targets {
+		n += len(t.Services)
+	}
+	rows := make([]Row, 0, n)
+	for _, t := range in.Doc.Targets {
+		hv := hosts[t.Name]
+		var checks map[string]*fleet.ServiceVerify
+		if hv != nil && len(hv.Services) > 0 {
+			checks = make(map[string]*fleet.ServiceVerify, len(hv.Services))
+			for i := range hv.Services {
+				checks[hv.Services[i].Service] = &hv.Services[i]
+			}
+		}
+		for _, s := range t.Services {
+			rows = append(rows, planOne(in.Catalog, t.Name, s, beacons[hostService{t.Name, s.Name}], hv, checks[s.Name]))
+		}
+	}
+	return rows
+}
+
+func planOne(cat *catalog.Catalog, host string, s registry.Service, b *beacon.Row, hv *fleet.HostVerify, c *fleet.ServiceVerify) Row {
+	r := Row{Host: host, Service: s.Name, Unit: s.Unit}
+	r.Evidence.Beacon.State = beacon.StateUnknown
+	if b != nil {
+		r.Evidence.Beacon = BeaconEvidence{State: b.State, PID: b.PID, LastExit: b.LastExit, Starts: b.Starts, Freshness: b.Beacon}
+	} else {
+		r.Evidence.Beacon.Freshness = beacon.Freshness{Reason: "no beacon row for this declaration"}
+	}
+	if hv != nil {
+		r.Evidence.Verify = VerifyEvidence{Reachable: hv.Reachable, Stage: hv.Stage, Check: c}
+		if hv.Error != nil {
+			r.Evidence.Verify.Error = hv.Error.Message
+		}
+	}
+	refuse := func(code refusal.Code, stage, format string, args ...any) Row {
+		r.Refusal = &Refusal{Code: code, Stage: stage, Message: fmt.Sprintf(format, args...)}
+		return r
+	}
+	if s.Incomplete() {
+		msg := fmt.Sprintf("%s on %s declares no program and args; it cannot be rendered or reinstalled", s.Name, host)
+		if s.IncompleteReason != "" {
+			msg += " (" + s.IncompleteReason + ")"
+		}
+		return refuse(CodeDeclarationIncomplete, "", "%s; hint: read it with stado service show %s and write its program and args into the entry", msg, s.Name)
+	}
+	fresh := b != nil && b.Beacon.Present && !b.Beacon.Stale && b.State != beacon.StateUnknown
+	switch {
+	case hv == nil:
+		return refuse(CodeNoEvidence, "", "the verify sweep did not read %s", host)
+	case !hv.Reachable:
+		cause := r.Evidence.Verify.Error
+		if cause == "" {
+			cause = "no answer"
+		}
+		return refuse(CodeUnreachable, hv.Stage, "%s is unreachable at stage %s: %s", host, hv.Stage, cause)
+	case c == nil || c.State == "":
+		why := "the verify did not report it"
+		if c != nil && c.Refusal != nil {
+			why = c.Refusal.Message
+		}
+		if !fresh {
+			return refuse(CodeNoEvidence, "", "%s on %s: %s, and the beacon cannot stand in (%s)", s.Unit, host, why, beaconReason(b))
+		}
+		return refuse(CodeInconclusive, "", "%s on %s: %s; the beacon alone does not justify an action", s.Unit, host, why)
+	case c.Refusal != nil && !c.FileAbsent && !c.Drift:
+		// The state was read but the bytes could not be compared: acting on
+		// half the evidence is not justified unless the unit runs as it is.
+		if c.State == units.StateActive {
+			r.Action = ActionNone
+			return r
+		}
+		return refuse(CodeInconclusive, "", "%s on %s is %s but its file could not be compared: %s", s.Unit, host, c.State, c.Refusal.Message)
+	}
+	if fresh && kind(b.State) != kind(c.State) {
+		return refuse(CodeInconclusive, "", "the beacon (pass %d, %.0fs old) says %s is %s and the verify says %s", b.Beacon.Pass, b.Beacon.AgeSeconds, s.Unit, b.State, c.State)
+	}
+	switch {
+	case c.FileAbsent:
+		r.Action, r.Plan = ActionRestore, fmt.Sprintf("would create %s from the declaration and start %s", orUnitPath(c.Path), s.Unit)
+	case c.Drift:
+		r.Action, r.Plan = ActionReinstall, fmt.Sprintf("would install the declared bytes at %s and restart %s", orUnitPath(c.Path), s.Unit)
+	case c.State == units.StateInactive || c.State == units.StateFailed || c.State == units.StateMissing:
+		r.Action, r.Plan = ActionStart, "would start "+s.Unit
+	case c.State == units.StateFailing && c.Evidence.Starts >= CrashLoopStarts:
+		ev := c.Evidence.Sentence
+		if ev == "" {
+			ev = fmt.Sprintf("last exit %d, started %d time(s)", c.Evidence.LastExit, c.Evidence.Starts)
+		}
+		if n := len(c.Logs); n > 0 {
+			ev += "; last line: " + c.Logs[n-1]
+		}
+		return refuse(CodeCrashLoop, "", "%s on %s runs its declared bytes in a crash loop (%s); a restart would change nothing: fix the program or its declaration", s.Unit, host, ev)
+	case c.State == units.StateFailing:
+		r.Action, r.Plan = ActionRestart, fmt.Sprintf("would restart %s (last exit %d)", s.Unit, c.Evidence.LastExit)
+	default:
+		r.Action = ActionNone
+	}
+	if r.Action != ActionNone && cat != nil {
+		if p, ok := recoveryEntry(cat, s); ok {
+			r.Action, r.Plan = "", ""
+			return refuse(CodeRecoveryUnit, "", "%s on %s is %s on the recovery list: it is restarted only by its recovery path (stado repair %s --step host --target %s --apply)", s.Unit, host, p.Name, p.Name, host)
+		}
+	}
+	return r
+}
+
+func recoveryEntry(cat *catalog.Catalog, s registry.Service) (*catalog.Product, bool) {
+	if p, ok := cat.RecoveryEntry(s.Unit); ok {
+		return p, true
+	}
+	return cat.RecoveryEntry(s.Name)
+}
+
+// kind groups states the way a plan compares them: running, stopped or
+// missing. Between two readings a crash loop moves between failing and
+// inactive; it does not become active or lose its unit.
+func kind(state string) string {
+	switch state {
+	case units.StateActive:
+		return "running"
+	case units.StateMissing:
+		return "missing"
+	default:
+		return "stopped"
+	}
+}
+
+func beaconReason(b *beacon.Row) string {
+	switch {
+	case b == nil:
+		return "no beacon row"
+	case b.Beacon.Reason != "":
+		return b.Beacon.Reason
+	}
+	return "beacon state " + b.State
+}
+
+func orUnitPath(p string) string {
+	if p == "" {
+		return "the unit file"
+	}
+	return p
+}
+
+// Counts counts rows by action and by refusal code.
+func Counts(rows []Row) map[string]int {
+	out := map[string]int{}
+	for _, r := range rows {
+		switch {
+		case r.Refusal != nil:
+			out[string(r.Refusal.Code)]++
+		default:
+			out[r.Action]++
+		}
+	}
+	return out
+}
+
+// Summary says a plan in one line: how many rows of each action and refusal.
+func Summary(rows []Row) string {
+	c := Counts(rows)
+	var parts []string
+	for _, k := range []string{ActionRestore, ActionReinstall, ActionStart, ActionRestart, ActionNone} {
+		if c[k] > 0 {
+			parts = append(parts, fmt.Sprintf("%s %d", k, c[k]))
+		}
+	}
+	for _, k := range []refusal.Code{CodeDeclarationIncomplete, CodeUnreachable, CodeNoEvidence, CodeInconclusive, CodeCrashLoop, CodeRecoveryUnit, CodeNotAttempted} {
+		if c[string(k)] > 0 {
+			parts = append(parts, fmt.Sprintf("%s %d", k, c[string(k)]))
+		}
+	}
+	if len(parts) == 0 {
+		return "nothing declared"
+	}
+	return strings.Join(parts, ", ")
+}
