@@ -26,6 +26,7 @@ func serviceWriteCommands(env *Env) []*ucli.Command {
 		newServiceLogsCommand(env),
 		newServiceEnvCommand(env),
 		newServiceUnitCommand(env),
+		newServiceVerifyCommand(env), newServiceServingCommand(env),
 	}
 }
 

@@ -48,6 +48,9 @@ type EnsureOutcome struct {
 	Plan     []string          `json:"plan,omitempty"`
 	Diff     string            `json:"diff,omitempty"`
 	Error    *HostError        `json:"error,omitempty"`
+	// Serving is the serving read of a service with a directory port on
+	// the host, made before ensure reports success (fleet/serving.go).
+	Serving *ServingResult `json:"serving,omitempty"`
 }
 
 // ensurePlan is what ensure will do on one host, decided from the registry
@@ -199,7 +202,7 @@ func (f *Fleet) ensureOne(ctx context.Context, p ensurePlan, reason string, o En
 		r.Logs = res.Logs
 		return r, &FailingError{Host: t.Name, Verdict: res.Verdict}
 	}
-	return r, nil
+	return r, f.ensureServing(ctx, h, p, o, &r)
 }
 
 // planLines says in words what apply would do.

@@ -2,10 +2,14 @@ package fleet
 
 import (
 	"context"
+	"fmt"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/wisent/stado/channel"
 	"github.com/wisent/stado/refusal"
+	"github.com/wisent/stado/registry"
 	"github.com/wisent/stado/units"
 )
 
@@ -27,6 +31,9 @@ type ServingOptions struct {
 	Timeout time.Duration // <= 0: DefaultServingTimeout
 	Poll    time.Duration // <= 0: DefaultServingPoll
 	Settle  time.Duration // <= 0: DefaultServingSettle
+	// Now and After are the wait's clock; nil means the real one.
+	Now   func() time.Time                       `json:"-"`
+	After func(d time.Duration) <-chan time.Time `json:"-"`
 }
 
 // ServingResult is what a serving read found: the unit's process tree
@@ -61,11 +68,286 @@ type ServingResult struct {
 
 // WaitServing waits until the declared unit of o.Name on o.Host owns its
 // directory port on its declared address, reading the host with one verify
-// call per poll. It refuses (a *refusal.Error, with the result as its
-// evidence) when the unit's process exits (the last exit code and stderr
-// line), when the unit settles on another port (naming it), and at the
-// timeout. A service without a directory entry on the host is refused
-// before any host is asked.
+// call per poll. It refuses (a *refusal.Error whose Details is the result)
+// when the unit's process exits or the unit is not loaded (not_serving,
+// with the last exit code and stderr line), when the unit keeps listening
+// on other ports and not on its own for the settle time
+// (serving_elsewhere, naming them), and at the timeout (serving_timeout,
+// with what was last seen). A service without a directory entry on the
+// host is refused before any host is asked. A host that cannot be read is
+// the host's error.
 func (f *Fleet) WaitServing(ctx context.Context, o ServingOptions) (*ServingResult, error) {
-	return nil, refusal.New(refusal.Usage, "not yet")
+	t, s, err := f.Declared(o.Host, o.Name)
+	if err != nil {
+		return nil, err
+	}
+	switch {
+	case o.Timeout < 0 || o.Timeout > MaxServingTimeout:
+		return nil, refusal.New(refusal.InvalidDuration, "timeout %s is outside 0 to %s", o.Timeout, MaxServingTimeout)
+	case o.Timeout == 0:
+		o.Timeout = DefaultServingTimeout
+	}
+	if o.Poll <= 0 {
+		o.Poll = DefaultServingPoll
+	}
+	if o.Settle <= 0 {
+		o.Settle = DefaultServingSettle
+	}
+	e, ok := f.Doc.DirectoryEntryOn(s.Name, t.Name)
+	if !ok {
+		return nil, &refusal.Error{Code: refusal.NotFound, Message: fmt.Sprintf("%s has no directory entry on %s: no declared port to wait for", s.Name, t.Name),
+			Hint: "declare one under directory: in the registry (service, host, port), then wait"}
+	}
+	req := channel.VerifyRequest{OS: t.OS, Services: []channel.VerifyService{{Service: s, Port: e.Port, Address: f.Doc.ListenAddress(e)}}}
+	h, err := f.host(t)
+	if err != nil {
+		return nil, err
+	}
+	return waitServing(ctx, h, t.Name, req, o)
+}
+
+// servingFor is WaitServing's read for one declared service on an already
+// reached host (the ensure hook), when it has a directory entry there; nil,
+// nil when it has none.
+func (f *Fleet) servingFor(ctx context.Context, h channel.Host, t registry.Target, s registry.Service, o ServingOptions) (*ServingResult, error) {
+	e, ok := f.Doc.DirectoryEntryOn(s.Name, t.Name)
+	if !ok {
+		return nil, nil
+	}
+	req := channel.VerifyRequest{OS: t.OS, Services: []channel.VerifyService{{Service: s, Port: e.Port, Address: f.Doc.ListenAddress(e)}}}
+	return waitServing(ctx, h, t.Name, req, o)
+}
+
+func waitServing(ctx context.Context, h channel.Host, host string, req channel.VerifyRequest, o ServingOptions) (*ServingResult, error) {
+	now, after := o.Now, o.After
+	if now == nil {
+		now = time.Now
+	}
+	if after == nil {
+		after = time.After
+	}
+	if o.Timeout <= 0 {
+		o.Timeout = DefaultServingTimeout
+	}
+	if o.Poll <= 0 {
+		o.Poll = DefaultServingPoll
+	}
+	if o.Settle <= 0 {
+		o.Settle = DefaultServingSettle
+	}
+	vs := req.Services[0]
+	r := &ServingResult{Host: host, Service: vs.Service.Name, Unit: vs.Service.Unit, Port: vs.Port, Address: vs.Address}
+	start := now()
+	deadline := start.Add(o.Timeout)
+	var elsewhere string
+	var elsewhereSince time.Time
+	for {
+		res, err := h.Verify(ctx, req)
+		r.Reads++
+		r.ElapsedMS = now().Sub(start).Milliseconds()
+		if err != nil {
+			return r, err
+		}
+		if len(res.Units) != 1 {
+			return r, fmt.Errorf("%s: verify answered %d units for 1 service", host, len(res.Units))
+		}
+		c := res.Units[0]
+		r.Verdict = c.Verdict
+		state, on := PortOwnership(c.Unit, c.Address, c.Listeners)
+		if state == PortOwned {
+			l := on[0]
+			r.Serving, r.Listen, r.PID, r.Program, r.OtherPorts = true, hostPort(l.Address, c.Port), l.PID, l.Program, nil
+			return r, nil
+		}
+		if err := exited(r, c); err != nil {
+			return r, err
+		}
+		if key := socketsKey(c.UnitSockets); key != "" {
+			if key != elsewhere {
+				elsewhere, elsewhereSince = key, now()
+			}
+			r.OtherPorts = c.UnitSockets
+			if now().Sub(elsewhereSince) >= o.Settle {
+				return r, r.refuse(CodeServingElsewhere, "%s on %s listens on %s, not on its directory port %s", r.Unit, host, key, hostPort(r.Address, r.Port))
+			}
+		} else {
+			elsewhere, r.OtherPorts = "", nil
+		}
+		if !now().Before(deadline) {
+			why := "it listens on no port"
+			switch {
+			case state == PortElsewhere:
+				why = fmt.Sprintf("the port is held by %s", holders(on))
+			case elsewhere != "":
+				why = "it listens on " + elsewhere
+			}
+			if c.Verdict.State != units.StateActive {
+				why += fmt.Sprintf(" (the unit is %s)", c.Verdict.Detail)
+			} else if c.Verdict.PID > 0 {
+				why += fmt.Sprintf(" (pid %d runs)", c.Verdict.PID)
+			}
+			return r, r.refuse(CodeServingTimeout, "%s on %s did not listen on %s within %s: %s", r.Unit, host, hostPort(r.Address, r.Port), o.Timeout, why)
+		}
+		wait := o.Poll
+		if left := deadline.Sub(now()); left < wait {
+			wait = left
+		}
+		select {
+		case <-ctx.Done():
+			return r, ctx.Err()
+		case <-after(wait):
+		}
+	}
+}
+
+// Refusal codes of a serving wait.
+const (
+	CodeNotServing       refusal.Code = "not_serving"       // the unit's process exited, or the unit is not loaded
+	CodeServingElsewhere refusal.Code = "serving_elsewhere" // the unit settled on another port
+	CodeServingTimeout   refusal.Code = "serving_timeout"   // the timeout passed before it listened
+)
+
+// exited refuses a unit whose process is gone: not loaded, failed,
+// failing, or stopped after it ran; and one never started.
+func exited(r *ServingResult, c channel.UnitCheck) error {
+	v := c.Verdict
+	switch {
+	case v.State == units.StateMissing:
+		return r.refuse(CodeNotServing, "%s is not loaded on %s", r.Unit, r.Host)
+	case v.State == units.StateInactive && strings.HasPrefix(v.Detail, "activating"):
+		return nil // on its way up (a start-pre, a notify start)
+	case v.State == units.StateInactive && v.Starts == 0:
+		return r.refuse(CodeNotServing, "%s on %s is inactive and was not started", r.Unit, r.Host)
+	case v.State == units.StateFailed, v.State == units.StateFailing, v.State == units.StateInactive:
+	default:
+		return nil
+	}
+	code := v.LastExit
+	r.ExitCode = &code
+	r.StderrLine = LastLogLine(c.Logs)
+	how := fmt.Sprintf("exited %d", code)
+	if v.Signaled {
+		how = fmt.Sprintf("ended on signal %d", code)
+	}
+	msg := fmt.Sprintf("%s on %s runs no process: its last run %s", r.Unit, r.Host, how)
+	if r.StderrLine != "" {
+		msg += ", last line: " + r.StderrLine
+	}
+	return r.refuse(CodeNotServing, "%s", msg)
+}
+
+func (r *ServingResult) refuse(code refusal.Code, format string, args ...any) error {
+	msg := fmt.Sprintf(format, args...)
+	r.Serving = false
+	r.Refusal = &channel.UnitRefusal{Code: code, Message: msg}
+	return &refusal.Error{Code: code, Message: msg, Details: r}
+}
+
+// LastLogLine is the message of the last journal line (short-iso form:
+// "TIME HOST PROGRAM[PID]: MESSAGE"), or the last line as it is.
+func LastLogLine(lines []string) string {
+	for i := len(lines) - 1; i >= 0; i-- {
+		l := strings.TrimSpace(lines[i])
+		if l == "" || strings.HasPrefix(l, "-- ") {
+			continue
+		}
+		if f := strings.SplitN(l, " ", 3); len(f) == 3 {
+			if _, msg, ok := strings.Cut(f[2], ": "); ok && strings.Contains(f[2][:strings.Index(f[2], ": ")], "[") {
+				return msg
+			}
+		}
+		return l
+	}
+	return ""
+}
+
+func socketsKey(ss []channel.UnitSocket) string {
+	var parts []string
+	for _, s := range ss {
+		parts = append(parts, hostPort(s.Address, s.Port))
+	}
+	return strings.Join(parts, ", ")
+}
+
+func holders(ls []units.Listener) string {
+	var parts []string
+	for _, l := range ls {
+		switch {
+		case l.Unit != "":
+			parts = append(parts, fmt.Sprintf("%s (pid %d, %s)", l.Unit, l.PID, l.Program))
+		case l.PID > 0:
+			parts = append(parts, fmt.Sprintf("pid %d (%s)", l.PID, l.Program))
+		default:
+			parts = append(parts, "a process outside this host's process table on "+l.Address)
+		}
+	}
+	return strings.Join(parts, ", ")
+}
+
+func hostPort(addr string, port int) string {
+	if addr == "" {
+		addr = "*"
+	}
+	if strings.Contains(addr, ":") && !strings.HasPrefix(addr, "[") {
+		addr = "[" + addr + "]"
+	}
+	return addr + ":" + strconv.Itoa(port)
+}
+
+// StageServing is the stage of an ensure whose unit runs and does not
+// own its directory port.
+const StageServing = "serving"
+
+// ServingError is an ensured unit that runs and does not serve its
+// directory port: a failure of the ensure (the host was changed), not a
+// refusal. Result holds the evidence.
+type ServingError struct {
+	Host   string
+	Result *ServingResult
+}
+
+func (e *ServingError) Error() string {
+	if e.Result != nil && e.Result.Refusal != nil {
+		return e.Result.Refusal.Message
+	}
+	return e.Host + ": the unit does not serve its directory port"
+}
+
+// ensureServing is ensure's last read: a service with a directory port on
+// the host must own it (WaitServing's read, bounded by the ensure's wait)
+// before ensure reports success.
+func (f *Fleet) ensureServing(ctx context.Context, h channel.Host, p ensurePlan, o EnsureOptions, r *EnsureOutcome) error {
+	sr, err := f.servingFor(ctx, h, p.target, p.service, ServingOptions{Timeout: o.Wait})
+	if sr == nil && err == nil {
+		return nil
+	}
+	r.Serving = sr
+	if err == nil {
+		return nil
+	}
+	if _, refused := refusal.CodeOf(err); refused && sr != nil && sr.Refusal != nil {
+		return &stagedError{host: p.target.Name, stage: StageServing, err: &ServingError{Host: p.target.Name, Result: sr}}
+	}
+	return err
+}
+
+// Lines of a serving read.
+func (r *ServingResult) Lines() []string {
+	if r.Serving {
+		return []string{fmt.Sprintf("%s on %s serves %s: pid %d (%s), after %d read(s)", r.Unit, r.Host, r.Listen, r.PID, orDash(r.Program), r.Reads)}
+	}
+	var out []string
+	if r.Refusal != nil {
+		out = append(out, fmt.Sprintf("%s: %s", r.Refusal.Code, r.Refusal.Message))
+	}
+	if r.ExitCode != nil {
+		out = append(out, fmt.Sprintf("  last exit %d", *r.ExitCode))
+	}
+	if r.StderrLine != "" {
+		out = append(out, "  last line: "+r.StderrLine)
+	}
+	if len(r.OtherPorts) > 0 {
+		out = append(out, "  listens on "+socketsKey(r.OtherPorts))
+	}
+	return out
 }

@@ -3,8 +3,10 @@ package fleet
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net"
 	"sort"
+	"strings"
 
 	"github.com/wisent/stado/channel"
 	"github.com/wisent/stado/refusal"
@@ -295,4 +297,97 @@ func VerifyStage(err error) string {
 	default:
 		return StageHandshake
 	}
+}
+
+// Lines of one host's verify: its reachability, then each service with its
+// findings and, for drift, the diff.
+func (h HostVerify) Lines() []string {
+	if !h.Reachable {
+		msg := ""
+		if h.Error != nil {
+			msg = ": " + h.Error.Message
+		}
+		return []string{fmt.Sprintf("%s  unreachable at %s%s", h.Host, h.Stage, msg)}
+	}
+	out := []string{fmt.Sprintf("%s  reachable, %d service(s)", h.Host, len(h.Services))}
+	for _, s := range h.Services {
+		out = append(out, s.Lines()...)
+	}
+	return out
+}
+
+// Lines of one service's verify, indented below its host.
+func (s ServiceVerify) Lines() []string {
+	word := "clean"
+	if !s.Clean() {
+		word = "needs attention"
+	}
+	v := s.Evidence
+	line := fmt.Sprintf("  %s (%s): %s, %s", s.Service, s.Unit, word, orDash(s.State))
+	if v.PID > 0 {
+		line += fmt.Sprintf(" pid %d", v.PID)
+	}
+	if v.Starts > 0 && v.State != units.StateActive {
+		line += fmt.Sprintf(", last exit %d, started %d time(s)", v.LastExit, v.Starts)
+	}
+	if v.Detail != "" {
+		line += " (" + v.Detail + ")"
+	}
+	out := []string{line}
+	add := func(format string, args ...any) { out = append(out, "    "+fmt.Sprintf(format, args...)) }
+	switch {
+	case s.FileAbsent:
+		add("unit file: absent at %s", s.Path)
+	case s.Drift:
+		add("unit file: drifted from the declaration at %s", s.Path)
+	case s.Refusal == nil:
+		add("unit file: as declared")
+	}
+	if s.Port > 0 {
+		at := hostPort(s.Address, s.Port)
+		switch s.PortState {
+		case PortOwned:
+			l := s.PortOwners[0]
+			add("port %s: owned by the unit (pid %d, %s)", at, l.PID, orDash(l.Program))
+		case PortElsewhere:
+			add("port %s: held by %s", at, holders(s.PortOwners))
+		default:
+			add("port %s: nothing listens", at)
+		}
+		if s.PortState != PortOwned && len(s.UnitSockets) > 0 {
+			add("the unit listens on %s", socketsKey(s.UnitSockets))
+		}
+	}
+	if s.Refusal != nil {
+		add("%s: %s", s.Refusal.Code, s.Refusal.Message)
+	}
+	if v.Sentence != "" {
+		add("%s", v.Sentence)
+	}
+	if l := LastLogLine(s.Logs); l != "" {
+		add("last line: %s", l)
+	}
+	if s.Drift && s.Diff != "" {
+		for _, d := range strings.Split(strings.TrimSuffix(s.Diff, "\n"), "\n") {
+			add("%s", d)
+		}
+	}
+	return out
+}
+
+// Findings counts the services that are not clean and the hosts not
+// reached.
+func (r *VerifyResult) Findings() (services, unreachable int) {
+	for _, h := range r.Hosts {
+		if !h.Reachable {
+			unreachable++
+			continue
+		}
+		for _, s := range h.Services {
+			if !s.Clean() {
+				services++
+			}
+		}
+	}
+	return services, unreachable
 }

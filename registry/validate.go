@@ -419,8 +419,8 @@ func (v *validator) service(s *Service, os, p string) {
 	if s.Product != "" && !grammar(s.Product, lowerAlnum, productRest, 64) {
 		v.add(p+".product", "%q is not a product name (lowercase letters, digits, '_', '.', '-')", s.Product)
 	}
-	if s.IncompleteReason != "" {
 	v.protocol(s.Protocol, p)
+	if s.IncompleteReason != "" {
 		switch {
 		case s.Program != "":
 			v.add(p+".incomplete_reason", "set on a complete declaration (program is set)")

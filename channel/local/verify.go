@@ -2,11 +2,134 @@ package local
 
 import (
 	"context"
+	"errors"
+	"io/fs"
+	"os"
 
 	"github.com/wisent/stado/channel"
+	"github.com/wisent/stado/refusal"
+	"github.com/wisent/stado/units"
 )
 
-// Verify implements channel.Host.
+// verifyLogLines is how many log lines a check carries for a unit that
+// ran and runs no more.
+const verifyLogLines = 10
+
+// Verify reads every declaration of req against this host and changes
+// nothing: each unit's verdict (one batched read per scope), its file
+// against what the declaration renders here (the same rendering ensure
+// installs), its last log lines when it ran and stopped, and, for a
+// service with a directory port, who listens on that port and which ports
+// the unit's own processes listen on. What cannot be read for one
+// declaration (it renders nothing, its path is refused) is that check's
+// Refusal; the others are still read.
 func (h *Host) Verify(ctx context.Context, req channel.VerifyRequest) (channel.VerifyResult, error) {
-	return channel.VerifyResult{}, nil
+	res := channel.VerifyResult{Units: make([]channel.UnitCheck, len(req.Services))}
+	if req.OS != "" && req.OS != h.OS() {
+		return channel.VerifyResult{}, refusal.New(refusal.OSMismatch, "the registry says this host runs %s, and it runs %s", req.OS, h.OS())
+	}
+	byScope := map[string][]int{}
+	var scopes []string
+	for i, vs := range req.Services {
+		s := vs.Service
+		c := &res.Units[i]
+		*c = channel.UnitCheck{Service: s.Name, Unit: s.Unit, Scope: s.EffectiveScope(), Port: vs.Port, Address: vs.Address}
+		if _, ok := byScope[c.Scope]; !ok {
+			scopes = append(scopes, c.Scope)
+		}
+		byScope[c.Scope] = append(byScope[c.Scope], i)
+		h.checkFile(vs, c)
+	}
+	for _, scope := range scopes {
+		idx := byScope[scope]
+		names := make([]string, len(idx))
+		for k, i := range idx {
+			names[k] = res.Units[i].Unit
+		}
+		err := h.withManager(ctx, scope, func(m units.Manager) error {
+			vs, err := m.ShowMany(ctx, names)
+			if err != nil {
+				return err
+			}
+			for k, i := range idx {
+				if k < len(vs) {
+					res.Units[i].Verdict = vs[k]
+				}
+				c := &res.Units[i]
+				if ranAndStopped(c.Verdict) {
+					if ls, err := m.Logs(ctx, c.Unit, verifyLogLines); err == nil {
+						c.Logs = ls
+					}
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			return channel.VerifyResult{}, err
+		}
+	}
+	for i := range res.Units {
+		c := &res.Units[i]
+		if c.Port <= 0 {
+			continue
+		}
+		ls, err := units.PortOwners(h.procRoot(), c.Port)
+		if err != nil {
+			return channel.VerifyResult{}, err
+		}
+		c.Listeners = ls
+		own, err := units.UnitListeners(h.procRoot(), c.Unit)
+		if err != nil {
+			return channel.VerifyResult{}, err
+		}
+		for _, l := range own {
+			c.UnitSockets = append(c.UnitSockets, channel.UnitSocket{Address: l.Address, Port: l.Port, PID: l.PID, Program: l.Program})
+		}
+	}
+	return res, nil
+}
+
+// ranAndStopped is a unit whose program ran and runs no process now.
+func ranAndStopped(v units.Verdict) bool {
+	switch v.State {
+	case units.StateFailed, units.StateFailing:
+		return true
+	case units.StateInactive:
+		return v.Starts > 0
+	}
+	return false
+}
+
+// checkFile compares the unit file at the declaration's path with what the
+// declaration renders on this host.
+func (h *Host) checkFile(vs channel.VerifyService, c *channel.UnitCheck) {
+	s := vs.Service
+	u := channel.UnitRef{Scope: c.Scope, Unit: s.Unit}
+	c.Path = units.UnitPath(s, h.OS(), h.Home)
+	if err := h.checkPath(u, c.Path); err != nil {
+		c.Refusal = channel.RefusalOf(err)
+		return
+	}
+	old, err := os.ReadFile(c.Path)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		c.FileAbsent, old = true, nil
+	case err != nil:
+		c.Refusal = channel.RefusalOf(err)
+		return
+	}
+	if s.Incomplete() {
+		c.Refusal = channel.RefusalOf(&units.IncompleteError{Service: s.Name, Unit: s.Unit, Reason: s.IncompleteReason})
+		c.Drift = c.FileAbsent
+		return
+	}
+	content, err := units.Render(s, h.OS(), h.Home)
+	if err != nil {
+		c.Refusal = &channel.UnitRefusal{Code: refusal.Validation, Message: "render " + s.Unit + ": " + err.Error()}
+		return
+	}
+	if c.FileAbsent || string(old) != string(content) {
+		c.Drift = true
+		c.Diff = units.Diff(c.Path, string(old), string(content))
+	}
 }
