@@ -118,6 +118,9 @@ type Service struct {
 	// IncompleteReason records why an adopted unit could not be represented
 	// by program and args; only meaningful when Program is empty.
 	IncompleteReason string `yaml:"incomplete_reason,omitempty" json:"incomplete_reason,omitempty"`
+	// UnitSettings: what real units carry beyond program, args and env
+	// (unitsettings.go); their keys sit beside the fields above.
+	UnitSettings `yaml:",inline"`
 	// Protocol, when set, names a service-protocol executable whose status
 	// and ready the host pass reads as evidence (registry/protocol.go).
 	Protocol *ServiceProtocol `yaml:"protocol,omitempty" json:"protocol,omitempty"`

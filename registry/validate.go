@@ -420,6 +420,7 @@ func (v *validator) service(s *Service, os, p string) {
 		v.add(p+".product", "%q is not a product name (lowercase letters, digits, '_', '.', '-')", s.Product)
 	}
 	v.protocol(s.Protocol, p)
+	v.unitSettings(s, os, p) // validate_unit.go
 	if s.IncompleteReason != "" {
 		switch {
 		case s.Program != "":
