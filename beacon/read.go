@@ -45,18 +45,50 @@ func LoadView(ctx context.Context, st registry.Store, now time.Time, staleAfter 
 	}
 	for _, o := range objs {
 		host := strings.TrimPrefix(o.Key, registry.BeaconPrefix)
-		var b Beacon
-		if err := json.Unmarshal(o.Value, &b); err != nil {
+		b, err := DecodeBeacon(host, o.Value)
+		if err != nil {
 			v.Unreadable[host] = err.Error()
 			continue
 		}
-		if b.Kind != Kind || b.Version != FormatVersion {
-			v.Unreadable[host] = fmt.Sprintf("kind %q version %d is not %s version %d", b.Kind, b.Version, Kind, FormatVersion)
-			continue
-		}
-		v.Beacons[host] = &b
+		v.Beacons[host] = b
 	}
 	return v, nil
+}
+
+// DecodeBeacon reads the beacon stored for host. It refuses a document
+// that is not a beacon of this format or that names another host, and it
+// reads every unit state it does not know as unknown, saying so in the
+// unit's sentence: a host's own words never become a verdict the reader
+// does not define. The error says why the beacon is unreadable.
+func DecodeBeacon(host string, value []byte) (*Beacon, error) {
+	var b Beacon
+	if err := json.Unmarshal(value, &b); err != nil {
+		return nil, err
+	}
+	if b.Kind != Kind || b.Version != FormatVersion {
+		return nil, fmt.Errorf("kind %q version %d is not %s version %d", b.Kind, b.Version, Kind, FormatVersion)
+	}
+	if b.Host != host {
+		return nil, fmt.Errorf("the beacon stored for %q names host %q", host, b.Host)
+	}
+	for _, reps := range [][]UnitReport{b.Units, b.Undeclared} {
+		for i := range reps {
+			if !knownState(reps[i].State) {
+				reps[i].Sentence = fmt.Sprintf("the beacon reports state %q, which the reader does not know", reps[i].State)
+				reps[i].State = StateUnknown
+			}
+		}
+	}
+	return &b, nil
+}
+
+// knownState reports whether s is a verdict a beacon may publish.
+func knownState(s string) bool {
+	switch s {
+	case StateActive, StateInactive, StateFailed, StateFailing, StateMissing:
+		return true
+	}
+	return false
 }
 
 // Freshness says how far a host's beacon can be trusted.
@@ -146,6 +178,8 @@ type Row struct {
 	Incomplete bool       `json:"declaration_incomplete,omitempty"`
 	Beacon     Freshness  `json:"beacon"`
 	Answering  *Answering `json:"answering,omitempty"`
+	// Protocol is the service-protocol evidence, when one is declared.
+	Protocol *Protocol `json:"protocol,omitempty"`
 }
 
 // Rows joins every declaration (of host, or of all hosts when host is "")
@@ -164,6 +198,7 @@ func (v *View) Rows(host string) []Row {
 				if rep, ok := findReport(b.Units, s); ok {
 					row.State, row.Sub, row.PID, row.LastExit = rep.State, rep.Sub, rep.PID, rep.LastExit
 					row.Starts, row.Sentence, row.LastStderr, row.Answering = rep.Starts, rep.Sentence, rep.LastStderr, rep.Answering
+					row.Protocol = rep.Protocol
 				} else {
 					// The beacon is fresh but predates the declaration.
 					row.Beacon.Reason = "the beacon does not report this declaration yet"

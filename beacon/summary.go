@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // The words the read half says about a block, the same for every reader
@@ -33,6 +34,9 @@ func (r Row) Detail() string {
 	}
 	if r.Answering != nil {
 		parts = append(parts, r.Answering.Summary())
+	}
+	if r.Protocol != nil {
+		parts = append(parts, r.Protocol.Summary())
 	}
 	return strings.Join(parts, "; ")
 }
@@ -67,6 +71,9 @@ func (r Row) Lines() []string {
 	}
 	if r.LastStderr != "" {
 		add("  last stderr: %s", r.LastStderr)
+	}
+	if p := r.Protocol; p != nil {
+		add("  %s", p.Summary())
 	}
 	if a := r.Answering; a != nil {
 		add("  answering: %s", a.Summary())
@@ -193,4 +200,29 @@ func (pr PeerRecovery) Summary() string {
 		return s
 	}
 	return what + " standing"
+}
+
+// Summary says a protocol reading in one line: "protocol: running, ready
+// (at ...)", or the operation that could not be read and why.
+func (p *Protocol) Summary() string {
+	switch p.State {
+	case ProtocolPending:
+		return "protocol: first reading pending"
+	case ProtocolUnreadable:
+		return fmt.Sprintf("protocol unreadable: %s: %s", p.Op, p.Cause)
+	}
+	var words []string
+	flag := func(b *bool, yes, no string) {
+		if b != nil {
+			words = append(words, map[bool]string{true: yes, false: no}[*b])
+		}
+	}
+	flag(p.Running, "running", "not running")
+	flag(p.Ready, "ready", "not ready")
+	flag(p.Healthy, "healthy", "unhealthy")
+	s := "protocol: " + strings.Join(words, ", ")
+	if p.At != nil {
+		s += " (read " + p.At.UTC().Format(time.RFC3339) + ")"
+	}
+	return s
 }

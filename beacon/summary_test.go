@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"reflect"
 	"testing"
+	"time"
 )
 
 func TestSummariesSayWhereABlockStands(t *testing.T) {
@@ -56,5 +57,25 @@ func TestARowSaysItselfInLinesAndTheTablesHaveAColumnPerHeader(t *testing.T) {
 	}
 	if h, rows := FindingsTable([]Finding{{Host: "h1", Unit: "u.service", Code: "undeclared", Message: "m"}}); rows[0][1] != "u.service" || len(rows[0]) != len(h) {
 		t.Errorf("findings %q", rows)
+	}
+}
+
+func TestProtocolEvidenceIsSaidInOneLine(t *testing.T) {
+	yes, no := true, false
+	at := time.Date(2026, 12, 2, 12, 0, 0, 0, time.UTC)
+	cases := []struct {
+		p    Protocol
+		want string
+	}{
+		{Protocol{State: ProtocolPending}, "protocol: first reading pending"},
+		{Protocol{State: ProtocolRead, Running: &yes, Ready: &no, At: &at}, "protocol: running, not ready (read 2026-12-02T12:00:00Z)"},
+		{Protocol{State: ProtocolRead, Running: &yes, Ready: &yes}, "protocol: running, ready"},
+		{Protocol{State: ProtocolRead, Healthy: &no, Running: &no}, "protocol: not running, unhealthy"},
+		{Protocol{State: ProtocolUnreadable, Op: "ready", Cause: "not one JSON document"}, "protocol unreadable: ready: not one JSON document"},
+	}
+	for _, tc := range cases {
+		if got := tc.p.Summary(); got != tc.want {
+			t.Errorf("%+v: %q, want %q", tc.p, got, tc.want)
+		}
 	}
 }
