@@ -42,9 +42,17 @@ type PeerOldest struct {
 // declaration as now. Otherwise it acts again; a refused step or restart
 // is retried on the next pass.
 //
-// Contribute runs the recoveries it starts before it returns (each bounded
-// by its steps' timeouts and the executor's own), so the pass that acts
-// reports the outcome. Safe for concurrent use.
+// Recoveries run off the pass: Contribute starts an attempt in a goroutine
+// of its own and returns at once, so a long repair step on another host
+// never delays this host's own beacon. At most Concurrency attempts run at
+// once; a standing found while all of them are busy is reported
+// not_recovered (naming the cap) and considered again on the next pass.
+// While an attempt runs, each pass carries it as a recovery in state
+// running; the first pass after it ends carries its outcome (and, when it
+// was complete and recorded, later passes read already_recovered from the
+// register). An outcome whose standing ended meanwhile (the restart cut
+// the held requests) is still carried once. Close ends the running
+// attempts and waits for them. Safe for concurrent use.
 type Peer struct {
 	// ListPath is this host's waiting list (resolver.ListPath($HOME)).
 	ListPath string
@@ -67,9 +75,42 @@ type Peer struct {
 	// Now is the clock; nil means time.Now.
 	Now    func() time.Time
 	Logger *slog.Logger
+	// Concurrency caps the recoveries running at once; 0 or less means
+	// DefaultPeerConcurrency.
+	Concurrency int
 
-	mu   sync.Mutex
-	memo map[standingKey]*peerMemo
+	mu      sync.Mutex
+	memo    map[standingKey]*peerMemo
+	running map[standingKey]*Recovery // attempts in flight, as started
+	base    context.Context           // the attempts' context, ended by Close
+	cancel  context.CancelFunc
+	wg      sync.WaitGroup
+}
+
+// DefaultPeerConcurrency is how many peer recoveries one observer runs at
+// once unless told otherwise (stado host run --peer-recoveries).
+const DefaultPeerConcurrency = 2
+
+func (pr *Peer) concurrency() int {
+	if pr.Concurrency > 0 {
+		return pr.Concurrency
+	}
+	return DefaultPeerConcurrency
+}
+
+// Wait blocks until no recovery started by Contribute is running. Tests and
+// Close use it; a pass never does.
+func (pr *Peer) Wait() { pr.wg.Wait() }
+
+// Close ends the running recoveries (their steps and restarts see their
+// context cancelled) and waits for them.
+func (pr *Peer) Close() {
+	pr.mu.Lock()
+	if pr.cancel != nil {
+		pr.cancel()
+	}
+	pr.mu.Unlock()
+	pr.wg.Wait()
 }
 
 var _ beacon.Contributor = (*Peer)(nil)
@@ -77,11 +118,15 @@ var _ beacon.Contributor = (*Peer)(nil)
 // standingKey names a service on a host.
 type standingKey struct{ service, host string }
 
-// peerMemo is this process's memory of its last attempt on one standing.
+// peerMemo is this process's memory of its last finished attempt on one
+// standing.
 type peerMemo struct {
 	oldest    string // identity of the oldest held request
 	rec       Recovery
 	recording *beacon.FileRefusal
+	bound     float64
+	held      int
+	reported  bool // a pass has carried this outcome
 }
 
 // standing is one service on another host holding this host's requests.
@@ -151,38 +196,74 @@ func (pr *Peer) Contribute(ctx context.Context, p *beacon.Pass) {
 	for k := range found {
 		keys = append(keys, k)
 	}
+	sortKeys(keys)
+	var blocks []beacon.PeerRecovery
+	if len(keys) > 0 {
+		cat := pr.catalog(ctx, p)
+		blocks = make([]beacon.PeerRecovery, len(keys))
+		for i, k := range keys {
+			s := found[k]
+			since := s.oldest.AcceptedAt
+			blocks[i] = beacon.PeerRecovery{
+				Service: k.service, Host: k.host, Since: &since,
+				WaitedSeconds: now.Sub(since).Seconds(), BoundSeconds: bound.Seconds(), Held: s.held,
+				Oldest: mustJSON(PeerOldest{Client: s.oldest.Client, RequestLine: s.oldest.RequestLine, Endpoint: s.oldest.Endpoint, AcceptedAt: since}),
+			}
+			if refresh <= 0 {
+				blocks[i].Unreadable = "the registry declares no service_resolver.refresh_seconds, so no bound for a wait can be read"
+				continue
+			}
+			pr.judge(ctx, p, cat, s, &blocks[i], now)
+		}
+	}
+	p.Beacon.PeerRecoveries = append(p.Beacon.PeerRecoveries, blocks...)
+	p.Beacon.PeerRecoveries = append(p.Beacon.PeerRecoveries, pr.endedOutcomes(found)...)
+}
+
+func sortKeys(keys []standingKey) {
 	sort.Slice(keys, func(i, j int) bool {
 		if keys[i].service != keys[j].service {
 			return keys[i].service < keys[j].service
 		}
 		return keys[i].host < keys[j].host
 	})
-	if len(keys) == 0 {
-		return
-	}
-	cat := pr.catalog(ctx, p)
-	blocks := make([]beacon.PeerRecovery, len(keys))
-	var wg sync.WaitGroup
-	for i, k := range keys {
-		s := found[k]
-		since := s.oldest.AcceptedAt
-		blocks[i] = beacon.PeerRecovery{
-			Service: k.service, Host: k.host, Since: &since,
-			WaitedSeconds: now.Sub(since).Seconds(), BoundSeconds: bound.Seconds(), Held: s.held,
-			Oldest: mustJSON(PeerOldest{Client: s.oldest.Client, RequestLine: s.oldest.RequestLine, Endpoint: s.oldest.Endpoint, AcceptedAt: since}),
+}
+
+// endedOutcomes are the blocks of finished attempts no pass carried yet
+// whose standing is no longer seen (the restart ended the held requests),
+// and of attempts still running on such a standing: each is carried once,
+// the running ones until they end.
+func (pr *Peer) endedOutcomes(found map[standingKey]*standing) []beacon.PeerRecovery {
+	pr.mu.Lock()
+	defer pr.mu.Unlock()
+	var keys []standingKey
+	for k, m := range pr.memo {
+		if _, ok := found[k]; !ok && !m.reported {
+			keys = append(keys, k)
 		}
-		if refresh <= 0 {
-			blocks[i].Unreadable = "the registry declares no service_resolver.refresh_seconds, so no bound for a wait can be read"
+	}
+	for k := range pr.running {
+		if _, ok := found[k]; !ok {
+			keys = append(keys, k)
+		}
+	}
+	sortKeys(keys)
+	out := make([]beacon.PeerRecovery, 0, len(keys))
+	for _, k := range keys {
+		if rec := pr.running[k]; rec != nil {
+			since := rec.Since
+			out = append(out, beacon.PeerRecovery{Service: k.service, Host: k.host, Since: &since,
+				BoundSeconds: rec.BoundSeconds, Held: rec.HeldRequests, Recovery: mustJSON(*rec)})
 			continue
 		}
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			pr.judge(ctx, p, cat, s, &blocks[i], now)
-		}()
+		m := pr.memo[k]
+		m.reported = true
+		since := m.rec.Since
+		out = append(out, beacon.PeerRecovery{Service: k.service, Host: k.host, Since: &since,
+			WaitedSeconds: m.rec.WaitedSeconds, BoundSeconds: m.bound, Held: m.held,
+			Recovery: mustJSON(m.rec), RecordingRefusal: m.recording})
 	}
-	wg.Wait()
-	p.Beacon.PeerRecoveries = append(p.Beacon.PeerRecoveries, blocks...)
+	return out
 }
 
 func (pr *Peer) catalog(ctx context.Context, p *beacon.Pass) *catalog.Catalog {
@@ -227,7 +308,20 @@ func (pr *Peer) judge(ctx context.Context, p *beacon.Pass, cat *catalog.Catalog,
 	scope := svc.EffectiveScope()
 
 	pr.mu.Lock()
+	if run := pr.running[s.key]; run != nil {
+		// an attempt is under way off the pass: say so, start nothing
+		pr.mu.Unlock()
+		b.Recovery = mustJSON(*run)
+		return
+	}
 	memo := pr.memo[s.key]
+	if memo != nil && !memo.reported {
+		// the attempt ended since the last pass: this pass carries it
+		memo.reported = true
+		pr.mu.Unlock()
+		b.Recovery, b.RecordingRefusal = mustJSON(memo.rec), memo.recording
+		return
+	}
 	pr.mu.Unlock()
 	if memo != nil && memo.oldest == s.ident && memo.recording != nil && proves(&memo.rec, svc.Unit, scope, decl) {
 		// the attempt ran but could not be recorded: keep saying so for
@@ -256,7 +350,7 @@ func (pr *Peer) judge(ctx context.Context, p *beacon.Pass, cat *catalog.Catalog,
 	}
 
 	rec := Recovery{
-		Kind: RecoveryKind, State: RecoveryAttempted, When: now,
+		Kind: RecoveryKind, State: RecoveryRunning, When: now,
 		Service: s.key.service, Host: s.key.host, Unit: svc.Unit, Scope: scope,
 		Question:    beacon.Question{Method: decl.Method, Path: decl.Path, Body: decl.Body, Endpoint: s.oldest.Endpoint, Repair: nonNil(decl.Repair)},
 		Declaration: cloneAnswering(decl),
@@ -264,16 +358,48 @@ func (pr *Peer) judge(ctx context.Context, p *beacon.Pass, cat *catalog.Catalog,
 		BoundSeconds: b.BoundSeconds, HeldRequests: s.held,
 		Alerts: []AlertOutcome{}, ObservedBy: p.Host,
 	}
-	out := Recover(ctx, neededInputs{Executor: pr.Executor, cat: cat}, Plan{
+	plan := Plan{
 		Host: s.key.host, Service: s.key.service, Unit: svc.Unit, Scope: scope,
 		Steps: rec.Question.Repair, Inputs: StepInputs(doc.ServiceResolver.RefreshSeconds),
-	})
+	}
+	pr.mu.Lock()
+	if len(pr.running) >= pr.concurrency() {
+		n := len(pr.running)
+		pr.mu.Unlock()
+		b.NotRecovered = fmt.Sprintf("%d peer recoveries already run on this host, its cap; this one is considered again next pass", n)
+		return
+	}
+	if pr.running == nil {
+		pr.running = map[standingKey]*Recovery{}
+	}
+	if pr.base == nil {
+		pr.base, pr.cancel = context.WithCancel(context.WithoutCancel(ctx))
+	}
+	started := rec
+	pr.running[s.key] = &started
+	base := pr.base
+	pr.wg.Add(1)
+	pr.mu.Unlock()
+	b.Recovery = mustJSON(started)
+	alerts := slices.Clone(target.Alerts)
+	go func() {
+		defer pr.wg.Done()
+		pr.attempt(base, cat, s, rec, plan, alerts, b.BoundSeconds)
+	}()
+}
+
+// attempt runs one recovery off the pass: the steps and the restart on the
+// serving host, the alerts, the register append; then it leaves the
+// outcome for the next pass.
+func (pr *Peer) attempt(ctx context.Context, cat *catalog.Catalog, s *standing, rec Recovery, plan Plan, alerts []registry.AlertChannel, bound float64) {
+	out := Recover(ctx, neededInputs{Executor: pr.Executor, cat: cat}, plan)
+	rec.State = RecoveryAttempted
 	rec.Steps, rec.Restart, rec.Complete = out.Steps, &out.Restart, out.Complete
 	al := pr.Alerter
 	if al == nil {
 		al = &Alerter{}
 	}
-	rec.Alerts = al.Deliver(ctx, slices.Clone(target.Alerts), NewAlert(rec))
+	rec.Alerts = al.Deliver(ctx, alerts, NewAlert(rec))
 	var recording *beacon.FileRefusal
 	if pr.Register == nil {
 		recording = &beacon.FileRefusal{Op: "append", File: RegisterFile, Cause: "no register configured on this host"}
@@ -290,9 +416,9 @@ func (pr *Peer) judge(ctx context.Context, p *beacon.Pass, cat *catalog.Catalog,
 	if pr.memo == nil {
 		pr.memo = map[standingKey]*peerMemo{}
 	}
-	pr.memo[s.key] = &peerMemo{oldest: s.ident, rec: rec, recording: recording}
+	pr.memo[s.key] = &peerMemo{oldest: s.ident, rec: rec, recording: recording, bound: bound, held: s.held}
+	delete(pr.running, s.key)
 	pr.mu.Unlock()
-	b.Recovery, b.RecordingRefusal = mustJSON(rec), recording
 }
 
 // proves reports whether rec is a complete attempt for unit under the

@@ -128,13 +128,23 @@ func (r *peerRig) wait(service, host string, sent bool) *resolver.Pending {
 	return p
 }
 
-// pass publishes the waiting list and runs one peer pass of host1.
+// pass publishes the waiting list and runs one peer pass of host1. When
+// that pass started recoveries (they run off the pass), pass waits for
+// them and returns the next pass, at the same clock reading, which
+// carries their outcomes.
 func (r *peerRig) pass() *beacon.Beacon {
 	r.t.Helper()
 	if err := r.pub.Publish(); err != nil {
 		r.t.Fatal(err)
 	}
-	return r.passOnly()
+	b := r.passOnly()
+	for _, blk := range b.PeerRecoveries {
+		if len(blk.Recovery) > 0 && peerRecovery(r.t, blk).State == RecoveryRunning {
+			r.peer.Wait()
+			return r.passOnly()
+		}
+	}
+	return b
 }
 
 // passOnly runs a peer pass on the list as it is.
