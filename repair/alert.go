@@ -8,8 +8,11 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"os/exec"
 	"runtime"
+	"sort"
+	"strconv"
 	"strings"
 	"time"
 
@@ -131,13 +134,13 @@ func (a *Alerter) webhook(ctx context.Context, ch registry.AlertChannel, body []
 	}
 	req, err := retryablehttp.NewRequestWithContext(ctx, http.MethodPost, ch.Webhook.URL, body)
 	if err != nil {
-		o.Cause = "build request: " + redactURL(err.Error(), ch.Webhook.URL)
+		o.Cause = "build request: " + redactWebhookError(err, ch.Webhook.URL)
 		return o
 	}
 	req.Header.Set("Content-Type", "application/json")
 	resp, err := c.Do(req)
 	if err != nil {
-		o.Cause = redactURL(err.Error(), ch.Webhook.URL)
+		o.Cause = redactWebhookError(err, ch.Webhook.URL)
 		return o
 	}
 	defer resp.Body.Close()
@@ -145,17 +148,74 @@ func (a *Alerter) webhook(ctx context.Context, ch registry.AlertChannel, body []
 	o.Answer = fmt.Sprintf("HTTP %d", resp.StatusCode)
 	o.OK = resp.StatusCode >= 200 && resp.StatusCode < 300
 	if !o.OK {
-		o.Cause = strings.TrimSpace(strings.ToValidUTF8(string(detail), "?"))
+		o.Cause = redactWebhookText(strings.TrimSpace(strings.ToValidUTF8(string(detail), "?")), ch.Webhook.URL)
 	}
 	return o
 }
 
-// redactURL keeps a webhook's URL (which may hold a token) out of causes.
-func redactURL(msg, url string) string {
-	if url == "" {
+// redactWebhookError says err without the webhook URL raw (which may hold
+// a token in its user info, path or query). Every *url.Error in the chain
+// is said with the redacted URL instead of the one net/http prints, which
+// may be spelled differently from the registry's text (an upper-case
+// scheme, an escaped space or non-ASCII path, a re-encoded query); what
+// remains is stripped of every spelling of the URL and of its parts.
+func redactWebhookError(err error, raw string) string {
+	var ue *url.Error
+	if errors.As(err, &ue) {
+		return redactWebhookText(ue.Op+" "+RedactedURL(raw)+": "+redactWebhookError(ue.Err, raw), raw)
+	}
+	return redactWebhookText(err.Error(), raw)
+}
+
+// RedactedURL is what may be said of a webhook URL: its scheme and host,
+// never its user info, path or query.
+func RedactedURL(raw string) string {
+	u, err := url.Parse(strings.TrimSpace(raw))
+	if err != nil || u.Host == "" {
+		return "<webhook url>"
+	}
+	return strings.ToLower(u.Scheme) + "://" + u.Host + "/<redacted>"
+}
+
+// redactWebhookText removes from msg every spelling of raw and of its
+// secret-bearing parts.
+func redactWebhookText(msg, raw string) string {
+	if raw == "" {
 		return msg
 	}
-	return strings.ReplaceAll(msg, url, "<webhook url>")
+	var secrets []string
+	add := func(ss ...string) {
+		for _, s := range ss {
+			if len(s) >= 4 {
+				secrets = append(secrets, s, strconv.Quote(s), url.QueryEscape(s), url.PathEscape(s))
+			}
+		}
+	}
+	add(raw, strings.TrimSpace(raw))
+	if u, err := url.Parse(strings.TrimSpace(raw)); err == nil {
+		add(u.String(), u.Redacted(), u.RawQuery, u.Path, u.EscapedPath(), u.RawPath, u.Fragment, u.Opaque)
+		if q, err := url.QueryUnescape(u.RawQuery); err == nil {
+			add(q)
+		}
+		for _, vs := range u.Query() {
+			add(vs...)
+		}
+		if u.User != nil {
+			p, _ := u.User.Password()
+			add(u.User.String(), u.User.Username(), p)
+		}
+		for _, seg := range strings.Split(u.Path, "/") {
+			if len(seg) >= 8 {
+				add(seg)
+			}
+		}
+	}
+	// Longest first, so a part never leaves the rest of a longer spelling.
+	sort.Slice(secrets, func(i, j int) bool { return len(secrets[i]) > len(secrets[j]) })
+	for _, s := range secrets {
+		msg = strings.ReplaceAll(msg, s, "<redacted>")
+	}
+	return msg
 }
 
 func (a *Alerter) command(ctx context.Context, ch registry.AlertChannel, body []byte) AlertOutcome {
