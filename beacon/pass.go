@@ -256,7 +256,7 @@ func (r *Runner) observe(ctx context.Context, p *Pass) {
 	if len(all) == 0 {
 		return
 	}
-	reports, err := r.Observer.Observe(ctx, all)
+	reports, err := r.observeUnits(ctx, p, all, undeclared)
 	if err != nil || len(reports) != len(all) {
 		if err == nil {
 			err = fmt.Errorf("observer returned %d reports for %d units", len(reports), len(all))
@@ -269,7 +269,7 @@ func (r *Runner) observe(ctx context.Context, p *Pass) {
 		rep.Service = s.Name
 		rep.Unit = s.Unit
 		if rep.State == StateFailed || rep.State == StateFailing {
-			if line, err := r.Observer.LastLine(ctx, s.Unit); err == nil {
+			if line, err := r.lastLine(ctx, p.Target, s); err == nil {
 				rep.LastStderr = line
 			}
 		}

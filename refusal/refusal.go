@@ -72,6 +72,7 @@ const (
 	WrongHost       Code = "wrong_host"
 	RestartFailed   Code = "restart_failed"
 	NoManager       Code = "restart_unavailable"
+	UserManagerDown Code = "user_manager_down" // a user's own service manager is not running
 
 	// The read half's findings, reported by doctor and health.
 	NoBeacon              Code = "no_beacon"
@@ -106,7 +107,7 @@ func init() {
 		InvalidEnv, InvalidContent, ContentTooLarge, InvalidDuration, ProtocolMismatch, OSMismatch,
 		HostKeyMismatch, HostKeyUnknown, HostKeyRevoked, Failing,
 		UnknownHost, StepUnknown, InputMissing, StepUnsupported, StepFailed, StepTimeout, WrongHost,
-		RestartFailed, NoManager,
+		RestartFailed, NoManager, UserManagerDown,
 		NoBeacon, StaleBeacon, UnreadableBeacon, UndeclaredHost, Undeclared, Missing, Inactive, Failed,
 		NeedsAttention, AnsweringUnsuccessful, AnsweringStood, RegisterUnreadable, ListenFailed, HostRefusal,
 		CallerNotAllowed, Unreadable, Held,

@@ -133,6 +133,12 @@ type Local struct {
 	// Managers restart units, by scope ("system", "user"). A scope with no
 	// manager is refused.
 	Managers map[string]units.Manager
+	// UserManager, when set, opens the manager of this host's user-scope
+	// units (the systemd user manager or launchd gui/<uid> domain of the
+	// user they belong to) for a restart of scope "user" that Managers
+	// holds no manager for. Its refusal (user_manager_down, not_found) is
+	// the restart's.
+	UserManager func(ctx context.Context) (units.Manager, error)
 	// Home is HOME for step processes; empty leaves it unset.
 	Home string
 	// Now is the clock; nil means time.Now.
@@ -264,6 +270,17 @@ func (l *Local) Restart(ctx context.Context, host, scope, unit string) RestartRe
 		return r
 	}
 	m := l.Managers[scope]
+	if m == nil && scope == registry.ScopeUser && l.UserManager != nil {
+		um, err := l.UserManager(ctx)
+		if err != nil {
+			r.Code, r.Refusal, r.Answer = codeOf(err), err.Error(), "refused"
+			if r.Code == "" {
+				r.Code = CodeRestartFailed
+			}
+			return r
+		}
+		m = um
+	}
 	if m == nil {
 		r.Code, r.Refusal, r.Answer = CodeNoManager, fmt.Sprintf("no %s service manager to restart %s with", scope, unit), "refused"
 		return r

@@ -2,28 +2,34 @@ package repair
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"time"
 
 	"github.com/wisent/stado/beacon"
 	"github.com/wisent/stado/catalog"
 	"github.com/wisent/stado/channel"
+	"github.com/wisent/stado/refusal"
 	"github.com/wisent/stado/registry"
 	"github.com/wisent/stado/resolver"
 	"github.com/wisent/stado/units"
 )
 
 // HostProcess is what a host's `stado host run` gives repair: its store,
-// its target name, its init system and its home (register and waiting
-// list), and the SSH dialer that reaches its peers.
+// its target name, its init system (the system manager, and the user
+// managers of user-scope units) and its home (register and waiting list),
+// and the SSH dialer that reaches its peers.
 type HostProcess struct {
 	Store   registry.Store
 	Host    string
 	Manager units.Manager
-	Home    string
-	Dialer  *channel.Dialer
-	Now     func() time.Time
-	Logger  *slog.Logger
+	// Users opens the manager of a user; nil leaves user-scope restarts
+	// without a manager (restart_unavailable).
+	Users  beacon.UserManagers
+	Home   string
+	Dialer *channel.Dialer
+	Now    func() time.Time
+	Logger *slog.Logger
 }
 
 // Contributors returns the pass contributors of a host process, and the
@@ -40,9 +46,13 @@ func (h HostProcess) Contributors(ctx context.Context) ([]beacon.Contributor, fu
 	if err != nil {
 		return nil, nil, err
 	}
+	local := &Local{Catalog: cat, Host: h.Host, Managers: map[string]units.Manager{registry.ScopeSystem: h.Manager}, Home: h.Home}
+	if h.Users != nil {
+		local.UserManager = h.userManager
+	}
 	answerer := &Answerer{
 		Catalog:  cat,
-		Executor: &Local{Catalog: cat, Host: h.Host, Managers: map[string]units.Manager{registry.ScopeSystem: h.Manager}, Home: h.Home},
+		Executor: local,
 		Register: HomeRegister(h.Home), Now: h.Now, Logger: h.Logger,
 	}
 	pool := channel.NewPool(h.Dialer)
@@ -59,4 +69,18 @@ func (h HostProcess) Contributors(ctx context.Context) ([]beacon.Contributor, fu
 		Register: HomeRegister(h.Home), Now: h.Now, Logger: h.Logger,
 	}
 	return []beacon.Contributor{answerer, peer}, func() { _ = pool.Close(); answerer.Close() }, nil
+}
+
+// userManager opens the manager of this host's user-scope units: those of
+// units.ScopeOwner of this host's target, as the registry declares it now.
+func (h HostProcess) userManager(ctx context.Context) (units.Manager, error) {
+	doc, _, err := registry.Load(ctx, h.Store)
+	if err != nil {
+		return nil, fmt.Errorf("read the registry for the owner of user units: %w", err)
+	}
+	t, ok := doc.Target(h.Host)
+	if !ok {
+		return nil, refusal.New(refusal.NotFound, "the registry declares no target %s, so no user owns its user units", h.Host)
+	}
+	return h.Users.Manager(ctx, units.ScopeOwner(*t))
 }

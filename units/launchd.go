@@ -26,6 +26,8 @@ type Launchd struct {
 	Home   string
 	// Launchctl is the launchctl executable; empty means /bin/launchctl.
 	Launchctl string
+	// User names the owner of a gui/<uid> domain in refusals; optional.
+	User string
 
 	mu    sync.Mutex
 	paths map[string]string // label -> plist path installed by this Launchd
@@ -73,6 +75,9 @@ func (l *Launchd) print(ctx context.Context, label string) (LaunchdState, error)
 	out, err := l.Runner.Run(ctx, l.launchctl("print", l.target(label)))
 	var ee *ExitError
 	if errors.As(err, &ee) {
+		if down := l.domainDown(append(out, []byte(ee.Stderr)...)); down != nil {
+			return LaunchdState{}, down
+		}
 		st, perr := ParseLaunchctlPrint(append(out, []byte(ee.Stderr)...))
 		if perr == nil && !st.Found {
 			return st, nil

@@ -19,9 +19,12 @@ import (
 // the user manager of the calling user). Logs come from journalctl through
 // Runner.
 type Systemd struct {
-	conn     *sdbus.Conn
-	scope    string
-	home     string
+	conn  *sdbus.Conn
+	scope string
+	home  string
+	// account is the user whose manager this is (scope "user"); nil for
+	// the system manager.
+	account  *Account
 	runner   Runner
 	inFlight chan struct{} // one token per property read outstanding on conn
 }
@@ -29,24 +32,22 @@ type Systemd struct {
 var _ Manager = (*Systemd)(nil)
 
 // NewSystemd connects to the system manager (scope "system") or the calling
-// user's manager (scope "user"); home places user unit files. Close it when
-// done: the connection outlives ctx, which only has to be live when
-// NewSystemd is called.
+// user's manager (scope "user", over the manager's private socket: see
+// NewUserSystemd); home places user unit files. Close it when done: the
+// connection outlives ctx, which only has to be live when NewSystemd is
+// called.
 func NewSystemd(ctx context.Context, scope, home string, r Runner) (*Systemd, error) {
+	if scope == registry.ScopeUser {
+		return NewUserSystemd(ctx, currentAccount(home), r)
+	}
+	scope = registry.ScopeSystem
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("connect to the systemd %s manager: %w", scope, err)
 	}
 	// godbus closes a connection when the context it was dialled with ends;
 	// a Manager lives until Close, so the dial gets ctx without its end.
 	live := context.WithoutCancel(ctx)
-	var conn *sdbus.Conn
-	var err error
-	if scope == registry.ScopeUser {
-		conn, err = sdbus.NewUserConnectionContext(live)
-	} else {
-		scope = registry.ScopeSystem
-		conn, err = sdbus.NewSystemConnectionContext(live)
-	}
+	conn, err := sdbus.NewSystemConnectionContext(live)
 	if err != nil {
 		return nil, fmt.Errorf("connect to the systemd %s manager: %w", scope, err)
 	}
@@ -275,7 +276,11 @@ func JournalArgv(scope, unit string, lines int) []string {
 
 // Logs reads the last lines the unit's program printed from the journal.
 func (m *Systemd) Logs(ctx context.Context, unit string, lines int) ([]string, error) {
-	out, err := m.runner.Run(ctx, JournalArgv(m.scope, unit, lines))
+	argv := JournalArgv(m.scope, unit, lines)
+	if m.account != nil && m.account.UID != os.Getuid() {
+		argv = UserJournalArgv(m.account.UID, unit, lines)
+	}
+	out, err := m.runner.Run(ctx, argv)
 	if err != nil {
 		return nil, fmt.Errorf("logs of %s: %w", unit, err)
 	}
