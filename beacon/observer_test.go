@@ -1,0 +1,148 @@
+package beacon
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/wisent/stado/registry"
+	"github.com/wisent/stado/units"
+	"github.com/wisent/stado/units/unitstest"
+)
+
+// userManagers hands out one in-memory manager per user, or an error.
+type userManagers struct {
+	managers map[string]units.Manager
+	errs     map[string]error
+	asked    []string
+	forgot   []string
+}
+
+func (u *userManagers) Manager(_ context.Context, user string) (units.Manager, error) {
+	u.asked = append(u.asked, user)
+	if err := u.errs[user]; err != nil {
+		return nil, err
+	}
+	return u.managers[user], nil
+}
+
+func (u *userManagers) Forget(user string) { u.forgot = append(u.forgot, user) }
+
+func started(t *testing.T, m *unitstest.Memory, unit string) units.Verdict {
+	t.Helper()
+	m.Load(unit, "/x/"+unit, unitstest.Runs)
+	if err := m.Start(context.Background(), unit); err != nil {
+		t.Fatal(err)
+	}
+	v, _ := m.Show(context.Background(), unit)
+	return v
+}
+
+func userFleet(sshUser string) *registry.Document {
+	return &registry.Document{Version: 1, Targets: []registry.Target{{
+		Name: "host1", OS: registry.OSLinux, SSH: registry.SSH{Address: "127.0.1.1", User: sshUser},
+		Services: []registry.Service{
+			{Name: "db", Unit: "db.service", Program: "/usr/bin/db"},
+			{Name: "web", Unit: "web.service", Program: "/usr/bin/web", Scope: registry.ScopeUser},
+		},
+	}}}
+}
+
+func TestUserScopeServicesAreReadFromTheManagerOfTheTargetsSSHUser(t *testing.T) {
+	sys, alice := unitstest.NewMemory("/root"), unitstest.NewMemory("/home/alice")
+	started(t, sys, "db.service")
+	v := started(t, alice, "web.service")
+	started(t, sys, "web.service") // a system unit of the same name is not alice's
+	users := &userManagers{managers: map[string]units.Manager{"alice": alice}}
+	o := &UnitsObserver{Manager: sys, Users: users}
+	doc := userFleet("alice")
+
+	reps, refs, err := o.ObserveServices(context.Background(), &doc.Targets[0], []string{"stray.service"})
+	if err != nil || len(refs) != 0 {
+		t.Fatalf("%v %+v", err, refs)
+	}
+	if len(reps) != 3 || reps[0].Unit != "db.service" || reps[0].State != StateActive ||
+		reps[1].Unit != "web.service" || reps[1].State != StateActive || reps[1].PID != v.PID || reps[2].State != StateMissing {
+		t.Fatalf("reports %+v, want db active, alice's web active with pid %d, stray missing", reps, v.PID)
+	}
+	if len(users.asked) != 1 || users.asked[0] != "alice" {
+		t.Errorf("asked for the managers of %v", users.asked)
+	}
+}
+
+func TestAUserWhoseManagerIsNotRunningReadsUnobservedWithItsReasonNeverMissing(t *testing.T) {
+	sys := unitstest.NewMemory("/root")
+	started(t, sys, "db.service")
+	down := &units.UserManagerDownError{User: "alice", UID: 1001, Manager: "systemd", Reason: "alice has no session and lingering is off"}
+	users := &userManagers{errs: map[string]error{"alice": down}}
+	st := newStore(t)
+	if _, err := registry.Push(context.Background(), st, userFleet("alice"), 0, "test"); err != nil {
+		t.Fatal(err)
+	}
+	r := &Runner{Host: "host1", Store: st, Observer: &UnitsObserver{Manager: sys, Users: users}, Config: Config{Interval: time.Second}}
+	b, err := r.RunPass(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(b.Units) != 2 || b.Units[0].State != StateActive {
+		t.Fatalf("units %+v", b.Units)
+	}
+	web := b.Units[1]
+	if web.Service != "web" || web.State != StateUnobserved || !strings.Contains(web.Sentence, "lingering is off") {
+		t.Fatalf("web %+v, want unobserved with the reason", web)
+	}
+	var found bool
+	for _, ref := range b.Refusals {
+		found = found || ref.Code == "user_manager_down" && ref.Subject == "user alice"
+	}
+	if !found {
+		t.Errorf("refusals %+v, want user_manager_down for user alice", b.Refusals)
+	}
+	if len(users.forgot) != 0 {
+		t.Errorf("forgot %v: a manager that never opened has nothing to forget", users.forgot)
+	}
+}
+
+// failingOnce fails its first ShowMany, as a kept connection to a user
+// manager that restarted since does.
+type failingOnce struct {
+	units.Manager
+	failed bool
+}
+
+func (f *failingOnce) ShowMany(ctx context.Context, names []string) ([]units.Verdict, error) {
+	if !f.failed {
+		f.failed = true
+		return nil, errors.New("connection closed")
+	}
+	return f.Manager.ShowMany(ctx, names)
+}
+
+func TestAKeptUserManagerThatFailsIsForgottenAndAskedAfresh(t *testing.T) {
+	alice := unitstest.NewMemory("/home/alice")
+	started(t, alice, "web.service")
+	users := &userManagers{managers: map[string]units.Manager{"alice": &failingOnce{Manager: alice}}}
+	o := &UnitsObserver{Manager: unitstest.NewMemory("/root"), Users: users}
+	doc := userFleet("alice")
+	reps, refs, err := o.ObserveServices(context.Background(), &doc.Targets[0], nil)
+	if err != nil || len(refs) != 0 || reps[1].State != StateActive {
+		t.Fatalf("%v %+v %+v", err, refs, reps)
+	}
+	if len(users.forgot) != 1 || len(users.asked) != 2 {
+		t.Errorf("forgot %v, asked %v: want one forget and a second ask", users.forgot, users.asked)
+	}
+}
+
+func TestUserUnitsOfATargetWithNoSSHUserBelongToRoot(t *testing.T) {
+	root := unitstest.NewMemory("/root")
+	started(t, root, "web.service")
+	users := &userManagers{managers: map[string]units.Manager{"root": root}}
+	o := &UnitsObserver{Manager: unitstest.NewMemory("/root"), Users: users}
+	doc := userFleet("")
+	reps, _, err := o.ObserveServices(context.Background(), &doc.Targets[0], nil)
+	if err != nil || reps[1].State != StateActive || users.asked[0] != "root" {
+		t.Fatalf("%v %+v asked %v", err, reps, users.asked)
+	}
+}
