@@ -141,6 +141,7 @@ func waitServing(ctx context.Context, h channel.Host, host string, req channel.V
 	deadline := start.Add(o.Timeout)
 	var elsewhere string
 	var elsewhereSince time.Time
+	lagReads := 0
 	for {
 		res, err := h.Verify(ctx, req)
 		r.Reads++
@@ -160,7 +161,12 @@ func waitServing(ctx context.Context, h channel.Host, host string, req channel.V
 			return r, nil
 		}
 		if err := exited(r, c); err != nil {
-			return r, err
+			// The journal may lag the exit by a moment: read again a few
+			// times for the program's last line before refusing without it.
+			if r.ExitCode == nil || r.StderrLine != "" || lagReads >= maxLagReads || !now().Before(deadline) {
+				return r, err
+			}
+			lagReads++
 		}
 		if key := socketsKey(c.UnitSockets); key != "" {
 			if key != elsewhere {
@@ -199,6 +205,10 @@ func waitServing(ctx context.Context, h channel.Host, host string, req channel.V
 		}
 	}
 }
+
+// maxLagReads is how many more reads a wait makes for the last log line of
+// a process that exited.
+const maxLagReads = 4
 
 // Refusal codes of a serving wait.
 const (
