@@ -42,6 +42,7 @@ func (d *Document) Clone() *Document {
 				k := *s.KeepAlive
 				s.KeepAlive = &k
 			}
+			s.UnitSettings = s.UnitSettings.Clone()
 			if s.Protocol != nil {
 				sp := *s.Protocol
 				sp.Exec = slices.Clone(sp.Exec)
