@@ -72,6 +72,9 @@ type Product struct {
 	// Answering is the question asked of the service each beacon pass;
 	// nil means the product declares none.
 	Answering *Answering `json:"answering,omitempty" yaml:"answering,omitempty"`
+	// Settings are unit settings per init system (settings.go); nil means
+	// none beyond stado's defaults.
+	Settings *Settings `json:"settings,omitempty" yaml:"settings,omitempty"`
 	// Origin is OriginShipped or OriginSite.
 	Origin string `json:"origin" yaml:"origin"`
 
@@ -140,7 +143,17 @@ func (p *Product) Declaration(os, scope string) registry.Service {
 	if d := p.EnvDefaults(); len(d) > 0 {
 		s.Env = d
 	}
+	if us := p.Settings.For(os); us != nil {
+		s.UnitSettings = cloneSettings(*us)
+	}
 	return s
+}
+
+// cloneSettings deep-copies the settings through the registry's own clone,
+// so a declaration never shares slices or maps with the catalog.
+func cloneSettings(us registry.UnitSettings) registry.UnitSettings {
+	d := &registry.Document{Targets: []registry.Target{{Services: []registry.Service{{UnitSettings: us}}}}}
+	return d.Clone().Targets[0].Services[0].UnitSettings
 }
 
 // Catalog is the merged catalog: products, the fixed recovery list and the

@@ -303,3 +303,26 @@ func TestGoodSiteCatalogAddsAndOverridesEntries(t *testing.T) {
 		t.Errorf("lines %q", got)
 	}
 }
+
+// The agent's declaration keeps its workloads across a restart: the unit
+// delegates its cgroup and stops only the main process on systemd, and
+// launchd leaves the rest of the process group running.
+func TestOarbankAgentDeclarationLeavesWorkloadsRunningAcrossARestart(t *testing.T) {
+	p, ok := Shipped().Lookup("oarbank-agent")
+	if !ok {
+		t.Fatal("no oarbank-agent product")
+	}
+	linux := p.Declaration(registry.OSLinux, registry.ScopeSystem)
+	if linux.Delegate == nil || !*linux.Delegate || linux.KillMode != "process" {
+		t.Fatalf("linux declaration: delegate %v kill_mode %q, want delegate yes and kill_mode process", linux.Delegate, linux.KillMode)
+	}
+	darwin := p.Declaration(registry.OSDarwin, registry.ScopeSystem)
+	if !darwin.AbandonProcessGroup || darwin.KillMode != "" {
+		t.Fatalf("darwin declaration: abandon %v kill_mode %q", darwin.AbandonProcessGroup, darwin.KillMode)
+	}
+	// the declaration owns its settings: changing it leaves the catalog's
+	*linux.Delegate = false
+	if again := p.Declaration(registry.OSLinux, registry.ScopeSystem); !*again.Delegate {
+		t.Fatal("a declaration shares its settings with the catalog")
+	}
+}

@@ -19,7 +19,7 @@ var (
 
 var (
 	topFields     = []string{"version", "products", "recovery", "steps"}
-	productFields = []string{"name", "description", "source", "units", "program", "args", "env", "port", "answering"}
+	productFields = []string{"name", "description", "source", "units", "program", "args", "env", "port", "answering", "settings"}
 	unitFields    = []string{"systemd", "launchd"}
 	envFields     = []string{"name", "default", "description"}
 	stepFields    = []string{"description", "needs", "linux", "darwin"}
@@ -206,6 +206,9 @@ func (c *checker) product(n *yaml.Node, p, wantSource, origin string) *Product {
 	}
 	if v, ok := f["answering"]; ok && !isNull(v) {
 		prod.Answering = c.answering(v, join(p, "answering"))
+	}
+	if v, ok := f["settings"]; ok && !isNull(v) {
+		prod.Settings = c.settings(v, join(p, "settings"), prod)
 	}
 	if len(c.out) > before {
 		return nil
