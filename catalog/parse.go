@@ -208,7 +208,7 @@ func (c *checker) product(n *yaml.Node, p, wantSource, origin string) *Product {
 		prod.Answering = c.answering(v, join(p, "answering"))
 	}
 	if v, ok := f["settings"]; ok && !isNull(v) {
-		prod.Settings = c.settings(v, join(p, "settings"), prod)
+		prod.Settings = c.settings(v, join(p, "settings"))
 	}
 	if len(c.out) > before {
 		return nil

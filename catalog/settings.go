@@ -38,7 +38,7 @@ func (s *Settings) For(os string) *registry.UnitSettings {
 // decoded strictly into registry.UnitSettings and validated by the
 // registry's own rules for that init system, so a product cannot carry what
 // a declaration could not.
-func (c *checker) settings(n *yaml.Node, p string, prod *Product) *Settings {
+func (c *checker) settings(n *yaml.Node, p string) *Settings {
 	f := c.mapping(n, p, "systemd", "launchd")
 	if f == nil {
 		return nil
@@ -46,7 +46,7 @@ func (c *checker) settings(n *yaml.Node, p string, prod *Product) *Settings {
 	out := &Settings{}
 	for _, sys := range []struct {
 		key, os, unit string
-		dst         **registry.UnitSettings
+		dst           **registry.UnitSettings
 	}{
 		{"systemd", registry.OSLinux, "catalog-check.service", &out.Systemd},
 		{"launchd", registry.OSDarwin, "com.example.catalog-check", &out.Launchd},
