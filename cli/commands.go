@@ -34,6 +34,7 @@ func commands(env *Env) []*ucli.Command {
 		},
 		newResolverCommand(env),
 		newRepairCommand(env),
+		newOptimizeCommand(env),
 	}
 }
 

@@ -1,0 +1,159 @@
+package autonomy
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/wisent/stado/beacon"
+	"github.com/wisent/stado/catalog"
+	"github.com/wisent/stado/channel"
+	"github.com/wisent/stado/fleet"
+	"github.com/wisent/stado/refusal"
+	"github.com/wisent/stado/registry"
+	"github.com/wisent/stado/units"
+)
+
+func svc(name string) registry.Service {
+	return registry.Service{Name: name, Unit: name + ".service", Program: "/bin/sleep", Args: []string{"infinity"}}
+}
+
+func freshRow(host, service, state string) beacon.Row {
+	return beacon.Row{Host: host, Service: service, Unit: service + ".service", State: state, Beacon: beacon.Freshness{Present: true, Pass: 7, AgeSeconds: 1}}
+}
+
+func staleRow(host, service string) beacon.Row {
+	return beacon.Row{Host: host, Service: service, Unit: service + ".service", State: beacon.StateUnknown, Beacon: beacon.Freshness{Present: true, Stale: true, Reason: "beacon is 5m0s old, stale after 30s"}}
+}
+
+func check(service, state string) fleet.ServiceVerify {
+	return fleet.ServiceVerify{Service: service, Unit: service + ".service", Path: "/etc/systemd/system/" + service + ".service", State: state, Loaded: state != units.StateMissing, Evidence: units.Verdict{Unit: service + ".service", State: state}}
+}
+
+func TestPlanDecidesEachServiceFromItsEvidence(t *testing.T) {
+	absent := check("a", units.StateMissing)
+	absent.FileAbsent, absent.Drift = true, true
+	drift := check("a", units.StateActive)
+	drift.Drift, drift.Diff = true, "-old\n+new\n"
+	crash := check("a", units.StateFailing)
+	crash.Evidence.Starts, crash.Evidence.LastExit, crash.Evidence.Sentence = 9, 3, "a.service runs no process: its last run exited 3 and its supervisor has started it 9 time(s)"
+	crash.Logs = []string{"dying"}
+	failingOnce := check("a", units.StateFailing)
+	failingOnce.Evidence.Starts, failingOnce.Evidence.LastExit = 1, 2
+	unread := check("a", "")
+	unread.Refusal = &channel.UnitRefusal{Code: "failure", Message: "read the unit: boom"}
+	incomplete := svc("a")
+	incomplete.Program, incomplete.Args, incomplete.UnitPath = "", nil, "/etc/systemd/system/a.service"
+
+	cases := []struct {
+		name    string
+		decl    registry.Service
+		beacon  *beacon.Row
+		host    fleet.HostVerify
+		action  string
+		code    string
+		contain string
+	}{
+		// The rows of the acceptance's broken fleet.
+		{name: "unit file deleted: restore, would create", decl: svc("a"), beacon: ptr(freshRow("h", "a", units.StateMissing)),
+			host: reach(absent), action: ActionRestore, contain: "would create /etc/systemd/system/a.service"},
+		{name: "unit stopped: start", decl: svc("a"), beacon: ptr(freshRow("h", "a", units.StateInactive)),
+			host: reach(check("a", units.StateInactive)), action: ActionStart},
+		{name: "bytes edited: reinstall", decl: svc("a"), beacon: ptr(freshRow("h", "a", units.StateActive)),
+			host: reach(drift), action: ActionReinstall},
+		{name: "sshd stopped: unreachable naming the stage", decl: svc("a"), beacon: ptr(freshRow("h", "a", units.StateActive)),
+			host: fleet.HostVerify{Host: "h", Stage: fleet.StageConnect, Error: &fleet.HostError{Message: "dial tcp 127.0.1.5:22: connect: connection refused"}},
+			code: string(CodeUnreachable), contain: "stage connect"},
+		{name: "no program: declaration_incomplete", decl: incomplete, beacon: ptr(freshRow("h", "a", units.StateActive)),
+			host: reach(check("a", units.StateActive)), code: string(CodeDeclarationIncomplete)},
+		{name: "crash loop: refused, not restarted", decl: svc("a"), beacon: ptr(freshRow("h", "a", units.StateFailing)),
+			host: reach(crash), code: string(CodeCrashLoop), contain: "last line: dying"},
+		// The other rules.
+		{name: "failing without a loop: restart", decl: svc("a"), beacon: ptr(freshRow("h", "a", units.StateFailing)),
+			host: reach(failingOnce), action: ActionRestart},
+		{name: "failed: start", decl: svc("a"), beacon: ptr(freshRow("h", "a", units.StateFailed)),
+			host: reach(check("a", units.StateFailed)), action: ActionStart},
+		{name: "as declared: none", decl: svc("a"), beacon: ptr(freshRow("h", "a", units.StateActive)),
+			host: reach(check("a", units.StateActive)), action: ActionNone},
+		{name: "beacon active, verify missing: inconclusive", decl: svc("a"), beacon: ptr(freshRow("h", "a", units.StateActive)),
+			host: reach(absent), code: string(CodeInconclusive), contain: "says a.service is active and the verify says missing"},
+		{name: "stale beacon and an unread unit: no_evidence", decl: svc("a"), beacon: ptr(staleRow("h", "a")),
+			host: reach(unread), code: string(CodeNoEvidence), contain: "stale after"},
+		{name: "fresh beacon and an unread unit: inconclusive", decl: svc("a"), beacon: ptr(freshRow("h", "a", units.StateActive)),
+			host: reach(unread), code: string(CodeInconclusive)},
+		{name: "stale beacon, verify answered: planned from the verify", decl: svc("a"), beacon: ptr(staleRow("h", "a")),
+			host: reach(check("a", units.StateInactive)), action: ActionStart},
+		{name: "no beacon row, verify answered", decl: svc("a"),
+			host: reach(check("a", units.StateActive)), action: ActionNone},
+		{name: "recovery-list unit needing an action: recovery_unit", decl: registry.Service{Name: "stado", Unit: "stado.service", Program: "/usr/local/bin/stado", Args: []string{"host", "run"}},
+			host: reach(fleet.ServiceVerify{Service: "stado", Unit: "stado.service", State: units.StateInactive}), code: "recovery_unit", contain: "--step host"},
+		{name: "recovery-list unit running: none", decl: registry.Service{Name: "stado", Unit: "stado.service", Program: "/usr/local/bin/stado", Args: []string{"host", "run"}},
+			host: reach(fleet.ServiceVerify{Service: "stado", Unit: "stado.service", State: units.StateActive}), action: ActionNone},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			c.host.Host = "h"
+			in := Input{Doc: &registry.Document{Version: 1, Targets: []registry.Target{{Name: "h", OS: "linux", Services: []registry.Service{c.decl}}}},
+				Catalog: catalog.Shipped(), Verify: &fleet.VerifyResult{Hosts: []fleet.HostVerify{c.host}}}
+			if c.beacon != nil {
+				in.Beacons = []beacon.Row{*c.beacon}
+			}
+			rows := Plan(in)
+			if len(rows) != 1 {
+				t.Fatalf("%d rows", len(rows))
+			}
+			r := rows[0]
+			var got string
+			if r.Refusal != nil {
+				got = "refused " + string(r.Refusal.Code) + ": " + r.Refusal.Message
+				if c.code == "" {
+					t.Fatalf("got %s, want action %s", got, c.action)
+				}
+				if string(r.Refusal.Code) != c.code {
+					t.Fatalf("got %s, want refusal %s", got, c.code)
+				}
+			} else {
+				got = r.Action + ": " + r.Plan
+				if r.Action != c.action {
+					t.Fatalf("got %s, want %s%s", got, c.action, c.code)
+				}
+			}
+			if !strings.Contains(got, c.contain) {
+				t.Errorf("%q lacks %q", got, c.contain)
+			}
+		})
+	}
+}
+
+func reach(svcs ...fleet.ServiceVerify) fleet.HostVerify {
+	return fleet.HostVerify{Reachable: true, Services: svcs}
+}
+
+func ptr[T any](v T) *T { return &v }
+
+func TestPlanNamesTheUnreachableStageInItsRefusal(t *testing.T) {
+	in := Input{Doc: &registry.Document{Version: 1, Targets: []registry.Target{{Name: "h5", OS: "linux", Services: []registry.Service{svc("a"), svc("b")}}}},
+		Verify: &fleet.VerifyResult{Hosts: []fleet.HostVerify{{Host: "h5", Stage: fleet.StageAuth, Error: &fleet.HostError{Message: "no identity accepted"}}}}}
+	for _, r := range Plan(in) {
+		if r.Refusal == nil || r.Refusal.Code != CodeUnreachable || r.Refusal.Stage != fleet.StageAuth {
+			t.Errorf("%+v", r)
+		}
+	}
+}
+
+func TestResolveCapsTakesTheRegistryAsCeiling(t *testing.T) {
+	c, err := ResolveCaps(registry.Autonomy{}, Requested{})
+	if err != nil || c != DefaultCaps {
+		t.Fatalf("defaults: %+v %v", c, err)
+	}
+	c, err = ResolveCaps(registry.Autonomy{MaxConcurrent: 5, MaxFraction: 1, FailureBudget: 4}, Requested{MaxConcurrent: 3, FailureBudget: 2})
+	if err != nil || c != (Caps{MaxConcurrent: 3, MaxFraction: 1, FailureBudget: 2}) {
+		t.Fatalf("lowered: %+v %v", c, err)
+	}
+	_, err = ResolveCaps(registry.Autonomy{}, Requested{MaxConcurrent: 3})
+	if !refusal.Is(err, CodeNotAuthorized) || !strings.Contains(err.Error(), "ceiling of 1") {
+		t.Fatalf("above the ceiling: %v", err)
+	}
+	if (Caps{MaxFraction: 0.25}).PerService(3) != 1 || (Caps{MaxFraction: 0.5}).PerService(10) != 5 {
+		t.Error("per-service share")
+	}
+}
