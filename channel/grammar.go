@@ -30,6 +30,7 @@ const (
 	VerbVersion     Verb = "version"      // (no arguments)
 	VerbSession     Verb = "session"      // (no arguments) many verb calls in framed documents on stdin/stdout
 	VerbVerify      Verb = "verify"       // (no arguments) the request document on stdin; reads only
+	VerbRecoveries  Verb = "recoveries"   // (no arguments) reads the host's recovery register
 )
 
 // Verbs lists every verb in the order docs/channel.md describes them.
@@ -38,6 +39,7 @@ var Verbs = []Verb{
 	VerbUnitShow, VerbUnitFile, VerbUnitLogs, VerbUnitEnv, VerbUnitList, VerbPortOwner,
 	VerbRepairStep, VerbVersion, VerbSession,
 	VerbVerify,
+	VerbRecoveries,
 }
 
 // Bounds of verb arguments.
@@ -271,7 +273,7 @@ func parseWords(words []string) (Command, error) {
 			seen[e.Name] = true
 			c.Env = append(c.Env, e)
 		}
-	case VerbVersion, VerbSession, VerbVerify:
+	case VerbVersion, VerbSession, VerbVerify, VerbRecoveries:
 		if err = need(0, "no arguments"); err != nil {
 			return Command{}, err
 		}

@@ -45,6 +45,8 @@ type Host interface {
 	// Verify reads every declaration of the request against the host,
 	// changing nothing: verdict, file against rendering, port owners.
 	Verify(ctx context.Context, req VerifyRequest) (VerifyResult, error)
+	// Recoveries reads the host's recovery register, changing nothing.
+	Recoveries(ctx context.Context) (RecoveriesResult, error)
 }
 
 // UnitRef names one unit of one manager: scope "system" or "user", and a

@@ -117,6 +117,9 @@ func (h *recordingHost) Verify(_ context.Context, r VerifyRequest) (VerifyResult
 	}
 	return res, h.record(hostCall{Method: "Verify", Units: names})
 }
+func (h *recordingHost) Recoveries(context.Context) (RecoveriesResult, error) {
+	return RecoveriesResult{Recoveries: []Recovery{}}, h.record(hostCall{Method: "Recoveries"})
+}
 func (h *recordingHost) Version(context.Context) (VersionResult, error) {
 	return VersionResult{Protocol: ProtocolVersion, OS: h.OS()}, h.record(hostCall{Method: "Version"})
 }

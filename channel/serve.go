@@ -217,6 +217,8 @@ func dispatch(ctx context.Context, c Command, body []byte, h Host) (json.RawMess
 		res, err = h.RepairStep(ctx, StepRequest{Step: c.Step, Env: append([]EnvVar(nil), c.Env...)})
 	case VerbVersion:
 		res, err = h.Version(ctx)
+	case VerbRecoveries:
+		res, err = h.Recoveries(ctx)
 	case VerbVerify:
 		var req VerifyRequest
 		if req, err = decodeVerify(body, h.OS()); err == nil {

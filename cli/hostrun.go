@@ -26,6 +26,8 @@ type hostRunOptions struct {
 	StaleAfter time.Duration
 	Listen     string
 	Passes     int
+	// PeerRecoveries caps the peer recoveries running at once (0: the default)
+	PeerRecoveries int
 }
 
 func newHostRunCommand(env *Env) *ucli.Command {
@@ -43,11 +45,13 @@ func newHostRunCommand(env *Env) *ucli.Command {
 			&ucli.DurationFlag{Name: "stale-after", Usage: "age after which readers distrust a beacon (default 3 × interval)"},
 			&ucli.StringFlag{Name: "listen", Usage: "HTTP address (default: the directory's port for stado on this host, at the target's address)"},
 			&ucli.IntFlag{Name: "passes", Usage: "stop after this many passes (0: run until SIGTERM)", Hidden: true},
+			&ucli.IntFlag{Name: "peer-recoveries", Value: repair.DefaultPeerConcurrency, Usage: "at most this many recoveries of other hosts' services run at once, off the pass", EnvVars: []string{"STADO_PEER_RECOVERIES"}},
 		},
 		Action: func(c *ucli.Context) error {
 			return runHostRun(c.Context, env, hostRunOptions{
 				Host: c.String("host"), Interval: c.Duration("interval"), StaleAfter: c.Duration("stale-after"),
 				Listen: c.String("listen"), Passes: c.Int("passes"),
+				PeerRecoveries: c.Int("peer-recoveries"),
 			})
 		},
 	}, false)
@@ -61,6 +65,9 @@ func runHostRun(ctx context.Context, env *Env, o hostRunOptions) error {
 	if o.Interval <= 0 {
 		return usagef("--interval must be positive")
 	}
+	if o.PeerRecoveries < 0 {
+		return usagef("--peer-recoveries must be at least 1")
+	}
 	st, err := openStore(ctx, env)
 	if err != nil {
 		return err
@@ -71,11 +78,21 @@ func runHostRun(ctx context.Context, env *Env, o hostRunOptions) error {
 		return err
 	}
 	defer closeMgr()
-	contributors, stopContrib, err := hostContributors(ctx, env, st, host, mgr)
+	// the user managers of user-scope declarations, one per user, kept
+	// across passes; the observer and the restarts share them
+	users := &units.UserManagers{}
+	defer users.Close()
+	contributors, stopContrib, err := hostContributors(ctx, env, st, host, mgr, users)
 	if err != nil {
 		return err
 	}
 	defer stopContrib()
+	for _, c := range contributors {
+		if p, ok := c.(*repair.Peer); ok {
+			p.Concurrency = o.PeerRecoveries // peer recoveries run off the pass, this many at once
+			defer p.Close()
+		}
+	}
 
 	cfg := beacon.Config{Interval: o.Interval, StaleAfter: o.StaleAfter}
 	if strings.HasPrefix(env.StoreURL, "etcd://") {
@@ -84,7 +101,7 @@ func runHostRun(ctx context.Context, env *Env, o hostRunOptions) error {
 	}
 	runner := &beacon.Runner{
 		Host: host, Store: st, Config: cfg, Contributors: contributors,
-		Observer: &beacon.UnitsObserver{Manager: mgr, AdminDirs: adminDirs},
+		Observer: &beacon.UnitsObserver{Manager: mgr, AdminDirs: adminDirs, Users: users},
 		Identity: beacon.MachineIdentity(env.Now()),
 		Version:  Version, Logger: env.Logger.With("host", host), Now: env.Now,
 	}
@@ -116,7 +133,7 @@ func runHostRun(ctx context.Context, env *Env, o hostRunOptions) error {
 // identities and ssh_config from STADO_KNOWN_HOSTS, STADO_SSH_IDENTITY
 // (comma-separated) and STADO_SSH_CONFIG, else the ~/.ssh defaults; host
 // keys are always checked.
-func hostContributors(ctx context.Context, env *Env, st registry.Store, host string, mgr units.Manager) ([]beacon.Contributor, func(), error) {
+func hostContributors(ctx context.Context, env *Env, st registry.Store, host string, mgr units.Manager, users beacon.UserManagers) ([]beacon.Contributor, func(), error) {
 	var ids []string
 	for _, id := range strings.Split(env.Getenv("STADO_SSH_IDENTITY"), ",") {
 		if id = strings.TrimSpace(id); id != "" {

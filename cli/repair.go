@@ -3,11 +3,13 @@ package cli
 import (
 	"context"
 	"errors"
+	"fmt"
 
 	ucli "github.com/urfave/cli/v2"
 
 	"github.com/wisent/stado/catalog"
 	"github.com/wisent/stado/channel"
+	"github.com/wisent/stado/fleet"
 	"github.com/wisent/stado/registry"
 	"github.com/wisent/stado/repair"
 )
@@ -98,19 +100,46 @@ func runRepair(ctx context.Context, env *Env, o repairOptions) error {
 func newServiceRecoveriesCommand(env *Env) *ucli.Command {
 	return withShared(env, &ucli.Command{
 		Name:  "recoveries",
-		Usage: "read this machine's recovery register (~/.stado/service-recoveries.jsonl), oldest first",
-		UsageText: "stado service recoveries [--service NAME] [--json]\n\n" +
-			"Run it on the host whose recoveries you want (or through ssh): the register is per machine.\n" +
+		Usage: "read a host's recovery register (~/.stado/service-recoveries.jsonl), oldest first",
+		UsageText: "stado service recoveries [--host HOST] [--service NAME] [--json]\n\n" +
+			"Without --host, reads this machine's register. With --host, reads that target's register over its\n" +
+			"SSH channel (the read-only recoveries verb): the same rows the host reads locally.\n" +
 			"A recovery the host could not record is only in its beacon (answering.recording_refusal).\n\n" +
-			"example:\n   stado service recoveries --service skarbiec --json",
-		Flags: []ucli.Flag{&ucli.StringFlag{Name: "service", Usage: "only this service's recoveries"}},
+			"example:\n   stado service recoveries --host host2 --service skarbiec --json",
+		Flags: append([]ucli.Flag{
+			&ucli.StringFlag{Name: "service", Usage: "only this service's recoveries"},
+			hostFlag("read this target's register over SSH (default: this machine's)"),
+		}, sshFlags()...),
 		Action: func(c *ucli.Context) error {
 			if c.NArg() > 0 {
 				return usagef("service recoveries takes no arguments")
 			}
+			if host := c.String("host"); host != "" {
+				return withFleet(c, env, func(ctx context.Context, f *fleet.Fleet) error {
+					return runHostRecoveries(ctx, env, f, host, c.String("service"))
+				})
+			}
 			return runServiceRecoveries(env, c.String("service"))
 		},
 	}, true)
+}
+
+// runHostRecoveries reads host's register through its channel.
+func runHostRecoveries(ctx context.Context, env *Env, f *fleet.Fleet, host, service string) error {
+	res, err := f.Recoveries(ctx, host, service)
+	if res.Error == nil && err != nil { // refused before any host
+		return err
+	}
+	return report(env, "stado.service.recoveries", res, err, func() []string {
+		if len(res.Recoveries) == 0 {
+			return []string{fmt.Sprintf("no recoveries in %s on %s", res.File, host)}
+		}
+		var out []string
+		for _, r := range res.Recoveries {
+			out = append(out, repair.FromChannel(r).RegisterLines()...)
+		}
+		return out
+	})
 }
 
 // recoveriesDoc is the JSON form of service recoveries.

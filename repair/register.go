@@ -14,6 +14,7 @@ import (
 
 	"github.com/wisent/stado/beacon"
 	"github.com/wisent/stado/catalog"
+	"github.com/wisent/stado/channel"
 	"github.com/wisent/stado/refusal"
 	"github.com/wisent/stado/safefile"
 )
@@ -59,7 +60,7 @@ type Recovery struct {
 }
 
 // RegisterFile is the register's path under a home directory.
-const RegisterFile = ".stado/service-recoveries.jsonl"
+const RegisterFile = channel.RegisterFile
 
 // Register is the append-only recovery register of one machine, oldest
 // first. Append is safe for concurrent use by many processes (it locks a
@@ -195,4 +196,16 @@ func (r *Register) Append(rec Recovery) error {
 		return &FileError{Op: "replace", File: r.Path, Err: err}
 	}
 	return nil
+}
+
+// FromChannel is a register row read over a host's channel (the
+// recoveries verb) as a Recovery. The two types share one JSON encoding
+// (TestRegisterRowsCrossTheChannelUnchanged), so the row converts through
+// it; a row that would not is returned as far as it decoded.
+func FromChannel(r channel.Recovery) Recovery {
+	var out Recovery
+	if b, err := json.Marshal(r); err == nil {
+		_ = json.Unmarshal(b, &out)
+	}
+	return out
 }
