@@ -163,22 +163,31 @@ func socketOwners(procRoot string, ls []Listener) map[uint64]int {
 }
 
 // unitOfCgroup names the systemd unit of a /proc/PID/cgroup: the last
-// path element ending in .service (or .scope) of the unified hierarchy, or
-// of the name=systemd one on a hybrid host.
+// path element ending in .service (or .scope) of the name=systemd hierarchy
+// on a hybrid host, or else of the unified one (a systemd that runs unified
+// beside a hybrid host's name=systemd, as in a container, leaves the
+// latter at "/").
 func unitOfCgroup(data []byte) string {
-	var path string
+	var named, unified string
 	for _, line := range strings.Split(string(data), "\n") {
 		f := strings.SplitN(line, ":", 3)
 		if len(f) != 3 {
 			continue
 		}
-		if f[0] == "0" && f[1] == "" || f[1] == "name=systemd" {
-			path = f[2]
-			if f[1] == "name=systemd" {
-				break
-			}
+		switch {
+		case f[1] == "name=systemd":
+			named = f[2]
+		case f[0] == "0" && f[1] == "":
+			unified = f[2]
 		}
 	}
+	if u := unitOfPath(named); u != "" {
+		return u
+	}
+	return unitOfPath(unified)
+}
+
+func unitOfPath(path string) string {
 	parts := strings.Split(path, "/")
 	for i := len(parts) - 1; i >= 0; i-- {
 		if strings.HasSuffix(parts[i], ".service") || strings.HasSuffix(parts[i], ".scope") {

@@ -27,6 +27,7 @@ func TestUnitOfCgroup(t *testing.T) {
 		{"0::/user.slice/user-0.slice/session-4.scope\n", "session-4.scope"},           // a login
 		{"0::/system.slice/brama.service/worker\n", "brama.service"},                   // a sub-cgroup
 		{"0::/\n", ""}, // no unit
+		{"9:name=systemd:/\n1:cpu:/\n0::/system.slice/ssh.service\n", "ssh.service"}, // a unified systemd in a hybrid host's namespaces (the testbed)
 	} {
 		if got := unitOfCgroup([]byte(tc.in)); got != tc.want {
 			t.Errorf("unitOfCgroup(%q) = %q, want %q", tc.in, got, tc.want)
