@@ -120,14 +120,19 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 		}
 		return nil, fmt.Errorf("open etcd store %s: %w", cfg, scrub(err, cfg.Password))
 	}
-	return &Store{
+	st := &Store{
 		cli:      cli,
 		cfg:      cfg,
 		base:     cfg.Prefix + "/",
 		timeout:  cfg.RequestTimeout,
 		pageSize: PageSize,
 		leases:   map[string]heldLease{},
-	}, nil
+	}
+	if err := st.probe(ctx); err != nil {
+		cli.Close()
+		return nil, err
+	}
+	return st, nil
 }
 
 func loadTLS(cfg Config) (*tls.Config, error) {
@@ -229,6 +234,7 @@ func (s *Store) CompareAndSwap(ctx context.Context, key string, value []byte, ex
 			}
 			if resp.Succeeded {
 				rev = resp.Header.Revision
+				s.maybeCompact(ctx, rev)
 				return nil
 			}
 			var got int64
@@ -274,6 +280,7 @@ func (s *Store) Put(ctx context.Context, key string, value []byte, opts registry
 			resp, err := s.cli.Put(ctx, k, string(stored), put...)
 			if err == nil {
 				rev = resp.Header.Revision
+				s.maybeCompact(ctx, rev)
 			}
 			return err
 		})

@@ -44,6 +44,10 @@ type Config struct {
 	// context has no deadline of its own (retries included).
 	DialTimeout    time.Duration
 	RequestTimeout time.Duration
+	// CompactRetain is how many revisions behind the newest stado keeps
+	// when it compacts the key space (see DefaultCompactRetain); 0 leaves
+	// compaction to etcd.
+	CompactRetain int64
 }
 
 // String renders the config as a URL with the password hidden.
@@ -68,7 +72,9 @@ func (c Config) String() string {
 //
 // OPTIONS are cacert=FILE, cert=FILE, key=FILE, tls=true, user=NAME,
 // timeout=DURATION (each call, default 30s) and dial_timeout=DURATION
-// (connecting and authenticating, default 5s). The password comes from the userinfo or, when absent,
+// (connecting and authenticating, default 5s) and compact_retain=N
+// (revisions kept behind the newest when stado compacts, default 10000;
+// 0 leaves compaction to etcd). The password comes from the userinfo or, when absent,
 // from getenv(PasswordEnv); a password= option is refused so that it cannot
 // end up in shell history or process listings by way of a query string it
 // would be mistaken for. Errors name the part of the URL at fault and never
@@ -78,9 +84,13 @@ func ParseURL(raw string, getenv func(string) string) (Config, error) {
 	if !ok {
 		return Config{}, fmt.Errorf("etcd store url: want etcd://HOST:PORT[,HOST:PORT...]/PREFIX")
 	}
-	cfg := Config{DialTimeout: DefaultDialTimeout, RequestTimeout: DefaultRequestTimeout}
+	cfg := Config{DialTimeout: DefaultDialTimeout, RequestTimeout: DefaultRequestTimeout, CompactRetain: DefaultCompactRetain}
 	rest, query, _ := strings.Cut(rest, "?")
 	authority, prefix, ok := strings.Cut(rest, "/")
+	if strings.Contains(prefix, "@") || strings.Contains(query, "@") {
+		// Most likely a password holding '/' or '?': say nothing of it.
+		return Config{}, fmt.Errorf("etcd store url: '@' after the endpoints; a password holding '/', '?', '#' or '@' must be percent-encoded (%%2F, %%3F, %%23, %%40), or set %s", PasswordEnv)
+	}
 	if !ok || prefix == "" {
 		return Config{}, fmt.Errorf("etcd store url %s: no key prefix; want etcd://HOST:PORT/PREFIX, for instance etcd://127.0.0.1:2379/stado", redactRest(rest))
 	}
@@ -155,10 +165,16 @@ func ParseURL(raw string, getenv func(string) string) (Config, error) {
 				return Config{}, fmt.Errorf("etcd store url: option dial_timeout=%q: want a positive duration such as 5s", v)
 			}
 			cfg.DialTimeout = d
+		case "compact_retain":
+			n, err := strconv.ParseInt(v, 10, 64)
+			if err != nil || n < 0 {
+				return Config{}, fmt.Errorf("etcd store url: option compact_retain=%q: want a revision count, 0 to leave compaction to etcd", v)
+			}
+			cfg.CompactRetain = n
 		case "password":
 			return Config{}, fmt.Errorf("etcd store url: a password option is not accepted; set %s or put it in the userinfo", PasswordEnv)
 		default:
-			return Config{}, fmt.Errorf("etcd store url: unknown option %q (known: cacert, cert, key, tls, user, timeout, dial_timeout)", name)
+			return Config{}, fmt.Errorf("etcd store url: unknown option %q (known: cacert, cert, key, tls, user, timeout, dial_timeout, compact_retain)", name)
 		}
 	}
 	if (cfg.Cert == "") != (cfg.Key == "") {
@@ -173,8 +189,12 @@ func ParseURL(raw string, getenv func(string) string) (Config, error) {
 	return cfg, nil
 }
 
-// Redact returns a store URL with any userinfo password replaced by ***,
-// for messages and logs. Other URLs come back unchanged.
+// Redact returns a store URL fit for messages and logs: a userinfo
+// password becomes ***, and so does the value of a (refused) password=
+// option and any option stado does not know. The userinfo is taken to end at the
+// last '@' of the URL, so a password holding an unescaped '/', '?' or '@'
+// is hidden whole (a URL with '@' elsewhere loses a little more than its
+// password). Other URLs come back unchanged.
 func Redact(raw string) string {
 	scheme, rest, ok := strings.Cut(raw, "://")
 	if !ok {
@@ -184,17 +204,29 @@ func Redact(raw string) string {
 }
 
 func redactRest(rest string) string {
-	end := len(rest)
-	if i := strings.IndexAny(rest, "/?"); i >= 0 {
-		end = i
+	if at := strings.LastIndex(rest, "@"); at >= 0 {
+		user, _, hasPass := strings.Cut(rest[:at], ":")
+		if hasPass || strings.ContainsAny(user, "/?#") {
+			user, _, _ = strings.Cut(user, "/")
+			user, _, _ = strings.Cut(user, "?")
+			rest = user + ":***" + rest[at:]
+		}
 	}
-	at := strings.LastIndex(rest[:end], "@")
-	if at < 0 {
+	head, query, ok := strings.Cut(rest, "?")
+	if !ok {
 		return rest
 	}
-	user, _, hasPass := strings.Cut(rest[:at], ":")
-	if !hasPass {
-		return rest
+	var opts []string
+	for _, kv := range strings.Split(query, "&") {
+		k, _, _ := strings.Cut(kv, "=")
+		switch k {
+		case "cacert", "cert", "key", "tls", "user", "timeout", "dial_timeout", "compact_retain":
+			opts = append(opts, kv)
+		case "password":
+			opts = append(opts, "password=***")
+		default:
+			opts = append(opts, "***")
+		}
 	}
-	return user + ":***" + rest[at:]
+	return head + "?" + strings.Join(opts, "&")
 }

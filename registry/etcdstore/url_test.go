@@ -13,7 +13,7 @@ func env(vals map[string]string) func(string) string {
 }
 
 func TestParseURLReadsEveryForm(t *testing.T) {
-	base := Config{DialTimeout: DefaultDialTimeout, RequestTimeout: DefaultRequestTimeout}
+	base := Config{DialTimeout: DefaultDialTimeout, RequestTimeout: DefaultRequestTimeout, CompactRetain: DefaultCompactRetain}
 	with := func(f func(*Config)) Config { c := base; f(&c); return c }
 	for _, tc := range []struct {
 		name string
@@ -99,7 +99,7 @@ func TestRedactHidesOnlyThePassword(t *testing.T) {
 	for in, want := range map[string]string{
 		"etcd://ops:secret@127.0.0.1:2379/stado?user=ops": "etcd://ops:***@127.0.0.1:2379/stado?user=ops", // password hidden
 		"etcd://ops@127.0.0.1:2379/stado":                 "etcd://ops@127.0.0.1:2379/stado",              // nothing to hide
-		"etcd://127.0.0.1:2379/a@b":                       "etcd://127.0.0.1:2379/a@b",                    // @ in the prefix is not userinfo
+		"etcd://127.0.0.1:2379/a@b":                       "etcd://127.0.0.1:***@b",                       // @ in the prefix may end a password: hidden
 		"file:///tmp/store":                               "file:///tmp/store",                            // other schemes untouched
 	} {
 		if got := Redact(in); got != want {
