@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/wisent/stado/refusal"
@@ -11,6 +12,7 @@ import (
 	ucli "github.com/urfave/cli/v2"
 
 	"github.com/wisent/stado/beacon"
+	"github.com/wisent/stado/catalog"
 	"github.com/wisent/stado/channel"
 	"github.com/wisent/stado/repair"
 )
@@ -30,12 +32,75 @@ func staleFlag() ucli.Flag {
 // loadView joins the registry of the store the globals name with its
 // beacons, judged at env.Now.
 func loadView(ctx context.Context, env *Env, stale time.Duration) (*beacon.View, error) {
+	v, _, err := loadViewCatalog(ctx, env, stale)
+	return v, err
+}
+
+// loadViewCatalog is loadView with the store's catalog (the shipped one
+// when the store holds none), which says each row's source.
+func loadViewCatalog(ctx context.Context, env *Env, stale time.Duration) (*beacon.View, *catalog.Catalog, error) {
 	st, err := openStore(ctx, env)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	defer st.Close()
-	return beacon.LoadView(ctx, st, env.Now(), stale)
+	v, err := beacon.LoadView(ctx, st, env.Now(), stale)
+	if err != nil {
+		return nil, nil, err
+	}
+	cat, err := catalog.LoadOrShipped(ctx, st)
+	if err != nil {
+		return nil, nil, err
+	}
+	return v, cat, nil
+}
+
+// sourcedRow is a row with the source its unit is managed from: registry,
+// recovery (the fixed list the host repair step restarts, declared or not)
+// or product (an undeclared unit a catalog product names); empty for an
+// undeclared unit nothing names.
+type sourcedRow struct {
+	beacon.Row
+	Source string `json:"source,omitempty"`
+}
+
+func withSources(cat *catalog.Catalog, rows []beacon.Row, declared bool) []sourcedRow {
+	out := make([]sourcedRow, 0, len(rows))
+	for _, r := range rows {
+		out = append(out, sourcedRow{Row: r, Source: cat.SourceOf(r.Unit, declared)})
+	}
+	return out
+}
+
+// sourcedTable is beacon.RowsTable with a SOURCE column before DETAIL.
+func sourcedTable(rs []sourcedRow, undeclared bool) ([]string, [][]string) {
+	plain := make([]beacon.Row, len(rs))
+	for i, r := range rs {
+		plain[i] = r.Row
+	}
+	header, rows := beacon.RowsTable(plain, undeclared)
+	at := len(header) - 1 // before DETAIL
+	header = slices.Insert(header, at, "SOURCE")
+	for i := range rows {
+		rows[i] = slices.Insert(rows[i], at, cmp.Or(rs[i].Source, "-"))
+	}
+	return header, rows
+}
+
+// addresses reports whether name addresses the row: its declaration's name
+// or unit, or the catalog entry name selects (a product by its name or any
+// of its unit identities, else a recovery list entry), so `stado`,
+// `stado.service` and `com.wisent.stado` read the same rows.
+func addresses(cat *catalog.Catalog, name string, r beacon.Row) bool {
+	if r.Unit == name || (r.Service != "" && r.Service == name) {
+		return true
+	}
+	p, ok := cat.Entry(name)
+	if !ok {
+		return false
+	}
+	return (r.Product != "" && r.Product == p.Name) || (r.Service != "" && r.Service == p.Name) ||
+		(r.Unit != "" && (r.Unit == p.Units.Systemd || r.Unit == p.Units.Launchd))
 }
 
 // listOptions are the flags of service list.
@@ -70,26 +135,23 @@ func newServiceListCommand(env *Env) *ucli.Command {
 type serviceListDoc struct {
 	RegistryRevision int64        `json:"registry_revision"`
 	At               time.Time    `json:"at"`
-	Services         []beacon.Row `json:"services"`
+	Services         []sourcedRow `json:"services"`
 }
 
 func runServiceList(ctx context.Context, env *Env, o listOptions) error {
-	v, err := loadView(ctx, env, o.StaleAfter)
+	v, cat, err := loadViewCatalog(ctx, env, o.StaleAfter)
 	if err != nil {
 		return err
 	}
 	if _, declared := v.Document.Target(o.Host); o.Host != "" && !declared && v.Beacons[o.Host] == nil {
 		return refuse(refusal.NotFound, "no host %q in the registry or the beacons", o.Host)
 	}
-	doc := serviceListDoc{RegistryRevision: v.Meta.Revision, At: v.Now.UTC(), Services: v.Rows(o.Host)}
+	doc := serviceListDoc{RegistryRevision: v.Meta.Revision, At: v.Now.UTC(), Services: withSources(cat, v.Rows(o.Host), true)}
 	kind := "stado.service.list"
 	if o.Undeclared {
-		doc.Services, kind = v.Undeclared(o.Host), "stado.service.undeclared"
+		doc.Services, kind = withSources(cat, v.Undeclared(o.Host), false), "stado.service.undeclared"
 	}
-	if doc.Services == nil {
-		doc.Services = []beacon.Row{}
-	}
-	return emit(env, kind, doc, func(t *text) { t.table(beacon.RowsTable(doc.Services, o.Undeclared)) })
+	return emit(env, kind, doc, func(t *text) { t.table(sourcedTable(doc.Services, o.Undeclared)) })
 }
 
 // statusOptions are the flags of service status.
@@ -125,7 +187,7 @@ func newServiceStatusCommand(env *Env) *ucli.Command {
 
 // statusEntry is one host's status of the service.
 type statusEntry struct {
-	beacon.Row
+	sourcedRow
 	Logs     []string `json:"logs,omitempty"`
 	LogsRead string   `json:"logs_refusal,omitempty"`
 	LogsHint string   `json:"logs_command,omitempty"`
@@ -141,16 +203,16 @@ func runServiceStatus(ctx context.Context, env *Env, o statusOptions) error {
 	if o.Lines < 0 || o.Lines > 10000 {
 		return usagef("--lines must be between 1 and 10000")
 	}
-	v, err := loadView(ctx, env, o.StaleAfter)
+	v, cat, err := loadViewCatalog(ctx, env, o.StaleAfter)
 	if err != nil {
 		return err
 	}
 	doc := serviceStatusDoc{Service: o.Name}
-	for _, r := range v.Rows(o.Host) {
-		if r.Service != o.Name && r.Unit != o.Name {
+	for _, r := range withSources(cat, v.Rows(o.Host), true) {
+		if !addresses(cat, o.Name, r.Row) {
 			continue
 		}
-		e := statusEntry{Row: r, LogsHint: fmt.Sprintf("stado service logs %s --host %s --lines 100", r.Service, r.Host)}
+		e := statusEntry{sourcedRow: r, LogsHint: fmt.Sprintf("stado service logs %s --host %s --lines 100", r.Service, r.Host)}
 		if o.Lines > 0 { // the row comes from this declaration
 			t, _ := v.Document.Target(r.Host)
 			s, _ := t.Service(r.Service)
@@ -159,6 +221,18 @@ func runServiceStatus(ctx context.Context, env *Env, o statusOptions) error {
 			}
 		}
 		doc.Hosts = append(doc.Hosts, e)
+	}
+	if len(doc.Hosts) == 0 {
+		// no declaration: a catalog entry's unit the beacons see loaded
+		// (source product or recovery), addressable without a record
+		for _, r := range withSources(cat, v.Undeclared(o.Host), false) {
+			if r.Source != "" && addresses(cat, o.Name, r.Row) {
+				if p, ok := cat.Entry(o.Name); ok {
+					r.Service = p.Name
+				}
+				doc.Hosts = append(doc.Hosts, statusEntry{sourcedRow: r, LogsHint: fmt.Sprintf("stado service logs %s --host %s --lines 100", o.Name, r.Host)})
+			}
+		}
 	}
 	if len(doc.Hosts) == 0 {
 		return &Refusal{Code: refusal.NotFound, Message: fmt.Sprintf("%s is not a registry-managed service on %s", o.Name, cmp.Or(o.Host, "any host")),
@@ -177,7 +251,9 @@ func runServiceStatus(ctx context.Context, env *Env, o statusOptions) error {
 // statusText writes one host's status: the row, the recovery its answering
 // carries, then its log lines or the command that reads them.
 func statusText(t *text, e statusEntry, lines int) {
-	t.lines(e.Row.Lines())
+	rowLines := e.Row.Lines()
+	rowLines = slices.Insert(rowLines, 1, "  source: "+cmp.Or(e.Source, "-"))
+	t.lines(rowLines)
 	if a := e.Answering; a != nil {
 		t.indented("    ", repair.BeaconLines(a.Recovery))
 	}

@@ -78,7 +78,7 @@ func (f *Fleet) Ensure(ctx context.Context, o EnsureOptions, each func(EnsureOut
 	var plans []ensurePlan
 	if o.All {
 		for _, t := range f.Doc.Targets {
-			if s, ok := t.Service(o.Name); ok {
+			if s, ok := declaredAs(f.Catalog, t, o.Name); ok {
 				plans = append(plans, planDeclared(t, *s))
 			}
 		}
@@ -117,18 +117,26 @@ func planDeclared(t registry.Target, s registry.Service) ensurePlan {
 	return p
 }
 
-// planEnsure finds what to ensure on t: its declaration, else the catalog
-// product's, with the product's required environment present.
+// planEnsure finds what to ensure on t: its declaration (by name, unit, or
+// the catalog product the name selects), else the catalog product's, with
+// the product's required environment present. A product's name and each of
+// its unit identities select the same product, so `stado.service` ensures
+// the stado product (the host process, which ensure may restart but never
+// stops). Only a name that selects nothing but a recovery list entry (such
+// as stado-host) is refused with recovery_unit: that entry is kept by the
+// host repair step, not by a declaration.
 func planEnsure(cat *catalog.Catalog, t registry.Target, o EnsureOptions) ensurePlan {
-	if s, ok := t.Service(o.Name); ok {
+	if s, ok := declaredAs(cat, t, o.Name); ok {
 		return planDeclared(t, *s)
 	}
 	p := ensurePlan{target: t, fromCatalog: true}
-	if _, ok := cat.RecoveryEntry(o.Name); ok {
-		p.refused = refusal.New(refusal.RecoveryUnit, "%s is on the fixed recovery list, managed by the host repair step, not by a declaration", o.Name)
+	product, ok := cat.Lookup(o.Name)
+	if rec, isRecovery := cat.RecoveryEntry(o.Name); !ok && isRecovery {
+		p.refused = &refusal.Error{Code: refusal.RecoveryUnit,
+			Message: fmt.Sprintf("%s is on the fixed recovery list, kept running by the host repair step, not by a declaration", rec.Name),
+			Hint:    "stado service ensure stado --host " + t.Name + " installs the host process from its product"}
 		return p
 	}
-	product, ok := cat.Lookup(o.Name)
 	if !ok {
 		p.refused = &refusal.Error{Code: refusal.NotFound, Message: fmt.Sprintf("%s is neither declared on %s nor a catalog product", o.Name, t.Name),
 			Hint: "stado catalog show lists the products; stado service adopt UNIT records a unit the host already runs"}

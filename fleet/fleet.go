@@ -89,7 +89,7 @@ func (f *Fleet) Declared(host, name string) (registry.Target, registry.Service, 
 	if err != nil {
 		return t, registry.Service{}, err
 	}
-	s, ok := t.Service(name)
+	s, ok := declaredAs(f.Catalog, t, name) // name, unit, or the product it selects (sources.go)
 	if !ok {
 		return t, registry.Service{}, NotManaged(name, host)
 	}
@@ -102,7 +102,7 @@ func (f *Fleet) declaring(name string, hosts []string) ([]registry.Target, map[s
 	decl := map[string]registry.Service{}
 	var targets []registry.Target
 	add := func(t registry.Target) bool {
-		s, ok := t.Service(name)
+		s, ok := declaredAs(f.Catalog, t, name) // name, unit, or the product it selects (sources.go)
 		if ok {
 			targets = append(targets, t)
 			decl[t.Name] = *s

@@ -3,6 +3,7 @@ package fleet
 import (
 	"context"
 
+	"github.com/wisent/stado/catalog"
 	"github.com/wisent/stado/channel"
 	"github.com/wisent/stado/refusal"
 	"github.com/wisent/stado/registry"
@@ -85,10 +86,10 @@ func (f *Fleet) Logs(ctx context.Context, name, host string, lines int) (LogsRes
 		return res, err
 	}
 	var svc registry.Service
-	if s, ok := t.Service(name); ok {
+	if s, ok := declaredAs(f.Catalog, t, name); ok { // sources.go
 		svc = *s
 	} else {
-		p, found := f.Catalog.Lookup(name)
+		p, found := catalog.OrShipped(f.Catalog).Entry(name)
 		if !found || p.Units.For(t.OS) == "" {
 			return res, NotManaged(name, t.Name)
 		}

@@ -31,11 +31,15 @@ type WithdrawResult struct {
 
 // Retire stops the declared unit, removes it from its host (one channel
 // call) and withdraws its declaration. A name no declaration covers is
-// refused with not_found.
+// refused with not_found; a unit on the fixed recovery list (the host
+// process itself) with recovery_unit, before any host is reached.
 func (f *Fleet) Retire(ctx context.Context, o WithdrawOptions) (WithdrawResult, error) {
 	res := WithdrawResult{Host: o.Host, DryRun: o.DryRun}
 	t, s, err := f.Declared(o.Host, o.Name)
 	if err != nil {
+		return res, err
+	}
+	if err := refuseRecoveryUnit(f.Catalog, "retire", o.Name, s); err != nil {
 		return res, err
 	}
 	res.Service = s
@@ -67,11 +71,15 @@ func (f *Fleet) Retire(ctx context.Context, o WithdrawOptions) (WithdrawResult, 
 }
 
 // Remove withdraws a declaration and leaves the host untouched: no channel
-// call. A declaration that is not there is refused with not_found.
+// call. A declaration that is not there is refused with not_found; one of a
+// unit on the fixed recovery list with recovery_unit.
 func (f *Fleet) Remove(ctx context.Context, o WithdrawOptions) (WithdrawResult, error) {
 	res := WithdrawResult{Host: o.Host, DryRun: o.DryRun}
 	t, s, err := f.Declared(o.Host, o.Name)
 	if err != nil {
+		return res, err
+	}
+	if err := refuseRecoveryUnit(f.Catalog, "remove", o.Name, s); err != nil {
 		return res, err
 	}
 	res.Service = s
