@@ -47,6 +47,10 @@ type Answerer struct {
 	// Now is the clock; nil means time.Now.
 	Now    func() time.Time
 	Logger *slog.Logger
+	// Incomplete alerts this host's incomplete declarations on every pass
+	// the answerer contributes to; nil means one with the answerer's
+	// Alerter and clock and the default reminder interval.
+	Incomplete *IncompleteAlerts
 
 	once    sync.Once
 	mu      sync.Mutex
@@ -95,6 +99,9 @@ func (a *Answerer) init() {
 	a.once.Do(func() {
 		a.states = map[string]*serviceState{}
 		a.ctx, a.cancel = context.WithCancel(context.Background())
+		if a.Incomplete == nil {
+			a.Incomplete = &IncompleteAlerts{Alerter: a.Alerter, Now: a.Now}
+		}
 	})
 }
 
@@ -139,10 +146,17 @@ func (a *Answerer) Close() {
 	}
 	a.mu.Unlock()
 	a.running.Wait()
+	a.Incomplete.Idle()
 }
 
-// Idle waits until no recovery runs (tests and shutdown use it).
-func (a *Answerer) Idle() { a.running.Wait() }
+// Idle waits until no recovery and no alert runs (tests and shutdown use
+// it).
+func (a *Answerer) Idle() {
+	a.running.Wait()
+	if a.Incomplete != nil {
+		a.Incomplete.Idle()
+	}
+}
 
 func (st *serviceState) forget() {
 	if st.probe != nil {
@@ -152,9 +166,11 @@ func (st *serviceState) forget() {
 }
 
 // Contribute implements beacon.Contributor: one reading per declared
-// service of this host whose product declares an answering question.
-func (a *Answerer) Contribute(_ context.Context, p *beacon.Pass) {
+// service of this host whose product declares an answering question, and
+// the alerts of its incomplete declarations (IncompleteAlerts).
+func (a *Answerer) Contribute(ctx context.Context, p *beacon.Pass) {
 	a.init()
+	a.Incomplete.Contribute(a.ctx, p)
 	cat := catalog.OrShipped(a.Catalog)
 	now := a.now().UTC()
 	seen := map[string]bool{}

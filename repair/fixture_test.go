@@ -289,7 +289,7 @@ func (r *rig) add(name, product, mode string) *fixture {
 	r.mgr.fixtures[unit] = f
 	r.mgr.mu.Unlock()
 	r.doc.Directory = append(r.doc.Directory, registry.DirectoryEntry{Service: name, Host: rigHost, Port: f.port})
-	r.doc.Targets[0].Services = append(r.doc.Targets[0].Services, registry.Service{Name: name, Unit: unit, Product: product})
+	r.doc.Targets[0].Services = append(r.doc.Targets[0].Services, registry.Service{Name: name, Unit: unit, Product: product, Program: "/usr/local/bin/" + name})
 	return f
 }
 
