@@ -5,6 +5,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"strconv"
+	"unicode"
+	"unicode/utf8"
 )
 
 // The printer layer. A command builds its result and hands it to emit once:
@@ -51,23 +54,51 @@ func withKind(kind string, doc any) ([]byte, error) {
 
 // text is the human form of a result: lines and aligned tables, sized to
 // the terminal. It keeps the first write error.
+//
+// Text carries words from hosts and services (beacon sentences, stderr
+// lines, answer bodies, unit names, refusal messages) that a terminal must
+// not obey: every value it prints is escaped (escapeText), so no value can
+// move the cursor, clear the screen or start a line of its own. The JSON
+// form is never escaped: it carries each value exactly.
 type text struct {
 	w     io.Writer
 	width int
 	err   error
 }
 
+// Write is the last guard: control characters other than the newline and
+// tab the layer itself writes are escaped.
 func (t *text) Write(p []byte) (int, error) {
 	if t.err != nil {
 		return 0, t.err
 	}
-	n, err := t.w.Write(p)
+	q := p
+	if needsEscape(string(p), true) {
+		q = []byte(escapeWith(string(p), true))
+	}
+	_, err := t.w.Write(q)
 	t.err = err
-	return n, err
+	if err != nil {
+		return 0, err
+	}
+	return len(p), nil
 }
 
-// f writes one formatted piece of text.
-func (t *text) f(format string, args ...any) { fmt.Fprintf(t, format, args...) }
+// f writes one formatted piece of text; every string, error or Stringer
+// argument is escaped, so only the format itself starts lines.
+func (t *text) f(format string, args ...any) {
+	for i, a := range args {
+		switch v := a.(type) {
+		case string:
+			args[i] = escapeText(v)
+		case error:
+			args[i] = escapeText(v.Error())
+		case fmt.Stringer:
+			args[i] = escapeText(v.String())
+		}
+	}
+	fmt.Fprintf(t, format, args...)
+}
 
 // lines writes each line of a result's text form.
 func (t *text) lines(ls []string) { t.indented("", ls) }
@@ -81,3 +112,70 @@ func (t *text) indented(indent string, ls []string) {
 
 // table writes rows under header in aligned columns (table.go).
 func (t *text) table(header []string, rows [][]string) { printTable(t, t.width, header, rows) }
+
+// escapeText makes s safe to print on a terminal as one line: newlines,
+// carriage returns, tabs, every other control character (C0, DEL, C1),
+// bidirectional and other format characters, and bytes that are not UTF-8
+// are written as Go escapes (\n, \x1b, \u202e). Printable text, non-ASCII
+// letters included, is left as it is.
+func escapeText(s string) string {
+	if !needsEscape(s, false) {
+		return s
+	}
+	return escapeWith(s, false)
+}
+
+// needsEscape reports whether escapeWith would change s; layout keeps the
+// newline and the tab.
+func needsEscape(s string, layout bool) bool {
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c >= 0x80 {
+			return needsEscapeSlow(s[i:], layout)
+		}
+		if (c < 0x20 || c == 0x7f) && !(layout && (c == '\n' || c == '\t')) {
+			return true
+		}
+	}
+	return false
+}
+
+func needsEscapeSlow(s string, layout bool) bool {
+	for len(s) > 0 {
+		r, n := utf8.DecodeRuneInString(s)
+		if r == utf8.RuneError && n == 1 || unsafeRune(r, layout) {
+			return true
+		}
+		s = s[n:]
+	}
+	return false
+}
+
+func escapeWith(s string, layout bool) string {
+	const hex = "0123456789abcdef"
+	b := make([]byte, 0, len(s)+16)
+	for len(s) > 0 {
+		r, n := utf8.DecodeRuneInString(s)
+		switch {
+		case r == utf8.RuneError && n == 1:
+			b = append(b, '\\', 'x', hex[s[0]>>4], hex[s[0]&15])
+		case unsafeRune(r, layout):
+			q := strconv.QuoteRuneToASCII(r)
+			b = append(b, q[1:len(q)-1]...)
+		default:
+			b = append(b, s[:n]...)
+		}
+		s = s[n:]
+	}
+	return string(b)
+}
+
+// unsafeRune: control characters and format characters (bidirectional
+// overrides, zero-width joiners), which a terminal obeys or hides; layout
+// keeps the newline and the tab.
+func unsafeRune(r rune, layout bool) bool {
+	if layout && (r == '\n' || r == '\t') {
+		return false
+	}
+	return unicode.IsControl(r) || unicode.Is(unicode.Cf, r)
+}

@@ -28,7 +28,10 @@ func terminalWidth(env *Env) int {
 
 // printTable writes rows under header in aligned columns; with a width,
 // the last column is cut to fit it (at least 10 characters are kept).
+//
+// Every cell is escaped (escapeText): a cell is one line, whatever it holds.
 func printTable(w io.Writer, width int, header []string, rows [][]string) {
+	header, rows = escapeCells(header), escapeRows(rows)
 	widths := make([]int, len(header))
 	for _, r := range append([][]string{header}, rows...) {
 		for i := 0; i < len(widths)-1 && i < len(r); i++ {
@@ -53,4 +56,20 @@ func cell(r []string, i int) string {
 		return r[i]
 	}
 	return ""
+}
+
+func escapeCells(r []string) []string {
+	out := make([]string, len(r))
+	for i, c := range r {
+		out[i] = escapeText(c)
+	}
+	return out
+}
+
+func escapeRows(rows [][]string) [][]string {
+	out := make([][]string, len(rows))
+	for i, r := range rows {
+		out[i] = escapeCells(r)
+	}
+	return out
 }

@@ -1,0 +1,82 @@
+package cli
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"strings"
+	"testing"
+)
+
+// Hostile text from hosts and services (an escape sequence that clears the
+// screen, a newline that forges a table row) is escaped on every text path
+// of the printer layer; JSON keeps every value exactly.
+func TestHostileTextIsEscapedInTextAndExactInJSON(t *testing.T) {
+	for _, tc := range []struct {
+		name, in, want string
+	}{
+		// clear screen and home the cursor
+		{"escape sequence", "ok\x1b[2J\x1b[H", `ok\x1b[2J\x1b[H`},
+		// a newline forging a second row
+		{"newline", "503 busy\nh2  brama  active", `503 busy\nh2  brama  active`},
+		// a carriage return overwriting the line
+		{"carriage return", "failed\rACTIVE", `failed\rACTIVE`},
+		// a bidirectional override reversing what follows
+		{"bidi override", "unit\u202eecivres", `unit\u202eecivres`},
+		// a C1 control (CSI as one code point)
+		{"C1 control", "x\u009b2J", `x\u009b2J`},
+		// bytes that are not UTF-8
+		{"invalid UTF-8", "a\xffb", `a\xffb`},
+		// a bell and a backspace
+		{"bell and backspace", "a\a\bb", `a\a\bb`},
+		// ordinary non-ASCII letters stay as they are
+		{"letters", "zażółć gęślą jaźń", "zażółć gęślą jaźń"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := escapeText(tc.in); got != tc.want {
+				t.Errorf("escapeText = %q, want %q", got, tc.want)
+			}
+			// a formatted line
+			var out bytes.Buffer
+			tx := &text{w: &out}
+			tx.f("sentence: %s; cause: %v\n", tc.in, errors.New(tc.in))
+			if want := "sentence: " + tc.want + "; cause: " + tc.want + "\n"; out.String() != want {
+				t.Errorf("f wrote %q, want %q", out.String(), want)
+			}
+			// lines and a table
+			out.Reset()
+			tx.lines([]string{tc.in})
+			tx.table([]string{"HOST", "DETAIL"}, [][]string{{tc.in, tc.in}})
+			if n := strings.Count(out.String(), "\n"); n != 3 {
+				t.Errorf("lines and a two-row table wrote %d lines: %q", n, out.String())
+			}
+			if strings.ContainsAny(out.String(), "\x1b\r\a\b\u009b\u202e") {
+				t.Errorf("control characters reached the terminal: %q", out.String())
+			}
+			// a raw write through the text layer
+			out.Reset()
+			tx.Write([]byte(tc.in + "\n"))
+			if strings.ContainsAny(out.String(), "\x1b\r\a\b\u009b\u202e") {
+				t.Errorf("raw write let control characters through: %q", out.String())
+			}
+			// a final error
+			var stderr bytes.Buffer
+			printError(&Env{Stderr: &stderr}, errors.New(tc.in), 1, "x")
+			if strings.ContainsAny(stderr.String(), "\x1b\r\a\b\u009b\u202e") {
+				t.Errorf("error message let control characters through: %q", stderr.String())
+			}
+			// JSON carries the value exactly
+			var stdout bytes.Buffer
+			if err := emit(&Env{Stdout: &stdout, JSON: true}, "k", map[string]string{"v": tc.in}, nil); err != nil {
+				t.Fatal(err)
+			}
+			var back map[string]string
+			if err := json.Unmarshal(stdout.Bytes(), &back); err != nil {
+				t.Fatal(err)
+			}
+			if want := strings.ToValidUTF8(tc.in, "\ufffd"); back["v"] != want {
+				t.Errorf("JSON carried %q, want %q", back["v"], want)
+			}
+		})
+	}
+}
