@@ -26,7 +26,7 @@ func TestShippedDataIsValidByTheSiteRules(t *testing.T) {
 			t.Errorf("%s: every shipped product runs on linux and darwin", p.Name)
 		}
 	}
-	want := []string{"brama", "brama-grant-sync", "oarbank-agent", "skarbiec", "stado"}
+	want := []string{"brama", "brama-grant-sync", "oarbank-agent", "skarbiec", "stado", "stado-autonomy"}
 	if !slices.Equal(names, want) {
 		t.Fatalf("products %v, want %v (sorted)", names, want)
 	}

@@ -62,8 +62,8 @@ func TestCatalogShowListsEveryProductAndTheRecoveryList(t *testing.T) {
 			t.Errorf("output lacks %q:\n%s", want, out)
 		}
 	}
-	if lines := strings.Count(out, "\n"); lines != 1+5+1+2 {
-		t.Errorf("%d lines, want header, 5 products, 1 recovery row, blank and footer:\n%s", lines, out)
+	if lines := strings.Count(out, "\n"); lines != 1+6+1+2 {
+		t.Errorf("%d lines, want header, 6 products, 1 recovery row, blank and footer:\n%s", lines, out)
 	}
 }
 
