@@ -3,7 +3,6 @@ package beacon
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"sort"
 	"strings"
@@ -28,15 +27,19 @@ type View struct {
 }
 
 // LoadView reads the registry and every beacon from st. A store without a
-// registry yields an empty document, not an error.
+// registry is an error wrapping registry.ErrNotFound: a failed or mistaken
+// read never shows as a fleet with nothing declared. The stored document
+// is validated as a push validates it, because the store can be changed
+// behind stado's back: an invalid one is an error wrapping the
+// *registry.ValidationError, and nothing of it is shown.
 func LoadView(ctx context.Context, st registry.Store, now time.Time, staleAfter time.Duration) (*View, error) {
 	v := &View{Beacons: map[string]*Beacon{}, Unreadable: map[string]string{}, Now: now, StaleAfter: staleAfter}
 	doc, meta, err := registry.Load(ctx, st)
-	switch {
-	case errors.Is(err, registry.ErrNotFound):
-		doc = &registry.Document{Version: 1}
-	case err != nil:
+	if err != nil {
 		return nil, fmt.Errorf("read registry: %w", err)
+	}
+	if err := registry.Validate(doc); err != nil {
+		return nil, fmt.Errorf("the registry stored at revision %d is invalid (was it changed outside stado?): %w", meta.Revision, err)
 	}
 	v.Document, v.Meta = doc, meta
 	objs, err := st.List(ctx, registry.BeaconPrefix)

@@ -47,7 +47,7 @@ func TestStoreFlagAfterTheCommandNameWins(t *testing.T) {
 		}
 		return ""
 	}
-	if code := Run(t.Context(), e, []string{"stado", "--store", "file:///nonexistent-first", "service", "list", "--store", "file://" + dir, "--json"}); code != 0 {
+	if code := Run(t.Context(), e, []string{"stado", "--store", "file:///nonexistent-first", "registry", "history", "--store", "file://" + dir, "--json"}); code != 0 {
 		t.Fatalf("exit %d: %s", code, errOut.String())
 	}
 	if e.StoreURL != "file://"+dir {
@@ -83,7 +83,7 @@ func TestStoreURLFileNamesTheDefaultStore(t *testing.T) {
 		}
 		return ""
 	}
-	if code := Run(t.Context(), e, []string{"stado", "service", "list", "--json"}); code != 0 {
+	if code := Run(t.Context(), e, []string{"stado", "registry", "history", "--json"}); code != 0 {
 		t.Fatalf("exit %d: %s", code, errOut.String())
 	}
 	if e.StoreURL != "file://"+dir {

@@ -46,7 +46,7 @@ func loadViewCatalog(ctx context.Context, env *Env, stale time.Duration) (*beaco
 	defer st.Close()
 	v, err := beacon.LoadView(ctx, st, env.Now(), stale)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, viewRefusal(env, err)
 	}
 	cat, err := catalog.LoadOrShipped(ctx, st)
 	if err != nil {
