@@ -50,6 +50,10 @@ type UnitSettings struct {
 	// the unit's environment ("$$" is then a literal '$'), as systemd does
 	// in ExecStart=; false renders every '$' literally. systemd only.
 	ExpandEnv bool `yaml:"expand_env,omitempty" json:"expand_env,omitempty"`
+	// ExecStartPrefix is systemd's prefix of ExecStart= as written: '-'
+	// (a failing exit is not a failure) and/or one of '+', '!', '!!'
+	// (privileges), such as "-" or "!!".
+	ExecStartPrefix string `yaml:"exec_start_prefix,omitempty" json:"exec_start_prefix,omitempty"`
 	// ExecStartPre, ExecStartPost, ExecReload, ExecStop and ExecStopPost
 	// hold systemd command lines as written, prefixes included.
 	ExecStartPre  []string `yaml:"exec_start_pre,omitempty" json:"exec_start_pre,omitempty"`

@@ -77,6 +77,12 @@ func (v *validator) unitSettings(s *Service, os, p string) {
 		v.add(p+".type", "must be simple, exec, forking, oneshot, dbus, notify, notify-reload or idle, got %q", u.Type)
 	}
 	linuxOnly("expand_env", u.ExpandEnv)
+	switch strings.TrimPrefix(u.ExecStartPrefix, "-") {
+	case "", "+", "!", "!!":
+		linuxOnly("exec_start_prefix", u.ExecStartPrefix != "")
+	default:
+		v.add(p+".exec_start_prefix", "must be '-' and/or one of '+', '!', '!!', got %q", u.ExecStartPrefix)
+	}
 	for _, f := range []struct {
 		name  string
 		lines []string
@@ -142,7 +148,7 @@ func (v *validator) unitSettings(s *Service, os, p string) {
 	darwinOnly("abandon_process_group", u.AbandonProcessGroup)
 	linuxOnly("systemd_keys", len(u.SystemdKeys) > 0)
 	for i, k := range u.SystemdKeys {
-		v.systemdKey(k, at(p, "systemd_keys", i))
+		v.systemdKey(s, k, at(p, "systemd_keys", i))
 	}
 	darwinOnly("launchd_keys", len(u.LaunchdKeys) > 0)
 	keys := make([]string, 0, len(u.LaunchdKeys))
@@ -155,8 +161,8 @@ func (v *validator) unitSettings(s *Service, os, p string) {
 		switch {
 		case !grammar(k, anyAlnum, anyAlnum, 128):
 			v.add(kp, "%q is not a launchd key (letters and digits)", k)
-		case LaunchdKeyNames[k] != "":
-			v.add(kp, "is rendered from field %s; set that field instead", LaunchdKeyNames[k])
+		case LaunchdKeyNames[k] != "" && fieldSet(s, LaunchdKeyNames[k], k):
+			v.add(kp, "is also rendered from field %s; keep one of them", LaunchdKeyNames[k])
 		}
 		if msg := plistValueProblem(u.LaunchdKeys[k]); msg != "" {
 			v.add(kp, "%s", msg)
@@ -191,7 +197,7 @@ func commandLineProblem(l string) string {
 	return ""
 }
 
-func (v *validator) systemdKey(k UnitKey, p string) {
+func (v *validator) systemdKey(s *Service, k UnitKey, p string) {
 	switch k.Section {
 	case "Unit", "Service", "Install":
 	default:
@@ -200,10 +206,12 @@ func (v *validator) systemdKey(k UnitKey, p string) {
 	switch {
 	case !grammar(k.Key, anyAlnum, anyAlnumDsh, 128):
 		v.add(p+".key", "%q is not a systemd directive (letters, digits, '-')", k.Key)
-	case SystemdKeyNames[k.Key] != "" && !(k.Section == "Service" && (k.Key == "StartLimitBurst")):
+	case k.Key == "ExecStart":
 		v.add(p+".key", "%s is rendered from field %s; set that field instead", k.Key, SystemdKeyNames[k.Key])
-	case strings.HasPrefix(k.Key, "Limit") && limitByDirective(k.Key) != "":
-		v.add(p+".key", "%s is rendered from field limits.%s; set that field instead", k.Key, limitByDirective(k.Key))
+	case SystemdKeyNames[k.Key] != "" && fieldSet(s, SystemdKeyNames[k.Key], k.Key):
+		v.add(p+".key", "%s is also rendered from field %s; keep one of them", k.Key, SystemdKeyNames[k.Key])
+	case strings.HasPrefix(k.Key, "Limit") && limitByDirective(k.Key) != "" && s.Limits[limitByDirective(k.Key)] != (Limit{}):
+		v.add(p+".key", "%s is also rendered from field limits.%s; keep one of them", k.Key, limitByDirective(k.Key))
 	}
 	if msg := textProblem(k.Value); msg != "" {
 		v.add(p+".value", "%s", msg)
@@ -358,4 +366,70 @@ func plistValueProblem(x string) string {
 		return "holds a declaration or comment; give the value alone"
 	}
 	return ""
+}
+
+// fieldSet reports whether the typed field named field (as in
+// SystemdKeyNames and LaunchdKeyNames) is set on s, so a kept key that
+// renders the same directive would set it twice. key tells the launchd keys
+// of one field apart.
+func fieldSet(s *Service, field, key string) bool {
+	u := &s.UnitSettings
+	switch field {
+	case "description":
+		return u.Description != ""
+	case "working_directory":
+		return u.WorkingDirectory != ""
+	case "user":
+		return u.User != ""
+	case "group":
+		return u.Group != ""
+	case "umask":
+		return u.UMask != ""
+	case "stdout_path":
+		return u.StdoutPath != ""
+	case "stderr_path":
+		return u.StderrPath != ""
+	case "restart":
+		return u.Restart != ""
+	case "keep_alive":
+		return s.KeepAlive != nil || u.Restart != ""
+	case "restart_sec":
+		return u.RestartSec != ""
+	case "start_limit_interval_sec":
+		return u.StartLimitIntervalSec != ""
+	case "start_limit_burst":
+		return u.StartLimitBurst != nil
+	case "type":
+		return u.Type != ""
+	case "pid_file":
+		return u.PIDFile != ""
+	case "nice":
+		return u.Nice != nil
+	case "process_type":
+		return u.ProcessType != ""
+	case "io_scheduling_class":
+		return u.IOSchedulingClass != ""
+	case "io_scheduling_priority":
+		return u.IOSchedulingPriority != nil
+	case "kill_mode":
+		return u.KillMode != ""
+	case "delegate":
+		return u.Delegate != nil
+	case "timeout_stop_sec":
+		return u.TimeoutStopSec != ""
+	case "abandon_process_group":
+		return u.AbandonProcessGroup
+	case "limits":
+		for name, l := range u.Limits {
+			if ks := LimitNames[name]; (key == "SoftResourceLimits" && l.Soft != "") || (key == "HardResourceLimits" && l.Hard != "") || ks[0] == key {
+				return true
+			}
+		}
+		return false
+	case "env":
+		// Environment= lines kept verbatim add to the declared env.
+		return false
+	}
+	// Lists, program and unit are always rendered from their fields.
+	return true
 }

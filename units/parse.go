@@ -2,27 +2,80 @@ package units
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"path/filepath"
+	"strconv"
+	"strings"
 
 	"github.com/wisent/stado/registry"
 )
 
 // Parsed is what reading an existing unit yields: the declaration adopt
 // would record, and whether it is complete. A complete declaration renders
-// back to a unit that runs the same program with the same arguments and
-// environment under the same restart policy. An incomplete one carries only
-// name, unit identity and scope, with Reason saying exactly what a
-// declaration cannot represent.
+// back to a unit equivalent to the one read (docs/units.md lists the
+// normalisations). An incomplete one carries only name, unit identity, path
+// and scope; Blockers then names every assignment that keeps the unit from
+// being reinstalled from a document, and Reason joins them in one sentence.
 type Parsed struct {
 	Service  registry.Service `json:"service"`
 	Complete bool             `json:"complete"`
 	Reason   string           `json:"reason,omitempty"`
+	Blockers []Blocker        `json:"blockers,omitempty"`
+	// Env is the environment the unit gives its program, complete or not
+	// (what service env reports).
+	Env map[string]string `json:"-"`
+	// ScopeGuess says the scope was not read from the unit's directory but
+	// assumed; empty when the directory said it.
+	ScopeGuess string `json:"scope_guess,omitempty"`
 }
 
-// incomplete turns p into a path-only declaration with reason.
-func (p *Parsed) incomplete(format string, args ...any) {
-	reason := fmt.Sprintf(format, args...)
+// Blocker is one thing that keeps a unit from being adopted complete.
+type Blocker struct {
+	// Key is the directive or property-list key ("ExecStart", "Sockets"),
+	// a section ("[Socket]"), or "unit" for the kind of unit.
+	Key string `json:"key"`
+	// File is the unit file's or drop-in's name ("ssh.service",
+	// "ssh.service.d/override.conf"); Line is 1-based, 0 when unknown.
+	File   string `json:"file"`
+	Line   int    `json:"line,omitempty"`
+	Reason string `json:"reason"`
+	// Fix says what would make the unit adoptable.
+	Fix string `json:"fix"`
+}
+
+func (b Blocker) String() string {
+	where := b.File
+	if b.Line > 0 {
+		where = fmt.Sprintf("%s:%d", b.File, b.Line)
+	}
+	if strings.HasPrefix(b.Key, "[") || b.Key == "unit" {
+		return fmt.Sprintf("%s: %s (fix: %s)", where, b.Reason, b.Fix)
+	}
+	return fmt.Sprintf("%s= at %s: %s (fix: %s)", b.Key, where, b.Reason, b.Fix)
+}
+
+// block records a blocker at e.
+func (p *Parsed) block(e *entry, key, reason, fix string) {
+	p.Blockers = append(p.Blockers, Blocker{Key: key, File: e.file, Line: e.line, Reason: reason, Fix: fix})
+}
+
+// blockUnit records a blocker of the whole file.
+func (p *Parsed) blockUnit(file, key, reason, fix string) {
+	p.Blockers = append(p.Blockers, Blocker{Key: key, File: file, Reason: reason, Fix: fix})
+}
+
+// finish turns a parse with blockers into the path-only declaration.
+func (p *Parsed) finish() {
+	if len(p.Blockers) == 0 {
+		p.Complete = true
+		return
+	}
+	parts := make([]string, len(p.Blockers))
+	for i, b := range p.Blockers {
+		parts[i] = b.String()
+	}
+	reason := strings.Join(parts, "; ")
 	p.Complete = false
 	p.Reason = reason
 	s := p.Service
@@ -33,6 +86,29 @@ func (p *Parsed) incomplete(format string, args ...any) {
 		Scope:            s.Scope,
 		Product:          s.Product,
 		IncompleteReason: reason,
+	}
+}
+
+// checkDeclaration runs the registry's validation over a complete parse
+// for a target of goos and records each violation as a blocker on the file,
+// naming the declaration field, so nothing adopt records is refused later.
+func (p *Parsed) checkDeclaration(goos, file string, keyOf func(field string) (key string, line int)) {
+	if len(p.Blockers) > 0 {
+		return
+	}
+	s := p.Service
+	s.UnitPath = ""
+	doc := &registry.Document{Version: 1, Targets: []registry.Target{{Name: "adopt", OS: goos, Services: []registry.Service{s}}}}
+	err := registry.Validate(doc)
+	var ve *registry.ValidationError
+	if !errors.As(err, &ve) {
+		return
+	}
+	for _, v := range ve.Violations {
+		field := strings.TrimPrefix(v.Path, "targets[0].services[0].")
+		key, line := keyOf(field)
+		p.Blockers = append(p.Blockers, Blocker{Key: key, File: file, Line: line,
+			Reason: fmt.Sprintf("field %s: %s", field, v.Message), Fix: "write a value the declaration accepts"})
 	}
 }
 
@@ -52,29 +128,51 @@ func IsPlist(data []byte) bool {
 // records path as the declaration's UnitPath and takes the scope from the
 // directory holding it (registry.ScopeOfUnitPath: a systemd/user directory
 // or LaunchAgents is user scope, systemd/system or LaunchDaemons system
-// scope); elsewhere the scope is what the unit itself says. Errors are
-// *SyntaxError.
+// scope); elsewhere the scope is what the unit itself says, and ScopeGuess
+// says so. Errors are *SyntaxError.
 func ParseFile(path string, data []byte, dropins [][]byte) (Parsed, error) {
+	named := make([]DropIn, len(dropins))
+	for i, d := range dropins {
+		named[i] = DropIn{Path: fmt.Sprintf("%s.d/drop-in #%d", filepath.Base(path), i+1), Content: string(d)}
+	}
+	return ParseUnitFile(path, data, named)
+}
+
+// generatorDirs hold units systemd's generators write at boot.
+var generatorDirs = []string{"/run/systemd/generator", "/run/systemd/generator.early", "/run/systemd/generator.late", "/run/systemd/transient"}
+
+// ParseUnitFile is ParseFile with drop-ins named by their paths, so a
+// blocker in one names its file.
+func ParseUnitFile(path string, data []byte, dropins []DropIn) (Parsed, error) {
 	var p Parsed
 	var err error
+	goos := registry.OSLinux
 	if IsPlist(data) {
-		p, err = ParsePlist(data)
-		if err != nil {
-			if se, ok := err.(*SyntaxError); ok {
-				se.File = path
-			}
-			return Parsed{}, err
-		}
-		if scope, ok := registry.ScopeOfUnitPath(registry.OSDarwin, path); ok {
-			p.Service.Scope = scope
-		}
+		goos = registry.OSDarwin
+		p, err = parsePlistNamed(data, filepath.Base(path))
 	} else {
-		p, err = ParseSystemd(data, filepath.Base(path), dropins)
-		if err != nil {
-			return Parsed{}, err
+		p, err = ParseSystemdFiles(data, filepath.Base(path), dropins)
+	}
+	if err != nil {
+		if se, ok := err.(*SyntaxError); ok && goos == registry.OSDarwin {
+			se.File = path
 		}
-		if scope, ok := registry.ScopeOfUnitPath(registry.OSLinux, path); ok {
-			p.Service.Scope = scope
+		return Parsed{}, err
+	}
+	if scope, ok := registry.ScopeOfUnitPath(goos, path); ok {
+		p.Service.Scope = scope
+	} else if goos == registry.OSDarwin {
+		p.ScopeGuess = fmt.Sprintf("%s is in neither a LaunchDaemons nor a LaunchAgents directory; scope %s is a guess", path, p.Service.EffectiveScope())
+	} else {
+		p.ScopeGuess = fmt.Sprintf("%s is in no systemd/system or systemd/user directory; scope %s is read from the unit", path, p.Service.EffectiveScope())
+	}
+	for _, d := range generatorDirs {
+		if filepath.Dir(path) == d {
+			p.Blockers = append(p.Blockers, Blocker{Key: "unit", File: filepath.Base(path),
+				Reason: fmt.Sprintf("systemd generated it at boot in %s (or made it transient): it has no source file a declaration could replace", d),
+				Fix:    "declare what the generator reads (fstab, crypttab, an init script) instead"})
+			p.Complete = true
+			p.finish()
 		}
 	}
 	p.Service.UnitPath = path
@@ -83,8 +181,10 @@ func ParseFile(path string, data []byte, dropins [][]byte) (Parsed, error) {
 
 // Canonical returns s with every default made explicit the same way, so two
 // declarations that render the same unit compare equal: scope defaults to
-// system, keep_alive true is nil, empty args and env are nil, and a unit path
-// equal to the default for goos and home is empty.
+// system, keep_alive true is nil, empty lists and maps are nil, a unit path
+// equal to the default for goos and home is empty, and a declaration with
+// stado_defaults false whose values are exactly stado's defaults (a unit
+// stado rendered) becomes the declaration with the defaults left unset.
 func Canonical(s registry.Service, goos, home string) registry.Service {
 	s.Scope = s.EffectiveScope()
 	if s.KeepsAlive() {
@@ -96,6 +196,12 @@ func Canonical(s registry.Service, goos, home string) registry.Service {
 	if len(s.Env) == 0 {
 		s.Env = nil
 	}
+	if len(s.LaunchdKeys) == 0 {
+		s.LaunchdKeys = nil
+	}
+	if len(s.Limits) == 0 {
+		s.Limits = nil
+	}
 	if s.UnitPath != "" {
 		d := s
 		d.UnitPath = ""
@@ -103,5 +209,77 @@ func Canonical(s registry.Service, goos, home string) registry.Service {
 			s.UnitPath = ""
 		}
 	}
+	if s.StadoDefaults != nil && *s.StadoDefaults {
+		s.StadoDefaults = nil
+	}
+	if s.StadoDefaults != nil && !*s.StadoDefaults {
+		if d, ok := foldStadoDefaults(s, goos, home); ok {
+			s = d
+		}
+	}
 	return s
+}
+
+// foldStadoDefaults turns an explicit declaration that holds exactly what
+// stado's defaults add into the declaration that leaves them unset, when
+// both render the same bytes.
+func foldStadoDefaults(s registry.Service, goos, home string) (registry.Service, bool) {
+	d := s
+	d.StadoDefaults = nil
+	d.Env = map[string]string{}
+	for k, v := range s.Env {
+		if k != "PATH" || v != FixedPath(goos) {
+			d.Env[k] = v
+		}
+	}
+	if len(d.Env) == 0 {
+		d.Env = nil
+	}
+	if d.RestartSec == strconv.Itoa(RestartDelaySeconds) {
+		d.RestartSec = ""
+	}
+	switch d.Restart {
+	case "always":
+		d.Restart, d.KeepAlive = "", nil
+	case "no":
+		f := false
+		d.Restart, d.KeepAlive = "", &f
+	}
+	if goos == registry.OSDarwin {
+		if d.LaunchdKeys["RunAtLoad"] == "<true/>" {
+			keys := map[string]string{}
+			for k, v := range d.LaunchdKeys {
+				if k != "RunAtLoad" {
+					keys[k] = v
+				}
+			}
+			d.LaunchdKeys = keys
+			if len(keys) == 0 {
+				d.LaunchdKeys = nil
+			}
+		}
+		if d.StdoutPath == d.StderrPath && d.StdoutPath == LaunchdLogPath(home, d.Unit) {
+			d.StdoutPath, d.StderrPath = "", ""
+		}
+	} else {
+		if d.Description == "stado service "+d.Name {
+			d.Description = ""
+		}
+		if d.StartLimitIntervalSec == "0" {
+			d.StartLimitIntervalSec = ""
+		}
+		want := "multi-user.target"
+		if d.EffectiveScope() == registry.ScopeUser {
+			want = "default.target"
+		}
+		if len(d.WantedBy) == 1 && d.WantedBy[0] == want && len(d.RequiredBy) == 0 {
+			d.WantedBy = nil
+		}
+	}
+	a, err1 := Render(s, goos, home)
+	b, err2 := Render(d, goos, home)
+	if err1 != nil || err2 != nil || !bytes.Equal(a, b) {
+		return s, false
+	}
+	return d, true
 }

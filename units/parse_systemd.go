@@ -4,6 +4,8 @@ import (
 	"bufio"
 	"bytes"
 	"fmt"
+	"path/filepath"
+	"strconv"
 	"strings"
 	"unicode/utf8"
 
@@ -92,226 +94,517 @@ func endsInEscape(line string) bool {
 	return n%2 == 1
 }
 
-// tolerated lists assignments a declaration does not carry but whose loss
-// does not change what runs: documentation, ordering, and the restart timing
-// and start limit stado sets itself.
-var tolerated = map[string]map[string]bool{
-	"Unit": {
-		"Description": true, "Documentation": true, "After": true, "Before": true, "Wants": true,
-		"StartLimitIntervalSec": true, "StartLimitInterval": true, "StartLimitBurst": true,
-	},
-	"Service": {
-		"RestartSec": true, "StartLimitInterval": true, "StartLimitBurst": true,
-	},
-	"Install": {"WantedBy": true},
+// listKeys are the systemd directives whose assignments accumulate and
+// whose empty assignment resets the list.
+var listKeys = map[string]bool{
+	"After": true, "Before": true, "Wants": true, "Requires": true, "WantedBy": true, "RequiredBy": true,
+	"ExecStartPre": true, "ExecStartPost": true, "ExecReload": true, "ExecStop": true, "ExecStopPost": true,
+	"EnvironmentFile": true,
 }
 
 // ParseSystemd reads a systemd unit file named name (its base name, e.g.
 // "brama.service") with its drop-ins applied in order, into a declaration.
-// The result is complete only when stado's rendering of it would run the
-// same thing; otherwise Reason names the first assignment that a declaration
-// cannot represent, with its file and line. The error is a *SyntaxError
-// when a file cannot be read as a unit at all.
+// Drop-ins are named "drop-in #N" in blockers; ParseSystemdFiles names them
+// by file. The error is a *SyntaxError when a file cannot be read as a unit.
 func ParseSystemd(data []byte, name string, dropins [][]byte) (Parsed, error) {
+	named := make([]DropIn, len(dropins))
+	for i, d := range dropins {
+		named[i] = DropIn{Path: fmt.Sprintf("%s.d/drop-in #%d", name, i+1), Content: string(d)}
+	}
+	return ParseSystemdFiles(data, name, named)
+}
+
+// ParseSystemdFiles reads a systemd unit file named name with its drop-ins
+// (each named by its path) into a declaration that renders back to the same
+// unit: every assignment lands in a field of the declaration or, verbatim,
+// in its systemd_keys. The declaration is incomplete only when the unit
+// cannot be reinstalled from a document (not a service, a template, socket
+// activation, a command stado cannot carry); then Blockers names every
+// assignment in the way, each with its file, line and what would make the
+// unit adoptable. The error is a *SyntaxError when a file cannot be read as
+// a unit at all.
+func ParseSystemdFiles(data []byte, name string, dropins []DropIn) (Parsed, error) {
 	entries, err := lexUnit(data, name)
 	if err != nil {
 		return Parsed{}, err
 	}
-	for i, d := range dropins {
-		de, err := lexUnit(d, fmt.Sprintf("%s.d/drop-in #%d", name, i+1))
+	for _, d := range dropins {
+		de, err := lexUnit([]byte(d.Content), dropInLabel(d.Path))
 		if err != nil {
 			return Parsed{}, err
 		}
 		entries = append(entries, de...)
 	}
-
-	p := Parsed{Complete: true, Service: registry.Service{
-		Name:  DefaultName(name, registry.OSLinux),
-		Unit:  name,
-		Scope: registry.ScopeSystem,
+	f := false
+	p := Parsed{Complete: true, Env: map[string]string{}, Service: registry.Service{
+		Name:         DefaultName(name, registry.OSLinux),
+		Unit:         name,
+		Scope:        registry.ScopeSystem,
+		UnitSettings: registry.UnitSettings{StadoDefaults: &f},
 	}}
+	u := &p.Service.UnitSettings
 	var (
 		execStart []entry
+		scalars   = map[string]*entry{}
+		lists     = map[string][]*entry{}
+		src       = map[string]*entry{}
 		env       = map[string]string{}
-		restart   *entry
-		typ       *entry
-		problem   string
 	)
 	for i := range entries {
 		e := &entries[i]
+		key := e.key
+		src[key] = e
 		switch {
-		case e.section == "Unit" && e.key == systemdNameKey:
+		case e.section == "Unit" && key == systemdNameKey:
 			p.Service.Name = e.value
-		case e.section == "Unit" && e.key == systemdProductKey:
+		case e.section == "Unit" && key == systemdProductKey:
 			p.Service.Product = e.value
-		case e.section == "Install" && e.key == "WantedBy":
-			for _, w := range strings.Fields(e.value) {
-				if w == "default.target" {
-					p.Service.Scope = registry.ScopeUser
-				}
-			}
-		case e.section == "Service" && e.key == "ExecStart":
+		case e.section != "Unit" && e.section != "Service" && e.section != "Install":
+			p.block(e, "["+e.section+"]", fmt.Sprintf("a [%s] section belongs to another kind of unit", e.section),
+				"adopt the .service unit this one starts")
+		case e.section == "Service" && key == "ExecStart":
 			if e.value == "" {
 				execStart = nil
 			} else {
 				execStart = append(execStart, *e)
 			}
-		case e.section == "Service" && e.key == "Environment":
+		case e.section == "Service" && key == "Environment":
 			if e.value == "" {
-				env = map[string]string{}
-				continue
-			}
-			if problem != "" {
-				continue
-			}
-			words, err := splitWords(e.value, false)
-			if err != nil {
-				problem = fmt.Sprintf("Environment= at %s:%d cannot be read: %v", e.file, e.line, err)
-				continue
-			}
-			for _, w := range words {
-				k, v, ok := strings.Cut(w.text, "=")
-				switch {
-				case !ok || registry.CheckEnvName(k) != nil:
-					problem = fmt.Sprintf("Environment= at %s:%d holds %q, which is not an assignment", e.file, e.line, w.text)
-				case len(w.specifiers) > 0:
-					problem = fmt.Sprintf("Environment= at %s:%d uses specifier %s in %q, which a declaration cannot carry", e.file, e.line, w.specifiers[0], w.raw)
-				default:
-					env[k] = v
+				// A reset drops what came before, verbatim lines included.
+				p.Env, env = map[string]string{}, map[string]string{}
+				kept := u.SystemdKeys[:0]
+				for _, k := range u.SystemdKeys {
+					if !(k.Section == "Service" && k.Key == "Environment") {
+						kept = append(kept, k)
+					}
 				}
+				u.SystemdKeys = kept
+				continue
 			}
-		case e.section == "Service" && e.key == "Restart":
-			restart = e
-		case e.section == "Service" && e.key == "Type":
-			typ = e
-		case strings.HasPrefix(e.key, "X-"):
-		case tolerated[e.section][e.key]:
+			p.environment(e, env)
+		case (e.section == "Service" && key == "Sockets") || (e.section == "Service" && key == "StandardInput" && (e.value == "socket" || strings.HasPrefix(e.value, "fd"))):
+			p.block(e, key, "the service is socket-activated: its socket unit, which a declaration does not carry, passes it the listening socket",
+				"run the program with its own listening socket and drop "+key+"=")
+		case isTyped(e):
+			if listKeys[key] {
+				if e.value == "" {
+					lists[key] = nil
+				} else {
+					lists[key] = append(lists[key], e)
+				}
+			} else {
+				scalars[key] = e
+			}
 		default:
-			if problem == "" {
-				problem = describeUnsupported(e)
-			}
+			u.SystemdKeys = append(u.SystemdKeys, registry.UnitKey{Section: e.section, Key: key, Value: e.value})
 		}
 	}
 
-	// The kind of unit decides first: nothing but a plain service can be
+	// The kind of unit decides first: only a plain service can be
 	// rendered from a program.
 	switch {
-	case strings.HasSuffix(name, ".socket"):
-		p.incomplete("%s is a socket unit: its service is started by socket activation, which a declaration cannot express", name)
-		return p, nil
 	case !strings.HasSuffix(name, ".service"):
-		p.incomplete("%s is not a service unit", name)
-		return p, nil
+		kind := name[strings.LastIndexByte(name, '.')+1:]
+		if strings.HasSuffix(name, ".conf") {
+			p.blockUnit(name, "unit", fmt.Sprintf("%s is a drop-in, not a unit", name),
+				"parse the unit it belongs to with --dropins naming its directory")
+		} else {
+			p.blockUnit(name, "unit", fmt.Sprintf("%s is a %s unit, not a service", name, kind),
+				"adopt the .service unit it starts")
+		}
 	case strings.Contains(name, "@"):
-		p.incomplete("%s is a template unit: its command depends on the instance name", name)
-		return p, nil
+		p.blockUnit(name, "unit", fmt.Sprintf("%s is a template: its command and settings depend on the instance name", name),
+			"copy it to a plain NAME.service with the instance written out")
 	}
-	if problem != "" {
-		p.incomplete("%s", problem)
-		return p, nil
+	p.execStart(name, execStart)
+	for key, e := range scalars {
+		p.scalar(key, e)
 	}
-	if typ != nil && typ.value != "simple" {
-		p.incomplete("Type=%s at %s:%d: stado renders simple services only", typ.value, typ.file, typ.line)
-		return p, nil
-	}
-	switch {
-	case restart == nil || restart.value == "no":
-		f := false
-		p.Service.KeepAlive = &f
-	case restart.value == "always":
-	default:
-		p.incomplete("Restart=%s at %s:%d: a declaration restarts always or never", restart.value, restart.file, restart.line)
-		return p, nil
-	}
-	switch len(execStart) {
-	case 0:
-		p.incomplete("%s has no ExecStart=, so it names no program", name)
-		return p, nil
-	case 1:
-	default:
-		p.incomplete("%s has %d ExecStart= lines (at %s:%d and %s:%d); a declaration runs one program", name,
-			len(execStart), execStart[0].file, execStart[0].line, execStart[1].file, execStart[1].line)
-		return p, nil
-	}
-	argv, why := parseExecStart(execStart[0])
-	if why != "" {
-		p.incomplete("%s", why)
-		return p, nil
-	}
-	p.Service.Program = argv[0]
-	if len(argv) > 1 {
-		p.Service.Args = argv[1:]
-	}
-	if env["PATH"] == PathLinux {
-		delete(env, "PATH")
+	for key, es := range lists {
+		p.list(key, es)
 	}
 	if len(env) > 0 {
 		p.Service.Env = env
 	}
+	if u.Restart == "" {
+		p.Service.KeepAlive = &f // no Restart= is systemd's no
+	}
+	for _, w := range u.WantedBy {
+		if w == "default.target" {
+			p.Service.Scope = registry.ScopeUser
+		}
+	}
+	p.checkDeclaration(registry.OSLinux, name, func(field string) (string, int) {
+		base, sub, _ := strings.Cut(field, ".")
+		base, _, _ = strings.Cut(base, "[")
+		key := base
+		switch base {
+		case "program", "args":
+			key = "ExecStart"
+		case "env":
+			key = "Environment"
+		case "limits":
+			key = registry.LimitNames[sub][0]
+		default:
+			for k, f := range registry.SystemdKeyNames {
+				if f == base {
+					key = k
+				}
+			}
+		}
+		if e := src[key]; e != nil {
+			return key, e.line
+		}
+		return key, 0
+	})
+	p.finish()
 	return p, nil
 }
 
-// describeUnsupported names an assignment a declaration cannot carry.
-func describeUnsupported(e *entry) string {
+// dropInLabel names a drop-in in blockers by its directory and file name:
+// "ssh.service.d/override.conf".
+func dropInLabel(path string) string {
+	dir, file := filepath.Split(path)
+	if dir == "" {
+		return file
+	}
+	return filepath.Join(filepath.Base(filepath.Clean(dir)), file)
+}
+
+// typedKeys are the directives parsed into typed fields; the rest are kept
+// verbatim.
+func isTyped(e *entry) bool {
 	switch e.section {
-	case "Unit", "Service", "Install":
-		if e.section == "Service" && (e.key == "Sockets" || strings.HasPrefix(e.key, "Listen")) {
-			return fmt.Sprintf("%s= at %s:%d: the service is socket-activated, which a declaration cannot express", e.key, e.file, e.line)
+	case "Unit":
+		switch e.key {
+		case "Description", "After", "Before", "Wants", "Requires", "StartLimitIntervalSec", "StartLimitBurst":
+			return true
 		}
-		return fmt.Sprintf("%s= in [%s] at %s:%d has no equivalent in a declaration", e.key, e.section, e.file, e.line)
-	case "Socket":
-		return fmt.Sprintf("[Socket] section at %s:%d: socket activation cannot be expressed by a declaration", e.file, e.line)
-	default:
-		return fmt.Sprintf("[%s] section at %s:%d has no equivalent in a declaration", e.section, e.file, e.line)
+	case "Service":
+		switch e.key {
+		case "WorkingDirectory", "User", "Group", "UMask", "Restart", "RestartSec", "Type", "PIDFile",
+			"ExecStartPre", "ExecStartPost", "ExecReload", "ExecStop", "ExecStopPost", "EnvironmentFile",
+			"Nice", "IOSchedulingClass", "IOSchedulingPriority", "KillMode", "Delegate", "TimeoutStopSec":
+			return true
+		case "StandardOutput", "StandardError":
+			return strings.HasPrefix(e.value, "append:")
+		}
+		if _, ok := limitName(e.key); ok {
+			return true
+		}
+	case "Install":
+		return e.key == "WantedBy" || e.key == "RequiredBy"
+	}
+	return false
+}
+
+func limitName(directive string) (string, bool) {
+	for n, ks := range registry.LimitNames {
+		if ks[0] == directive {
+			return n, true
+		}
+	}
+	return "", false
+}
+
+// environment reads one Environment= line into p.Env and the
+// declaration's env; a line with a specifier is kept verbatim instead.
+func (p *Parsed) environment(e *entry, env map[string]string) {
+	words, err := splitWords(e.value, false)
+	if err != nil {
+		p.block(e, "Environment", fmt.Sprintf("cannot be read: %v", err), "fix its quoting")
+		return
+	}
+	verbatim := false
+	for _, w := range words {
+		if len(w.specifiers) > 0 {
+			verbatim = true
+		}
+	}
+	for _, w := range words {
+		k, v, ok := strings.Cut(w.text, "=")
+		if !ok || registry.CheckEnvName(k) != nil {
+			p.block(e, "Environment", fmt.Sprintf("holds %q, which is not an assignment", w.text), "write NAME=VALUE")
+			continue
+		}
+		p.Env[k] = v
+		if verbatim {
+			delete(env, k)
+		} else {
+			env[k] = v
+		}
+	}
+	if verbatim {
+		p.keepVerbatim(e)
 	}
 }
 
+// execStart reads the one ExecStart= command into program and args.
+func (p *Parsed) execStart(name string, es []entry) {
+	switch len(es) {
+	case 0:
+		p.blockUnit(name, "ExecStart", name+" has no ExecStart=, so it names no program", "add the ExecStart= of the program it runs")
+		return
+	case 1:
+	default:
+		for _, e := range es[1:] {
+			p.block(&e, "ExecStart", fmt.Sprintf("is one of %d ExecStart= lines; a declaration runs one program", len(es)),
+				"move the other commands to ExecStartPre= or ExecStartPost=")
+		}
+		return
+	}
+	e := es[0]
+	argv, prefix, expand, why, fix := parseExecStart(e)
+	if why != "" {
+		p.block(&e, "ExecStart", why, fix)
+		return
+	}
+	p.Service.ExecStartPrefix = prefix
+	p.Service.Program = argv[0]
+	if len(argv) > 1 {
+		p.Service.Args = argv[1:]
+	}
+	p.Service.ExpandEnv = expand
+}
+
 // parseExecStart reads one ExecStart= command into its argv, or says why it
-// cannot be a declaration's program and arguments. Prefixes '+', '!' and
-// '!!' only change privileges granted by directives a complete declaration
-// cannot have, so they are accepted; ':' turns off variable expansion; '-'
-// (failure ignored) and '@' (a different argv[0]) change what the supervisor
-// sees and make the unit incomplete.
-func parseExecStart(e entry) ([]string, string) {
+// cannot be a declaration's program and arguments and what would fix it.
+// ':' turns off variable expansion; the other prefixes change how the
+// supervisor runs or judges the command, which a declaration does not carry.
+// A '$' expansion makes expand true: the args keep their '$' words as
+// written and the rendering leaves them for systemd to expand.
+func parseExecStart(e entry) (argv []string, prefix string, expand bool, why, fix string) {
 	v := e.value
 	noVars := false
 	for len(v) > 0 && strings.ContainsRune("-@+!:|", rune(v[0])) {
 		switch v[0] {
-		case '-':
-			return nil, fmt.Sprintf("ExecStart= at %s:%d uses prefix '-': a failing exit would not count as a failure", e.file, e.line)
 		case '@':
-			return nil, fmt.Sprintf("ExecStart= at %s:%d uses prefix '@': the program runs under another argv[0]", e.file, e.line)
+			return nil, "", false, "uses prefix '@': the program runs under another argv[0], which a declaration does not carry", "drop the prefix"
 		case '|':
-			return nil, fmt.Sprintf("ExecStart= at %s:%d uses prefix '|': the command runs through a shell", e.file, e.line)
+			return nil, "", false, "uses prefix '|': the command runs through a shell, which a declaration does not carry", "run the program directly"
 		case ':':
 			noVars = true
+		default:
+			prefix += v[:1]
 		}
 		v = v[1:]
 	}
+	if strings.Contains(prefix, "-") {
+		prefix = "-" + strings.ReplaceAll(prefix, "-", "")
+	}
+	if p := strings.TrimPrefix(prefix, "-"); p != "" && p != "+" && p != "!" && p != "!!" {
+		return nil, "", false, fmt.Sprintf("combines prefixes %q, which a declaration does not carry", prefix), "keep '-' and one of '+', '!', '!!'"
+	}
 	words, err := splitWords(v, !noVars)
 	if err != nil {
-		return nil, fmt.Sprintf("ExecStart= at %s:%d cannot be read: %v", e.file, e.line, err)
+		return nil, "", false, fmt.Sprintf("cannot be read: %v", err), "fix its quoting"
 	}
 	if len(words) == 0 {
-		return nil, fmt.Sprintf("ExecStart= at %s:%d names no program", e.file, e.line)
+		return nil, "", false, "names no program", "name the program"
 	}
-	argv := make([]string, len(words))
+	for _, w := range words {
+		if w.variables {
+			expand = true
+		}
+	}
+	if expand {
+		// Read again with '$' as written, for systemd to expand.
+		words, _ = splitWords(v, false)
+	}
+	argv = make([]string, len(words))
 	for i, w := range words {
 		switch {
 		case w.raw == ";":
-			return nil, fmt.Sprintf("ExecStart= at %s:%d holds several commands separated by ';'", e.file, e.line)
+			return nil, "", false, "holds several commands separated by ';'", "move the others to ExecStartPre= or ExecStartPost="
 		case len(w.specifiers) > 0:
-			return nil, fmt.Sprintf("ExecStart= at %s:%d uses specifier %s in %q; stado renders '%%' literally, so it would not reproduce it", e.file, e.line, w.specifiers[0], w.raw)
-		case w.variables:
-			return nil, fmt.Sprintf("ExecStart= at %s:%d expands a variable in %q; stado renders '$' literally, so it would not reproduce it", e.file, e.line, w.raw)
+			return nil, "", false, fmt.Sprintf("uses specifier %s in %q; a declaration's args are literal", w.specifiers[0], w.raw),
+				"write the value the specifier stands for"
 		}
 		if err := checkValue("argument", w.text); err != nil {
-			return nil, fmt.Sprintf("ExecStart= at %s:%d: argument %d %s", e.file, e.line, i, err.(*FieldError).Reason)
+			return nil, "", false, fmt.Sprintf("argument %d %s", i, err.(*FieldError).Reason), "remove it"
 		}
 		argv[i] = w.text
 	}
 	if !strings.HasPrefix(argv[0], "/") {
-		return nil, fmt.Sprintf("ExecStart= at %s:%d runs %q, which is not an absolute path", e.file, e.line, argv[0])
+		return nil, "", false, fmt.Sprintf("runs %q, which is not an absolute path", argv[0]), "name the program by its absolute path"
 	}
-	return argv, ""
+	if strings.Contains(argv[0], "$") {
+		return nil, "", false, fmt.Sprintf("the program %q comes from a variable", argv[0]), "name the program by its absolute path"
+	}
+	return argv, prefix, expand, "", ""
+}
+
+// literal returns a typed value unquoted when it holds no specifier, so it
+// can be a declaration's literal value; false otherwise.
+func literal(e *entry) (string, bool) {
+	if !strings.ContainsAny(e.value, "%\\\"'") {
+		return e.value, true
+	}
+	if strings.ContainsAny(e.value, "\\\"'") {
+		return "", false
+	}
+	words, err := splitWords(e.value, false)
+	if err != nil || len(words) != 1 || len(words[0].specifiers) > 0 {
+		return "", false
+	}
+	return words[0].text, true
+}
+
+// keepVerbatim keeps e in systemd_keys as written.
+func (p *Parsed) keepVerbatim(e *entry) {
+	p.Service.SystemdKeys = append(p.Service.SystemdKeys, registry.UnitKey{Section: e.section, Key: e.key, Value: e.value})
+}
+
+// scalar reads one single-valued typed directive into its field.
+func (p *Parsed) scalar(key string, e *entry) {
+	u := &p.Service.UnitSettings
+	if e.value == "" {
+		return // an empty assignment resets to the default
+	}
+	val, ok := literal(e)
+	if !ok {
+		// A specifier or quoting a field would not reproduce: kept as written.
+		p.keepVerbatim(e)
+		return
+	}
+	bad := func(string) { p.keepVerbatim(e) }
+	switch key {
+	case "Description":
+		u.Description = val
+	case "WorkingDirectory":
+		if !strings.HasPrefix(val, "/") || filepath.Clean(val) != val {
+			bad("an absolute, clean path")
+			return
+		}
+		u.WorkingDirectory = val
+	case "User":
+		u.User = val
+	case "Group":
+		u.Group = val
+	case "UMask":
+		u.UMask = val
+	case "Restart":
+		u.Restart = val
+	case "RestartSec":
+		u.RestartSec = val
+	case "TimeoutStopSec":
+		u.TimeoutStopSec = val
+	case "StartLimitIntervalSec":
+		u.StartLimitIntervalSec = val
+	case "StartLimitBurst":
+		n, err := strconv.Atoi(val)
+		if err != nil {
+			bad("a number")
+			return
+		}
+		u.StartLimitBurst = &n
+	case "Type":
+		u.Type = val
+	case "PIDFile":
+		u.PIDFile = val
+	case "StandardOutput":
+		u.StdoutPath = strings.TrimPrefix(val, "append:")
+	case "StandardError":
+		u.StderrPath = strings.TrimPrefix(val, "append:")
+	case "Nice":
+		n, err := strconv.Atoi(val)
+		if err != nil {
+			bad("a number")
+			return
+		}
+		u.Nice = &n
+	case "IOSchedulingClass":
+		u.IOSchedulingClass = val
+	case "IOSchedulingPriority":
+		n, err := strconv.Atoi(val)
+		if err != nil {
+			bad("a number")
+			return
+		}
+		u.IOSchedulingPriority = &n
+	case "KillMode":
+		u.KillMode = val
+	case "Delegate":
+		b, ok := parseBool(val)
+		if !ok {
+			bad("yes or no (a list of controllers is not carried)")
+			return
+		}
+		u.Delegate = &b
+	default:
+		if n, ok := limitName(key); ok {
+			soft, hard, found := strings.Cut(val, ":")
+			if !found {
+				hard = soft
+			}
+			if _, ok := registry.ParseLimitValue(soft); !ok {
+				bad("a limit (a number or infinity, or SOFT:HARD)")
+				return
+			}
+			if _, ok := registry.ParseLimitValue(hard); !ok {
+				bad("a limit (a number or infinity, or SOFT:HARD)")
+				return
+			}
+			if u.Limits == nil {
+				u.Limits = map[string]registry.Limit{}
+			}
+			u.Limits[n] = registry.Limit{Soft: soft, Hard: hard}
+		}
+	}
+}
+
+func parseBool(v string) (bool, bool) {
+	switch strings.ToLower(v) {
+	case "1", "yes", "y", "true", "t", "on":
+		return true, true
+	case "0", "no", "n", "false", "f", "off":
+		return false, true
+	}
+	return false, false
+}
+
+// list reads an accumulating typed directive into its field.
+func (p *Parsed) list(key string, es []*entry) {
+	u := &p.Service.UnitSettings
+	var out []string
+	for _, e := range es {
+		switch key {
+		case "After", "Before", "Wants", "Requires", "WantedBy", "RequiredBy":
+			val, ok := literal(e)
+			if !ok {
+				p.block(e, key, "uses a specifier or quoting a list of unit names does not carry", "write the unit names out")
+				continue
+			}
+			out = append(out, strings.Fields(val)...)
+		default:
+			// Command lines and environment files are kept as written.
+			out = append(out, e.value)
+		}
+	}
+	switch key {
+	case "After":
+		u.After = out
+	case "Before":
+		u.Before = out
+	case "Wants":
+		u.Wants = out
+	case "Requires":
+		u.Requires = out
+	case "WantedBy":
+		u.WantedBy = out
+	case "RequiredBy":
+		u.RequiredBy = out
+	case "ExecStartPre":
+		u.ExecStartPre = out
+	case "ExecStartPost":
+		u.ExecStartPost = out
+	case "ExecReload":
+		u.ExecReload = out
+	case "ExecStop":
+		u.ExecStop = out
+	case "ExecStopPost":
+		u.ExecStopPost = out
+	case "EnvironmentFile":
+		u.EnvironmentFiles = out
+	}
 }

@@ -12,8 +12,18 @@ import (
 	"github.com/wisent/stado/registry"
 )
 
-func TestParseSystemdReadsUnitSyntax(t *testing.T) {
+// adopted is a declaration as adopt records it: stado's defaults off, the
+// settings as written.
+func adopted(s registry.Service, u registry.UnitSettings) registry.Service {
 	f := false
+	u.StadoDefaults = &f
+	s.UnitSettings = u
+	return s
+}
+
+func TestParseSystemdReadsUnitSyntax(t *testing.T) {
+	f, tr := false, true
+	always := registry.UnitSettings{Restart: "always"}
 	cases := []struct {
 		name    string
 		unit    string
@@ -23,56 +33,58 @@ func TestParseSystemdReadsUnitSyntax(t *testing.T) {
 	}{
 		// Continuation lines, comments between them, and quoting.
 		{name: "continuation", unit: "[Service]\nExecStart=/bin/echo \\\n# a comment inside\n  \"two words\" \\\n  three\nRestart=always\n",
-			want: registry.Service{Name: "x", Unit: "x.service", Scope: "system", Program: "/bin/echo", Args: []string{"two words", "three"}}},
+			want: adopted(registry.Service{Name: "x", Unit: "x.service", Scope: "system", Program: "/bin/echo", Args: []string{"two words", "three"}}, always)},
 		// Comments with '#' and ';', blank lines, CRLF endings.
 		{name: "comments and CRLF", unit: "# head\r\n; other\r\n\r\n[Service]\r\nExecStart=/bin/true\r\nRestart=always\r\n",
-			want: registry.Service{Name: "x", Unit: "x.service", Scope: "system", Program: "/bin/true"}},
+			want: adopted(registry.Service{Name: "x", Unit: "x.service", Scope: "system", Program: "/bin/true"}, always)},
 		// Escapes in quoted and unquoted words, %% and $$ unescaped.
 		{name: "escapes", unit: "[Service]\nExecStart=/bin/echo 'single \"q\"' a\\sb \"tab\\there\" 100%% $$HOME\nRestart=always\n",
-			want: registry.Service{Name: "x", Unit: "x.service", Scope: "system", Program: "/bin/echo", Args: []string{`single "q"`, "a b", "tab\there", "100%", "$HOME"}}},
+			want: adopted(registry.Service{Name: "x", Unit: "x.service", Scope: "system", Program: "/bin/echo", Args: []string{`single "q"`, "a b", "tab\there", "100%", "$HOME"}}, always)},
 		// A drop-in resets ExecStart and sets another; Environment accumulates.
 		{name: "drop-in resets ExecStart", unit: "[Service]\nExecStart=/bin/old\nEnvironment=A=1\nRestart=always\n",
 			dropins: []string{"[Service]\nExecStart=\nExecStart=/bin/new --flag\nEnvironment=\"B=two words\"\n"},
-			want:    registry.Service{Name: "x", Unit: "x.service", Scope: "system", Program: "/bin/new", Args: []string{"--flag"}, Env: map[string]string{"A": "1", "B": "two words"}}},
+			want:    adopted(registry.Service{Name: "x", Unit: "x.service", Scope: "system", Program: "/bin/new", Args: []string{"--flag"}, Env: map[string]string{"A": "1", "B": "two words"}}, always)},
 		// Drop-ins apply in order: the last Restart wins.
 		{name: "drop-ins in order", unit: "[Service]\nExecStart=/bin/true\nRestart=always\n",
 			dropins: []string{"[Service]\nRestart=on-failure\n", "[Service]\nRestart=no\n"},
-			want:    registry.Service{Name: "x", Unit: "x.service", Scope: "system", Program: "/bin/true", KeepAlive: &f}},
+			want:    adopted(registry.Service{Name: "x", Unit: "x.service", Scope: "system", Program: "/bin/true"}, registry.UnitSettings{Restart: "no"})},
 		// No Restart= means the supervisor never restarts it.
 		{name: "no restart", unit: "[Service]\nExecStart=/bin/true\n",
-			want: registry.Service{Name: "x", Unit: "x.service", Scope: "system", Program: "/bin/true", KeepAlive: &f}},
-		// '+', '!' and ':' prefixes keep it complete; ':' makes '$' literal.
-		{name: "accepted prefixes", unit: "[Service]\nExecStart=+!:/bin/echo $HOME\nRestart=always\n",
-			want: registry.Service{Name: "x", Unit: "x.service", Scope: "system", Program: "/bin/echo", Args: []string{"$HOME"}}},
+			want: adopted(registry.Service{Name: "x", Unit: "x.service", Scope: "system", Program: "/bin/true", KeepAlive: &f}, registry.UnitSettings{})},
+		// '+', '!' and '-' are carried as the prefix; ':' makes '$' literal.
+		{name: "prefixes", unit: "[Service]\nExecStart=-+:/bin/echo $HOME\nRestart=always\n",
+			want: adopted(registry.Service{Name: "x", Unit: "x.service", Scope: "system", Program: "/bin/echo", Args: []string{"$HOME"}}, registry.UnitSettings{Restart: "always", ExecStartPrefix: "-+"})},
 		// WantedBy=default.target is a user unit.
 		{name: "user unit", unit: "[Service]\nExecStart=/bin/true\nRestart=always\n[Install]\nWantedBy=default.target\n",
-			want: registry.Service{Name: "x", Unit: "x.service", Scope: "user", Program: "/bin/true"}},
-		// Incomplete: '-' prefix.
-		{name: "dash prefix", unit: "[Service]\nExecStart=-/bin/true\n", reason: "prefix '-'"},
+			want: adopted(registry.Service{Name: "x", Unit: "x.service", Scope: "user", Program: "/bin/true"}, registry.UnitSettings{Restart: "always", WantedBy: []string{"default.target"}})},
+		// A variable in ExecStart is left for systemd to expand.
+		{name: "variable", unit: "[Service]\nExecStart=/bin/echo ${FOO} $$lit\nRestart=always\n",
+			want: adopted(registry.Service{Name: "x", Unit: "x.service", Scope: "system", Program: "/bin/echo", Args: []string{"${FOO}", "$$lit"}}, registry.UnitSettings{Restart: "always", ExpandEnv: true})},
+		// What real units carry lands in its fields; the rest is kept verbatim.
+		{name: "settings", unit: "[Unit]\nDescription=d\nAfter=network.target\nWants=a.service b.service\nConditionPathExists=/etc/x\n[Service]\nType=forking\nPIDFile=/run/x.pid\nUser=nobody\nGroup=nogroup\nUMask=0027\nWorkingDirectory=/var/lib/x\nEnvironmentFile=-/etc/default/x\nExecStartPre=/bin/x -t\nExecStart=/bin/true\nExecReload=/bin/kill -HUP $MAINPID\nRestart=on-failure\nRestartSec=5s\nLimitNOFILE=1024:4096\nKillMode=process\nDelegate=yes\nTimeoutStopSec=30\nNice=5\nStandardOutput=append:/var/log/x.log\nProtectSystem=full\n[Install]\nWantedBy=graphical.target\n",
+			want: adopted(registry.Service{Name: "x", Unit: "x.service", Scope: "system", Program: "/bin/true"}, registry.UnitSettings{
+				Description: "d", After: []string{"network.target"}, Wants: []string{"a.service", "b.service"},
+				Type: "forking", PIDFile: "/run/x.pid", User: "nobody", Group: "nogroup", UMask: "0027", WorkingDirectory: "/var/lib/x",
+				EnvironmentFiles: []string{"-/etc/default/x"}, ExecStartPre: []string{"/bin/x -t"}, ExecReload: []string{"/bin/kill -HUP $MAINPID"},
+				Restart: "on-failure", RestartSec: "5s", Limits: map[string]registry.Limit{"nofile": {Soft: "1024", Hard: "4096"}},
+				KillMode: "process", Delegate: &tr, TimeoutStopSec: "30", Nice: intp(5), StdoutPath: "/var/log/x.log",
+				WantedBy:    []string{"graphical.target"},
+				SystemdKeys: []registry.UnitKey{{Section: "Unit", Key: "ConditionPathExists", Value: "/etc/x"}, {Section: "Service", Key: "ProtectSystem", Value: "full"}},
+			})},
 		// Incomplete: '@' prefix.
 		{name: "at prefix", unit: "[Service]\nExecStart=@/bin/true fake\n", reason: "prefix '@'"},
 		// Incomplete: several ExecStart lines.
-		{name: "several ExecStart", unit: "[Service]\nExecStart=/bin/a\nExecStart=/bin/b\n", reason: "2 ExecStart= lines"},
+		{name: "several ExecStart", unit: "[Service]\nExecStart=/bin/a\nExecStart=/bin/b\n", reason: "one of 2 ExecStart= lines"},
 		// Incomplete: commands separated by ';'.
 		{name: "semicolon commands", unit: "[Service]\nExecStart=/bin/a ; /bin/b\nRestart=always\n", reason: "separated by ';'"},
-		// Incomplete: a specifier, quoted verbatim in the reason.
+		// Incomplete: a specifier in the command, quoted verbatim in the reason.
 		{name: "specifier", unit: "[Service]\nExecStart=/bin/echo %h/data\nRestart=always\n", reason: "specifier %h in \"%h/data\""},
-		// Incomplete: variable expansion.
-		{name: "variable", unit: "[Service]\nExecStart=/bin/echo ${FOO}\nRestart=always\n", reason: "expands a variable"},
-		// Incomplete: oneshot.
-		{name: "oneshot", unit: "[Service]\nType=oneshot\nExecStart=/bin/true\n", reason: "Type=oneshot"},
-		// Incomplete: a restart policy between always and never.
-		{name: "on-failure", unit: "[Service]\nExecStart=/bin/true\nRestart=on-failure\n", reason: "Restart=on-failure"},
-		// Incomplete: a directive that changes what runs, named with its line.
-		{name: "user directive", unit: "[Unit]\nDescription=d\n[Service]\nUser=nobody\nExecStart=/bin/true\n", reason: "User= in [Service] at x.service:4"},
 		// Incomplete: socket activation from the service side.
 		{name: "sockets", unit: "[Service]\nSockets=x.socket\nExecStart=/bin/true\n", reason: "socket-activated"},
 		// Incomplete: a relative program.
 		{name: "relative program", unit: "[Service]\nExecStart=true\nRestart=always\n", reason: "not an absolute path"},
 		// Incomplete: no ExecStart left after a reset.
 		{name: "reset to nothing", unit: "[Service]\nExecStart=/bin/true\nExecStart=\n", reason: "no ExecStart="},
-		// Incomplete: an EnvironmentFile cannot be carried.
-		{name: "environment file", unit: "[Service]\nEnvironmentFile=/etc/default/x\nExecStart=/bin/true\n", reason: "EnvironmentFile="},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -103,11 +115,13 @@ func TestParseSystemdReadsUnitSyntax(t *testing.T) {
 	}
 }
 
+func intp(n int) *int { return &n }
+
 func TestParseSystemdNamesTheKindOfUnitItCannotRepresent(t *testing.T) {
 	cases := map[string]string{
 		"x.socket":   "socket unit",   // socket activation
 		"x.timer":    "not a service", // another kind of unit
-		"x@.service": "template unit", // instance-dependent command
+		"x@.service": "is a template", // instance-dependent command
 	}
 	for name, want := range cases {
 		p, err := ParseSystemd([]byte("[Service]\nExecStart=/bin/true\n"), name, nil)
@@ -145,23 +159,30 @@ func TestParsePlistReadsProgramAndKeepAliveForms(t *testing.T) {
 	}{
 		// Program alone.
 		{name: "program only", body: `<key>Program</key><string>/bin/job</string><key>KeepAlive</key><true/>`,
-			want: registry.Service{Name: "job", Unit: "com.example.job", Scope: "system", Program: "/bin/job"}},
+			want: adopted(registry.Service{Name: "job", Unit: "com.example.job", Scope: "system", Program: "/bin/job"}, registry.UnitSettings{})},
 		// Program agreeing with ProgramArguments[0].
 		{name: "program and arguments", body: `<key>Program</key><string>/bin/job</string><key>ProgramArguments</key><array><string>/bin/job</string><string>-v</string></array><key>KeepAlive</key><true/>`,
-			want: registry.Service{Name: "job", Unit: "com.example.job", Scope: "system", Program: "/bin/job", Args: []string{"-v"}}},
-		// RunAtLoad without KeepAlive: run once.
+			want: adopted(registry.Service{Name: "job", Unit: "com.example.job", Scope: "system", Program: "/bin/job", Args: []string{"-v"}}, registry.UnitSettings{})},
+		// RunAtLoad without KeepAlive: run once, RunAtLoad kept as written.
 		{name: "run at load only", body: `<key>ProgramArguments</key><array><string>/bin/job</string></array><key>RunAtLoad</key><true/>`,
-			want: registry.Service{Name: "job", Unit: "com.example.job", Scope: "system", Program: "/bin/job", KeepAlive: &f}},
+			want: adopted(registry.Service{Name: "job", Unit: "com.example.job", Scope: "system", Program: "/bin/job", KeepAlive: &f}, registry.UnitSettings{LaunchdKeys: map[string]string{"RunAtLoad": "<true/>"}})},
 		// Program differing from argv[0].
 		{name: "argv0 differs", body: `<key>Program</key><string>/bin/job</string><key>ProgramArguments</key><array><string>job</string></array><key>KeepAlive</key><true/>`, reason: "differs from ProgramArguments[0]"},
-		// KeepAlive as a dictionary of conditions.
-		{name: "keepalive dict", body: `<key>ProgramArguments</key><array><string>/bin/job</string></array><key>KeepAlive</key><dict><key>SuccessfulExit</key><false/></dict>`, reason: "dictionary of conditions"},
-		// A key that changes what runs.
-		{name: "username", body: `<key>ProgramArguments</key><array><string>/bin/job</string></array><key>KeepAlive</key><true/><key>UserName</key><string>nobody</string>`, reason: "key UserName"},
+		// KeepAlive {SuccessfulExit: false} is restart on-failure.
+		{name: "keepalive dict", body: `<key>ProgramArguments</key><array><string>/bin/job</string></array><key>KeepAlive</key><dict><key>SuccessfulExit</key><false/></dict>`,
+			want: adopted(registry.Service{Name: "job", Unit: "com.example.job", Scope: "system", Program: "/bin/job"}, registry.UnitSettings{Restart: "on-failure"})},
+		// Other KeepAlive conditions are kept verbatim.
+		{name: "keepalive path state", body: `<key>ProgramArguments</key><array><string>/bin/job</string></array><key>KeepAlive</key><dict><key>PathState</key><dict><key>/tmp/x</key><true/></dict></dict>`,
+			want: adopted(registry.Service{Name: "job", Unit: "com.example.job", Scope: "system", Program: "/bin/job"}, registry.UnitSettings{LaunchdKeys: map[string]string{"KeepAlive": "<dict><key>PathState</key><dict><key>/tmp/x</key><true/></dict></dict>"}})},
+		// UserName, WorkingDirectory, ThrottleInterval, ProcessType land in fields; Disabled false is kept.
+		{name: "settings", body: `<key>ProgramArguments</key><array><string>/bin/job</string></array><key>KeepAlive</key><true/><key>UserName</key><string>nobody</string><key>WorkingDirectory</key><string>/var/x</string><key>ThrottleInterval</key><integer>60</integer><key>ProcessType</key><string>Background</string><key>Disabled</key><false/><key>Umask</key><integer>18</integer>`,
+			want: adopted(registry.Service{Name: "job", Unit: "com.example.job", Scope: "system", Program: "/bin/job"}, registry.UnitSettings{User: "nobody", WorkingDirectory: "/var/x", RestartSec: "60", ProcessType: "Background", UMask: "0022", LaunchdKeys: map[string]string{"Disabled": "<false/>"}})},
 		// On demand only.
 		{name: "on demand", body: `<key>ProgramArguments</key><array><string>/bin/job</string></array>`, reason: "only runs on demand"},
 		// A relative program.
 		{name: "relative", body: `<key>ProgramArguments</key><array><string>job</string></array><key>KeepAlive</key><true/>`, reason: "not an absolute path"},
+		// Socket activation and a disabled job: both named.
+		{name: "sockets and disabled", body: `<key>ProgramArguments</key><array><string>/bin/job</string></array><key>KeepAlive</key><true/><key>Sockets</key><dict/><key>Disabled</key><true/>`, reason: "Disabled"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

@@ -2,6 +2,7 @@ package units
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"io"
 	"path/filepath"
@@ -149,6 +150,29 @@ func validate(s registry.Service, goos string) error {
 	default:
 		return &FieldError{Field: "scope", Reason: fmt.Sprintf("%q is neither system nor user", s.Scope)}
 	}
+	return validateSettings(s, goos)
+}
+
+// validateSettings runs the registry's rules over s's unit settings for a
+// target of goos; the first violation is the error.
+func validateSettings(s registry.Service, goos string) error {
+	s.UnitPath = ""
+	doc := &registry.Document{Version: 1, Targets: []registry.Target{{Name: "render", OS: goos, Services: []registry.Service{s}}}}
+	var ve *registry.ValidationError
+	if err := registry.Validate(doc); errors.As(err, &ve) {
+		for _, v := range ve.Violations {
+			field := strings.TrimPrefix(v.Path, "targets[0].services[0].")
+			if field == v.Path {
+				continue
+			}
+			return &FieldError{Field: field, Reason: v.Message}
+		}
+	}
+	for k, x := range s.LaunchdKeys {
+		if _, err := ParsePlistValueXML(x); err != nil {
+			return &FieldError{Field: fmt.Sprintf("launchd_keys[%q]", k), Reason: err.Error()}
+		}
+	}
 	return nil
 }
 
@@ -161,104 +185,324 @@ func sortedKeys(m map[string]string) []string {
 	return keys
 }
 
-// mergedEnv is the fixed PATH with the declared environment over it.
+// mergedEnv is the declared environment, over the fixed PATH when stado's
+// defaults apply.
 func mergedEnv(s registry.Service, goos string) map[string]string {
-	env := map[string]string{"PATH": FixedPath(goos)}
+	env := map[string]string{}
+	if s.UsesStadoDefaults() {
+		env["PATH"] = FixedPath(goos)
+	}
 	for k, v := range s.Env {
 		env[k] = v
 	}
 	return env
 }
 
-// RenderSystemd renders s as a systemd service unit. The unit restarts the
-// program whenever it exits (Restart=no when keep_alive is false), disables
-// the start limit so no number of restarts leaves it dead for good, and is
-// wanted by multi-user.target (system scope) or default.target (user scope).
-// Errors are *IncompleteError or *FieldError; nothing is rendered then.
+// restartWord is the systemd Restart= value s renders, "" for none.
+func restartWord(s registry.Service) string {
+	switch {
+	case s.Restart != "":
+		return s.Restart
+	case s.KeepsAlive():
+		return "always"
+	case s.UsesStadoDefaults():
+		return "no"
+	}
+	return "" // no Restart= is systemd's no
+}
+
+// RenderSystemd renders s as a systemd service unit. Every field of the
+// declaration becomes its directive; with stado's defaults (stado_defaults
+// unset or true) what is left unset is filled in: the description "stado
+// service NAME", no start limit, the fixed PATH, Restart=always (no when
+// keep_alive is false), RestartSec=2 and WantedBy multi-user.target (system
+// scope) or default.target (user scope). With stado_defaults false nothing
+// is added, and a declaration without wanted_by or required_by has no
+// [Install] section. Kept systemd_keys follow the typed keys of their
+// section, in order. Errors are *IncompleteError or *FieldError; nothing is
+// rendered then.
 func RenderSystemd(s registry.Service) ([]byte, error) {
 	if err := validate(s, registry.OSLinux); err != nil {
 		return nil, err
 	}
+	defaults := s.UsesStadoDefaults()
 	argv := append([]string{s.Program}, s.Args...)
 	words := make([]string, len(argv))
 	for i, a := range argv {
-		words[i] = QuoteExecArg(a)
+		if s.ExpandEnv {
+			words[i] = quoteExecArgExpanding(a)
+		} else {
+			words[i] = QuoteExecArg(a)
+		}
 	}
-	opts := []*unit.UnitOption{
-		unit.NewUnitOption("Unit", "Description", "stado service "+EscapeSpecifiers(s.Name)),
+	var opts []*unit.UnitOption
+	add := func(section, key, value string) { opts = append(opts, unit.NewUnitOption(section, key, value)) }
+	addAll := func(section, key string, values []string) {
+		for _, v := range values {
+			add(section, key, v)
+		}
+	}
+	addNames := func(section, key string, names []string) {
+		if len(names) > 0 {
+			add(section, key, strings.Join(names, " "))
+		}
+	}
+	kept := func(section string) {
+		for _, k := range s.SystemdKeys {
+			if k.Section == section {
+				add(section, k.Key, k.Value)
+			}
+		}
+	}
+	desc := s.Description
+	if desc == "" && defaults {
+		desc = "stado service " + s.Name
+	}
+	if desc != "" {
+		add("Unit", "Description", EscapeSpecifiers(desc))
 	}
 	if s.Name != DefaultName(s.Unit, registry.OSLinux) {
-		opts = append(opts, unit.NewUnitOption("Unit", systemdNameKey, s.Name))
+		add("Unit", systemdNameKey, s.Name)
 	}
 	if s.Product != "" {
-		opts = append(opts, unit.NewUnitOption("Unit", systemdProductKey, s.Product))
+		add("Unit", systemdProductKey, s.Product)
 	}
-	opts = append(opts,
-		unit.NewUnitOption("Unit", "StartLimitIntervalSec", "0"),
-		unit.NewUnitOption("Service", "ExecStart", strings.Join(words, " ")),
-	)
+	limitInterval := s.StartLimitIntervalSec
+	if limitInterval == "" && defaults {
+		limitInterval = "0"
+	}
+	if limitInterval != "" {
+		add("Unit", "StartLimitIntervalSec", limitInterval)
+	}
+	if s.StartLimitBurst != nil {
+		add("Unit", "StartLimitBurst", strconv.Itoa(*s.StartLimitBurst))
+	}
+	addNames("Unit", "After", s.After)
+	addNames("Unit", "Before", s.Before)
+	addNames("Unit", "Wants", s.Wants)
+	addNames("Unit", "Requires", s.Requires)
+	kept("Unit")
+	if s.Type != "" {
+		add("Service", "Type", s.Type)
+	}
+	if s.PIDFile != "" {
+		add("Service", "PIDFile", s.PIDFile)
+	}
+	addAll("Service", "ExecStartPre", s.ExecStartPre)
+	add("Service", "ExecStart", s.ExecStartPrefix+strings.Join(words, " "))
+	addAll("Service", "ExecStartPost", s.ExecStartPost)
+	addAll("Service", "ExecReload", s.ExecReload)
+	addAll("Service", "ExecStop", s.ExecStop)
+	addAll("Service", "ExecStopPost", s.ExecStopPost)
 	env := mergedEnv(s, registry.OSLinux)
 	for _, k := range sortedKeys(env) {
-		opts = append(opts, unit.NewUnitOption("Service", "Environment", QuoteEnvAssignment(k, env[k])))
+		add("Service", "Environment", QuoteEnvAssignment(k, env[k]))
 	}
-	restart := "always"
-	if !s.KeepsAlive() {
-		restart = "no"
+	addAll("Service", "EnvironmentFile", s.EnvironmentFiles)
+	if s.WorkingDirectory != "" {
+		add("Service", "WorkingDirectory", s.WorkingDirectory)
 	}
-	opts = append(opts,
-		unit.NewUnitOption("Service", "Restart", restart),
-		unit.NewUnitOption("Service", "RestartSec", strconv.Itoa(RestartDelaySeconds)),
-	)
-	wanted := "multi-user.target"
-	if s.EffectiveScope() == registry.ScopeUser {
-		wanted = "default.target"
+	if s.User != "" {
+		add("Service", "User", s.User)
 	}
-	opts = append(opts, unit.NewUnitOption("Install", "WantedBy", wanted))
+	if s.Group != "" {
+		add("Service", "Group", s.Group)
+	}
+	if s.UMask != "" {
+		add("Service", "UMask", s.UMask)
+	}
+	if s.StdoutPath != "" {
+		add("Service", "StandardOutput", "append:"+s.StdoutPath)
+	}
+	if s.StderrPath != "" {
+		add("Service", "StandardError", "append:"+s.StderrPath)
+	}
+	if r := restartWord(s); r != "" {
+		add("Service", "Restart", r)
+	}
+	restartSec := s.RestartSec
+	if restartSec == "" && defaults {
+		restartSec = strconv.Itoa(RestartDelaySeconds)
+	}
+	if restartSec != "" {
+		add("Service", "RestartSec", restartSec)
+	}
+	if s.TimeoutStopSec != "" {
+		add("Service", "TimeoutStopSec", s.TimeoutStopSec)
+	}
+	if s.KillMode != "" {
+		add("Service", "KillMode", s.KillMode)
+	}
+	if s.Delegate != nil {
+		add("Service", "Delegate", yesNo(*s.Delegate))
+	}
+	if s.Nice != nil {
+		add("Service", "Nice", strconv.Itoa(*s.Nice))
+	}
+	if s.IOSchedulingClass != "" {
+		add("Service", "IOSchedulingClass", s.IOSchedulingClass)
+	}
+	if s.IOSchedulingPriority != nil {
+		add("Service", "IOSchedulingPriority", strconv.Itoa(*s.IOSchedulingPriority))
+	}
+	for _, name := range sortedLimitNames(s.Limits) {
+		l := s.Limits[name]
+		v := l.Soft
+		if l.Hard != l.Soft {
+			v = l.Soft + ":" + l.Hard
+		}
+		add("Service", registry.LimitNames[name][0], v)
+	}
+	kept("Service")
+	wanted := s.WantedBy
+	if len(wanted) == 0 && len(s.RequiredBy) == 0 && defaults {
+		wanted = []string{"multi-user.target"}
+		if s.EffectiveScope() == registry.ScopeUser {
+			wanted = []string{"default.target"}
+		}
+	}
+	addNames("Install", "WantedBy", wanted)
+	addNames("Install", "RequiredBy", s.RequiredBy)
+	kept("Install")
 	return io.ReadAll(unit.Serialize(opts))
 }
 
-// launchdJob is the property list stado writes; the encoder sorts keys.
-type launchdJob struct {
-	EnvironmentVariables map[string]string `plist:"EnvironmentVariables"`
-	KeepAlive            bool              `plist:"KeepAlive"`
-	Label                string            `plist:"Label"`
-	ProgramArguments     []string          `plist:"ProgramArguments"`
-	RunAtLoad            bool              `plist:"RunAtLoad"`
-	StadoProduct         string            `plist:"StadoProduct,omitempty"`
-	StadoService         string            `plist:"StadoService,omitempty"`
-	StandardErrorPath    string            `plist:"StandardErrorPath"`
-	StandardOutPath      string            `plist:"StandardOutPath"`
-	ThrottleInterval     int               `plist:"ThrottleInterval"`
+func yesNo(b bool) string {
+	if b {
+		return "yes"
+	}
+	return "no"
 }
 
-// RenderLaunchd renders s as an XML launchd property list. Standard output
-// and error go to LaunchdLogPath(home, label): a declaration has no field
-// for other log files, so a rendered job always logs there. Errors are
-// *IncompleteError or *FieldError; nothing is rendered then.
+func sortedLimitNames(m map[string]registry.Limit) []string {
+	names := make([]string, 0, len(m))
+	for n := range m {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return names
+}
+
+// RenderLaunchd renders s as an XML launchd property list. Every field of
+// the declaration becomes its key, and launchd_keys are written as kept.
+// With stado's defaults (stado_defaults unset or true) what is left unset
+// is filled in: the fixed PATH, KeepAlive, RunAtLoad true, ThrottleInterval
+// 2 and standard output and error in LaunchdLogPath(home, label). With
+// stado_defaults false nothing is added. Errors are *IncompleteError or
+// *FieldError; nothing is rendered then.
 func RenderLaunchd(s registry.Service, home string) ([]byte, error) {
 	if err := validate(s, registry.OSDarwin); err != nil {
 		return nil, err
 	}
-	if !strings.HasPrefix(home, "/") {
-		return nil, &FieldError{Field: "home", Reason: fmt.Sprintf("%q is not an absolute path", home)}
+	defaults := s.UsesStadoDefaults()
+	if defaults {
+		if !strings.HasPrefix(home, "/") {
+			return nil, &FieldError{Field: "home", Reason: fmt.Sprintf("%q is not an absolute path", home)}
+		}
+		if err := checkValue("home", home); err != nil {
+			return nil, err
+		}
 	}
-	if err := checkValue("home", home); err != nil {
-		return nil, err
+	job := map[string]any{
+		"Label":            s.Unit,
+		"ProgramArguments": append([]string{s.Program}, s.Args...),
 	}
-	logPath := LaunchdLogPath(home, s.Unit)
-	job := launchdJob{
-		EnvironmentVariables: mergedEnv(s, registry.OSDarwin),
-		KeepAlive:            s.KeepsAlive(),
-		Label:                s.Unit,
-		ProgramArguments:     append([]string{s.Program}, s.Args...),
-		RunAtLoad:            true,
-		StadoProduct:         s.Product,
-		StandardErrorPath:    logPath,
-		StandardOutPath:      logPath,
-		ThrottleInterval:     RestartDelaySeconds,
+	for k, x := range s.LaunchdKeys {
+		v, err := ParsePlistValueXML(x)
+		if err != nil {
+			return nil, &FieldError{Field: fmt.Sprintf("launchd_keys[%q]", k), Reason: err.Error()}
+		}
+		job[k] = v
+	}
+	if env := mergedEnv(s, registry.OSDarwin); len(env) > 0 {
+		job["EnvironmentVariables"] = env
+	}
+	switch s.Restart {
+	case "":
+		if _, kept := s.LaunchdKeys["KeepAlive"]; !kept {
+			job["KeepAlive"] = s.KeepsAlive()
+		}
+	case "always":
+		job["KeepAlive"] = true
+	case "no":
+		job["KeepAlive"] = false
+	case "on-failure":
+		job["KeepAlive"] = map[string]any{"SuccessfulExit": false}
+	case "on-success":
+		job["KeepAlive"] = map[string]any{"SuccessfulExit": true}
+	case "on-abort":
+		job["KeepAlive"] = map[string]any{"Crashed": true}
+	}
+	if _, kept := s.LaunchdKeys["RunAtLoad"]; defaults && !kept {
+		job["RunAtLoad"] = true
+	}
+	if s.Product != "" {
+		job[plistProductKey] = s.Product
 	}
 	if s.Name != DefaultName(s.Unit, registry.OSDarwin) {
-		job.StadoService = s.Name
+		job[plistNameKey] = s.Name
+	}
+	stdout, stderr := s.StdoutPath, s.StderrPath
+	if defaults && stdout == "" && stderr == "" {
+		stdout = LaunchdLogPath(home, s.Unit)
+		stderr = stdout
+	}
+	if stdout != "" {
+		job["StandardOutPath"] = stdout
+	}
+	if stderr != "" {
+		job["StandardErrorPath"] = stderr
+	}
+	if s.RestartSec != "" {
+		us, _ := registry.ParseTimeSpan(s.RestartSec)
+		job["ThrottleInterval"] = int(us / 1_000_000)
+	} else if defaults {
+		job["ThrottleInterval"] = RestartDelaySeconds
+	}
+	if s.TimeoutStopSec != "" {
+		us, _ := registry.ParseTimeSpan(s.TimeoutStopSec)
+		job["ExitTimeOut"] = int(us / 1_000_000)
+	}
+	if s.WorkingDirectory != "" {
+		job["WorkingDirectory"] = s.WorkingDirectory
+	}
+	if s.User != "" {
+		job["UserName"] = s.User
+	}
+	if s.Group != "" {
+		job["GroupName"] = s.Group
+	}
+	if s.UMask != "" {
+		n, _ := strconv.ParseInt(s.UMask, 8, 32)
+		job["Umask"] = int(n)
+	}
+	if s.Nice != nil {
+		job["Nice"] = *s.Nice
+	}
+	if s.ProcessType != "" {
+		job["ProcessType"] = s.ProcessType
+	}
+	if s.IOSchedulingClass == "idle" {
+		job["LowPriorityIO"] = true
+	}
+	if s.AbandonProcessGroup {
+		job["AbandonProcessGroup"] = true
+	}
+	soft, hard := map[string]any{}, map[string]any{}
+	for name, l := range s.Limits {
+		key := registry.LimitNames[name][1]
+		if n, ok := registry.ParseLimitValue(l.Soft); ok && l.Soft != "" {
+			soft[key] = n
+		}
+		if n, ok := registry.ParseLimitValue(l.Hard); ok && l.Hard != "" {
+			hard[key] = n
+		}
+	}
+	if len(soft) > 0 {
+		job["SoftResourceLimits"] = soft
+	}
+	if len(hard) > 0 {
+		job["HardResourceLimits"] = hard
 	}
 	var buf bytes.Buffer
 	enc := plist.NewEncoderForFormat(&buf, plist.XMLFormat)
@@ -268,4 +512,14 @@ func RenderLaunchd(s registry.Service, home string) ([]byte, error) {
 	}
 	buf.WriteByte('\n')
 	return buf.Bytes(), nil
+}
+
+// quoteExecArgExpanding writes an argument whose '$' the init system is to
+// expand: like QuoteExecArg, but '$' stays as written.
+func quoteExecArgExpanding(a string) string {
+	a = EscapeSpecifiers(a)
+	if a != "" && !strings.ContainsFunc(a, needsQuoting) {
+		return a
+	}
+	return `"` + cEscape(a) + `"`
 }
