@@ -44,10 +44,12 @@ func (e *ParseError) Error() string {
 // Unwrap makes errors.Is(err, ErrInvalid) hold.
 func (e *ParseError) Unwrap() error { return ErrInvalid }
 
+var utf8BOM = []byte("\xef\xbb\xbf")
+
 // DetectFormat says whether data is JSON (its first non-space byte is '{')
 // or YAML (anything else).
 func DetectFormat(data []byte) string {
-	trimmed := bytes.TrimLeft(bytes.TrimPrefix(data, []byte("\xef\xbb\xbf")), " \t\r\n")
+	trimmed := bytes.TrimLeft(bytes.TrimPrefix(data, utf8BOM), " \t\r\n")
 	if len(trimmed) > 0 && trimmed[0] == '{' {
 		return FormatJSON
 	}
@@ -68,6 +70,10 @@ func Parse(data []byte, source string) (d *Document, err error) {
 			d, err = nil, &ParseError{Source: source, Msg: fmt.Sprintf("document cannot be decoded: %v", r)}
 		}
 	}()
+	// One rule for both formats: a UTF-8 byte-order mark at the start is
+	// read as nothing (editors on some systems write one); anywhere else it
+	// is part of the text and refused by the decoder.
+	data = bytes.TrimPrefix(data, utf8BOM)
 	if DetectFormat(data) == FormatJSON {
 		return parseJSON(data, source)
 	}
@@ -129,6 +135,9 @@ func parseJSON(data []byte, source string) (*Document, error) {
 	}
 	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
 		return nil, &ParseError{Source: source, Line: lineAt(data, dec.InputOffset()), Msg: "more than one document; a registry is exactly one"}
+	}
+	if vs := jsonKeyViolations(data); len(vs) > 0 {
+		return nil, &ValidationError{Source: source, Violations: vs}
 	}
 	return &d, nil
 }

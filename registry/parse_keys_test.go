@@ -1,0 +1,54 @@
+package registry_test
+
+import (
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/wisent/stado/registry"
+)
+
+// JSON and YAML read a document the same way: a key named twice, or named
+// again in another case, is refused naming the field in both; a UTF-8
+// byte-order mark at the start is read as nothing in both.
+func TestJSONAndYAMLAgreeOnKeysAndTheByteOrderMark(t *testing.T) {
+	const svc = `"name":"a","unit":"a.service"`
+	for _, tc := range []struct {
+		name, doc string
+		field     string // "" means accepted
+	}{
+		// the same key twice: the last would win
+		{"duplicate", `{"version":1,"targets":[{"name":"h","os":"linux","services":[{` + svc + `,"program":"/bin/a","program":"/bin/evil"}]}]}`, "targets[0].services[0].program"},
+		// the same key in another case
+		{"case variant", `{"version":1,"targets":[{"name":"h","os":"linux","services":[{` + svc + `,"program":"/bin/a","PROGRAM":"/bin/evil"}]}]}`, "targets[0].services[0].PROGRAM"},
+		// a field only in another case
+		{"upper-case field", `{"version":1,"TARGETS":[]}`, "TARGETS"},
+		// a duplicate at the top
+		{"duplicate version", `{"version":1,"version":1,"targets":[]}`, "version"},
+		// env names are case-sensitive: two variables, accepted
+		{"env FOO and foo", `{"version":1,"targets":[{"name":"h","os":"linux","services":[{` + svc + `,"program":"/bin/a","env":{"FOO":"1","foo":"2"}}]}]}`, ""},
+		// the same env name twice
+		{"env duplicate", `{"version":1,"targets":[{"name":"h","os":"linux","services":[{` + svc + `,"program":"/bin/a","env":{"FOO":"1","FOO":"2"}}]}]}`, "targets[0].services[0].env.FOO"},
+		// a BOM before JSON
+		{"JSON with a BOM", "\xef\xbb\xbf" + `{"version":1,"targets":[]}`, ""},
+		// a BOM before YAML
+		{"YAML with a BOM", "\xef\xbb\xbfversion: 1\ntargets: []\n", ""},
+		// YAML refuses the duplicate too
+		{"YAML duplicate", "version: 1\ntargets:\n- name: h\n  os: linux\n  os: darwin\n", "os"},
+		// and the case variant
+		{"YAML case variant", "version: 1\nVERSION: 1\ntargets: []\n", "VERSION"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := registry.Parse([]byte(tc.doc), "fleet")
+			if tc.field == "" {
+				if err != nil {
+					t.Fatalf("refused: %v", err)
+				}
+				return
+			}
+			if err == nil || !errors.Is(err, registry.ErrInvalid) || !strings.Contains(err.Error(), tc.field) {
+				t.Fatalf("err %v, want a refusal naming %s", err, tc.field)
+			}
+		})
+	}
+}
