@@ -75,8 +75,11 @@ func ParseLaunchctlPrint(out []byte) (LaunchdState, error) {
 			st.Arguments = append(st.Arguments, line)
 			continue
 		}
-		if key, ok := strings.CutSuffix(line, "= {"); ok {
-			if depth == top && strings.TrimSpace(key) == "arguments" {
+		// A block opens with "key = {" or, inside endpoints and other
+		// dictionaries, with "\"name\" => {"; every block closes with "}".
+		if strings.HasSuffix(line, "{") {
+			key := strings.TrimSpace(strings.TrimSuffix(strings.TrimSuffix(line, "{"), " "))
+			if depth == top && key == "arguments =" {
 				inArgs = true
 			}
 			depth++
@@ -149,4 +152,112 @@ func firstLine(b []byte) string {
 		line = line[:120]
 	}
 	return string(line)
+}
+
+// ParseLaunchctlList reads the output of `launchctl list LABEL`: the
+// job's dictionary in launchd's old-style property-list text ("PID" = 42;
+// "LastExitStatus" = 256; "ProgramArguments" = ( ... );). LastExitStatus is
+// a wait status: a signal in its low bits, else the exit code in the next
+// byte. A label launchd does not hold ("Could not find service") is Found
+// false with no error; text that names no Label is an error.
+func ParseLaunchctlList(out []byte) (LaunchdState, error) {
+	if bytes.Contains(out, []byte("Could not find service")) {
+		return LaunchdState{Found: false}, nil
+	}
+	st := LaunchdState{Found: true}
+	sc := bufio.NewScanner(bytes.NewReader(out))
+	sc.Buffer(make([]byte, 64*1024), 4*1024*1024)
+	inArgs, depth := false, 0
+	for sc.Scan() {
+		line := strings.TrimSpace(sc.Text())
+		switch {
+		case line == "":
+			continue
+		case line == "{":
+			depth++
+			continue
+		case line == "};" || line == "}":
+			depth--
+			continue
+		case line == ");":
+			inArgs = false
+			continue
+		case inArgs:
+			st.Arguments = append(st.Arguments, unquoteOldStyle(strings.TrimSuffix(line, ";")))
+			continue
+		}
+		k, v, ok := strings.Cut(line, " = ")
+		if !ok || depth != 1 {
+			if strings.HasSuffix(line, "{") {
+				depth++
+			}
+			continue
+		}
+		key := unquoteOldStyle(strings.TrimSpace(k))
+		v = strings.TrimSpace(v)
+		if v == "(" {
+			inArgs = key == "ProgramArguments"
+			if !inArgs {
+				depth++ // skip an array we do not read
+				for sc.Scan() && strings.TrimSpace(sc.Text()) != ");" {
+				}
+				depth--
+			}
+			continue
+		}
+		if v == "{" {
+			depth++
+			continue
+		}
+		val := unquoteOldStyle(strings.TrimSuffix(v, ";"))
+		switch key {
+		case "Label":
+			st.Label = val
+		case "PID":
+			if n, err := strconv.Atoi(val); err == nil {
+				st.PID = n
+				st.State = "running"
+			}
+		case "LastExitStatus":
+			if n, err := strconv.Atoi(val); err == nil {
+				st.Exited = true
+				if sig := n & 0x7f; sig != 0 {
+					st.LastSignal = "signal: " + strconv.Itoa(sig)
+				} else {
+					st.LastExit = (n >> 8) & 0xff
+				}
+			}
+		case "Program":
+			st.Program = val
+		case "StandardOutPath":
+			st.StdoutPath = val
+		case "StandardErrorPath":
+			st.StderrPath = val
+		}
+	}
+	if err := sc.Err(); err != nil {
+		return LaunchdState{}, fmt.Errorf("read launchctl list output: %w", err)
+	}
+	if st.Label == "" {
+		return LaunchdState{}, fmt.Errorf("launchctl list output names no Label: %q", firstLine(out))
+	}
+	if st.Program == "" && len(st.Arguments) > 0 {
+		st.Program = st.Arguments[0]
+	}
+	if st.State == "" {
+		st.State = "not running"
+	}
+	return st, nil
+}
+
+// unquoteOldStyle removes the double quotes of an old-style property-list
+// string and its backslash escapes.
+func unquoteOldStyle(s string) string {
+	if len(s) >= 2 && s[0] == '"' && s[len(s)-1] == '"' {
+		if u, err := strconv.Unquote(s); err == nil {
+			return u
+		}
+		return s[1 : len(s)-1]
+	}
+	return s
 }

@@ -12,6 +12,7 @@ const (
 	StateMissing  = "missing"  // the init system does not hold the unit
 	StateFailed   = "failed"   // stopped after a failure, not restarted
 	StateFailing  = "failing"  // loaded, no process, the last run exited nonzero, the supervisor keeps (or kept) restarting it
+	StateMasked   = "masked"   // systemd: the unit is masked (linked to /dev/null), so nothing can start it
 )
 
 // Verdict is stado's reading of one unit.
@@ -73,7 +74,12 @@ func VerdictFromSystemd(unit string, p SystemdProperties) Verdict {
 	if p.SubState != "" {
 		v.Detail = fmt.Sprintf("%s (%s)", p.ActiveState, p.SubState)
 	}
-	if p.LoadState == "not-found" || p.LoadState == "masked" || p.LoadState == "" {
+	if p.LoadState == "masked" {
+		v.State = StateMasked
+		v.Detail = "masked: linked to /dev/null, so nothing can start it until it is unmasked"
+		return v
+	}
+	if p.LoadState == "not-found" || p.LoadState == "" {
 		v.State = StateMissing
 		v.Detail = p.LoadState
 		return v

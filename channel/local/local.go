@@ -297,7 +297,7 @@ func (h *Host) UnitEnv(ctx context.Context, u channel.UnitRef) (channel.EnvResul
 		}
 		er, ok := m.(environmentReader)
 		if p.Complete || !ok {
-			for k, val := range p.Service.Env {
+			for k, val := range p.Env { // the file's environment, complete or not
 				res.Env[k] = val
 			}
 			return nil
