@@ -69,7 +69,7 @@ func (p *Proxy) Handler() http.Handler {
 			pr.Out.URL = &u
 			pr.Out.Host = ""
 			pr.SetXForwarded()
-			line := pr.In.Method + " " + pr.In.RequestURI + " " + pr.In.Proto
+			line := RequestLineWithoutQuery(pr.In.Method + " " + pr.In.RequestURI + " " + pr.In.Proto)
 			pr.Out = pr.Out.WithContext(withOrigin(pr.Out.Context(), p.client(pr.In.RemoteAddr), line))
 		},
 		Transport: p.Transport,
@@ -83,7 +83,7 @@ func (p *Proxy) Handler() http.Handler {
 			if errors.Is(err, context.Canceled) {
 				return // the client went away
 			}
-			p.logger().Warn("proxy", "service", p.Service, "request", r.Method+" "+r.RequestURI, "err", err)
+			p.logger().Warn("proxy", "service", p.Service, "request", RequestLineWithoutQuery(r.Method+" "+r.RequestURI+" "+r.Proto), "err", err)
 			body, _ := json.Marshal(ProxyErrorBody{Kind: "stado.resolver.error", Service: p.Service, Code: code, Message: err.Error()})
 			w.Header().Set("Content-Type", "application/json")
 			w.WriteHeader(status)
@@ -221,5 +221,5 @@ func requestLineOf(b []byte) string {
 	if len(line) == 0 {
 		return "(" + strconv.Itoa(len(b)) + " bytes)"
 	}
-	return string(line)
+	return RequestLineWithoutQuery(string(line))
 }

@@ -33,24 +33,36 @@ type HeldError struct {
 	At time.Time
 }
 
+// Error says the service is held, how many requests it holds and for
+// how long the oldest has waited. It never says whose request that is:
+// the refusal goes to other clients, and the oldest request's line,
+// caller and query belong to its own client.
 func (e *HeldError) Error() string {
-	return fmt.Sprintf("service %s on %s holds %d request(s) unanswered past the %s bound; the oldest, %q from %s to %s, was accepted %s ago; new requests are refused until it answers",
-		e.Service, e.Host, e.Held, e.Bound, e.Oldest.RequestLine, e.Oldest.Client, e.Oldest.Endpoint, e.At.Sub(e.Oldest.AcceptedAt).Round(time.Millisecond))
+	return fmt.Sprintf("service %s on %s holds %d request(s) unanswered past the %s bound; the oldest was accepted %s ago; new requests are refused until it answers",
+		e.Service, e.Host, e.Held, e.Bound, e.At.Sub(e.Oldest.AcceptedAt).Round(time.Millisecond))
 }
 func (e *HeldError) RefusalCode() refusal.Code { return refusal.Held }
 
 // HeldBody is the JSON body of the 503 a resolver answers for a held
-// service.
+// service. It names the held service and how long its oldest request has
+// waited, never that request's line, caller or query.
 type HeldBody struct {
-	Kind          string    `json:"kind"`
-	Service       string    `json:"service"`
-	Host          string    `json:"host"`
-	Held          int       `json:"held"`
-	BoundSeconds  float64   `json:"bound_seconds"`
-	WaitedSeconds float64   `json:"waited_seconds"`
-	Oldest        Wait      `json:"oldest"`
-	Message       string    `json:"message"`
-	At            time.Time `json:"at"`
+	Kind          string     `json:"kind"`
+	Service       string     `json:"service"`
+	Host          string     `json:"host"`
+	Held          int        `json:"held"`
+	BoundSeconds  float64    `json:"bound_seconds"`
+	WaitedSeconds float64    `json:"waited_seconds"`
+	Oldest        HeldOldest `json:"oldest"`
+	Message       string     `json:"message"`
+	At            time.Time  `json:"at"`
+}
+
+// HeldOldest is what a refused client may know of the oldest held wait.
+type HeldOldest struct {
+	Endpoint   string    `json:"endpoint"`
+	AcceptedAt time.Time `json:"accepted_at"`
+	Phase      string    `json:"phase"`
 }
 
 // HeldKind is the kind of a HeldBody.
@@ -63,7 +75,8 @@ func (e *HeldError) body() []byte {
 	b, _ := json.Marshal(HeldBody{
 		Kind: HeldKind, Service: e.Service, Host: e.Host, Held: e.Held,
 		BoundSeconds: e.Bound.Seconds(), WaitedSeconds: e.At.Sub(e.Oldest.AcceptedAt).Seconds(),
-		Oldest: e.Oldest, Message: e.Error(), At: e.At.UTC(),
+		Oldest:  HeldOldest{Endpoint: e.Oldest.Endpoint, AcceptedAt: e.Oldest.AcceptedAt, Phase: e.Oldest.Phase},
+		Message: e.Error(), At: e.At.UTC(),
 	})
 	return append(b, '\n')
 }
@@ -194,6 +207,7 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		}
 		line = req.Method + " " + u.RequestURI() + " " + proto
 	}
+	line = RequestLineWithoutQuery(line)
 	pending := t.Recorder.Begin(Wait{Service: name, Host: ep.Host, Endpoint: ep.String(), Client: client, RequestLine: line})
 	defer pending.Done()
 	trace := &httptrace.ClientTrace{
@@ -226,4 +240,21 @@ func isRefusal(err error) (status int, ok bool) {
 		return http.StatusBadGateway, true
 	}
 	return http.StatusBadGateway, false
+}
+
+// RequestLineWithoutQuery is what the waiting list and the logs keep of a
+// request line: an HTTP request line ("GET /path?q HTTP/1.1") loses its
+// query and fragment, which may carry tokens, and keeps what a peer needs
+// to tell requests apart ("GET /path HTTP/1.1"). Any other line (a TCP
+// client's first line, a note made by stado) is returned as it is.
+func RequestLineWithoutQuery(line string) string {
+	method, rest, ok1 := strings.Cut(line, " ")
+	target, proto, ok2 := strings.Cut(rest, " ")
+	if !ok1 || !ok2 || method == "" || !strings.HasPrefix(proto, "HTTP/") {
+		return line
+	}
+	if i := strings.IndexAny(target, "?#"); i >= 0 {
+		target = target[:i]
+	}
+	return method + " " + target + " " + proto
 }
