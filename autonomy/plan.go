@@ -135,8 +135,10 @@ type hostService struct{ host, service string }
 //  4. a fresh beacon whose state disagrees with the verify's (running,
 //     stopped and missing are the three kinds compared): inconclusive;
 //  5. from the verify: file absent → restore; bytes drifted → reinstall;
-//     inactive or failed → start; failing → restart, unless the unit has
-//     been started CrashLoopStarts times or more (crash_loop); active → none;
+//     a crash loop (failing, or caught running between two of its crashes
+//     while the fresh beacon says failing, and started CrashLoopStarts
+//     times or more) → crash_loop; inactive or failed → start; failing →
+//     restart; active → none;
 //  6. a unit of the catalog's recovery list that needs an action:
 //     recovery_unit (stado's own host process is restarted only by the
 //     host repair step).
@@ -226,7 +228,11 @@ func planOne(cat *catalog.Catalog, host string, s registry.Service, b *beacon.Ro
 		}
 		return refuse(CodeInconclusive, "", "%s on %s is %s but its file could not be compared: %s", s.Unit, host, c.State, c.Refusal.Message)
 	}
-	if fresh && kind(b.State) != kind(c.State) {
+	// A crash loop flaps: a reader may catch its program in the moment it
+	// runs. Its start count, and a beacon that saw it failing, give it away.
+	crashLoop := c.Evidence.Starts >= CrashLoopStarts &&
+		(c.State == units.StateFailing || (c.State == units.StateActive && fresh && b.State == units.StateFailing))
+	if fresh && kind(b.State) != kind(c.State) && !crashLoop {
 		return refuse(CodeInconclusive, "", "the beacon (pass %d, %.0fs old) says %s is %s and the verify says %s", b.Beacon.Pass, b.Beacon.AgeSeconds, s.Unit, b.State, c.State)
 	}
 	switch {
@@ -236,8 +242,11 @@ func planOne(cat *catalog.Catalog, host string, s registry.Service, b *beacon.Ro
 		r.Action, r.Plan = ActionReinstall, fmt.Sprintf("would install the declared bytes at %s and restart %s", orUnitPath(c.Path), s.Unit)
 	case c.State == units.StateInactive || c.State == units.StateFailed || c.State == units.StateMissing:
 		r.Action, r.Plan = ActionStart, "would start "+s.Unit
-	case c.State == units.StateFailing && c.Evidence.Starts >= CrashLoopStarts:
+	case crashLoop:
 		ev := c.Evidence.Sentence
+		if ev == "" && b != nil && b.Sentence != "" {
+			ev = b.Sentence
+		}
 		if ev == "" {
 			ev = fmt.Sprintf("last exit %d, started %d time(s)", c.Evidence.LastExit, c.Evidence.Starts)
 		}

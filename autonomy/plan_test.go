@@ -37,6 +37,8 @@ func TestPlanDecidesEachServiceFromItsEvidence(t *testing.T) {
 	crash := check("a", units.StateFailing)
 	crash.Evidence.Starts, crash.Evidence.LastExit, crash.Evidence.Sentence = 9, 3, "a.service runs no process: its last run exited 3 and its supervisor has started it 9 time(s)"
 	crash.Logs = []string{"dying"}
+	flapping := check("a", units.StateActive)
+	flapping.Evidence.Starts = 40
 	failingOnce := check("a", units.StateFailing)
 	failingOnce.Evidence.Starts, failingOnce.Evidence.LastExit = 1, 2
 	unread := check("a", "")
@@ -67,6 +69,8 @@ func TestPlanDecidesEachServiceFromItsEvidence(t *testing.T) {
 			host: reach(check("a", units.StateActive)), code: string(CodeDeclarationIncomplete)},
 		{name: "crash loop: refused, not restarted", decl: svc("a"), beacon: ptr(freshRow("h", "a", units.StateFailing)),
 			host: reach(crash), code: string(CodeCrashLoop), contain: "last line: dying"},
+		{name: "crash loop caught between crashes: still the crash loop", decl: svc("a"), beacon: ptr(freshRow("h", "a", units.StateFailing)),
+			host: reach(flapping), code: string(CodeCrashLoop)},
 		// The other rules.
 		{name: "failing without a loop: restart", decl: svc("a"), beacon: ptr(freshRow("h", "a", units.StateFailing)),
 			host: reach(failingOnce), action: ActionRestart},

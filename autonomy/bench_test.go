@@ -1,0 +1,101 @@
+package autonomy
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/wisent/stado/beacon"
+	"github.com/wisent/stado/catalog"
+	"github.com/wisent/stado/channel"
+	"github.com/wisent/stado/fleet"
+	"github.com/wisent/stado/registry"
+	"github.com/wisent/stado/units"
+)
+
+// answeringHost is an in-process Host: it answers verify from what it was
+// told it runs, every unit active with the declared bytes except the ones
+// listed as stopped. The other verbs are not used by planning.
+type answeringHost struct {
+	channel.Host
+	stopped map[string]bool
+}
+
+func (h *answeringHost) OS() string { return registry.OSLinux }
+
+func (h *answeringHost) Verify(_ context.Context, req channel.VerifyRequest) (channel.VerifyResult, error) {
+	res := channel.VerifyResult{Units: make([]channel.UnitCheck, len(req.Services))}
+	for i, vs := range req.Services {
+		s := vs.Service
+		state := units.StateActive
+		if h.stopped[s.Name] {
+			state = units.StateInactive
+		}
+		res.Units[i] = channel.UnitCheck{Service: s.Name, Unit: s.Unit, Scope: s.EffectiveScope(),
+			Path: "/etc/systemd/system/" + s.Unit, Verdict: units.Verdict{Unit: s.Unit, State: state, PID: 100 + i, Starts: 1}}
+	}
+	return res, nil
+}
+
+// benchFleet is n hosts of m services each, their beacons fresh at now, and
+// one in-process Host per target; every tenth host has one service stopped.
+func benchFleet(n, m int, now time.Time) (*registry.Document, *beacon.View, channel.Connector) {
+	doc := &registry.Document{Version: 1}
+	view := &beacon.View{Document: doc, Beacons: map[string]*beacon.Beacon{}, Unreadable: map[string]string{}, Now: now}
+	hosts := map[string]*answeringHost{}
+	for i := range n {
+		t := registry.Target{Name: fmt.Sprintf("host%d", i), OS: registry.OSLinux}
+		b := &beacon.Beacon{Kind: beacon.Kind, Version: beacon.FormatVersion, Host: t.Name, Pass: 9, At: now.Add(-time.Second), IntervalSeconds: 10}
+		h := &answeringHost{stopped: map[string]bool{}}
+		for j := range m {
+			s := registry.Service{Name: fmt.Sprintf("svc%d", j), Unit: fmt.Sprintf("svc%d.service", j), Program: "/bin/sleep", Args: []string{"infinity"}}
+			t.Services = append(t.Services, s)
+			state := units.StateActive
+			if i%10 == 0 && j == 0 {
+				state, h.stopped[s.Name] = units.StateInactive, true
+			}
+			b.Units = append(b.Units, beacon.UnitReport{Service: s.Name, Unit: s.Unit, State: state, PID: 100 + j})
+		}
+		doc.Targets = append(doc.Targets, t)
+		view.Beacons[t.Name] = b
+		hosts[t.Name] = h
+	}
+	return doc, view, func(t registry.Target) channel.Host { return hosts[t.Name] }
+}
+
+// BenchmarkPlanThousandHostsTwentyServices is planning alone over 1,000
+// hosts × 20 services: the verify sweep answered by in-process hosts (the
+// fleet's fan-out and result handling, no SSH), the beacon join, and Plan.
+// Budget: 200 ms per op.
+func BenchmarkPlanThousandHostsTwentyServices(b *testing.B) {
+	now := time.Now()
+	doc, view, connect := benchFleet(1000, 20, now)
+	f := &fleet.Fleet{Doc: doc, Catalog: catalog.Shipped(), Connect: connect}
+	ctx := context.Background()
+	b.ReportAllocs()
+	for b.Loop() {
+		vr, err := f.Verify(ctx, fleet.VerifyOptions{}, nil)
+		if err != nil {
+			b.Fatal(err)
+		}
+		rows := Plan(Input{Doc: doc, Catalog: f.Catalog, Beacons: view.Rows(""), Verify: vr})
+		if len(rows) != 20000 {
+			b.Fatalf("%d rows", len(rows))
+		}
+	}
+}
+
+func TestTheBenchmarkFleetPlansOneStartPerTenthHost(t *testing.T) {
+	now := time.Now()
+	doc, view, connect := benchFleet(100, 5, now)
+	f := &fleet.Fleet{Doc: doc, Catalog: catalog.Shipped(), Connect: connect}
+	vr, err := f.Verify(context.Background(), fleet.VerifyOptions{}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := Counts(Plan(Input{Doc: doc, Catalog: f.Catalog, Beacons: view.Rows(""), Verify: vr}))
+	if c[ActionStart] != 10 || c[ActionNone] != 490 || len(c) != 2 {
+		t.Errorf("counts %v", c)
+	}
+}
