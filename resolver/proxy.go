@@ -191,7 +191,7 @@ func (p *Proxy) forward(ctx context.Context, conn net.Conn) {
 			}
 		}
 		pending.Done()
-		if tc, ok := conn.(*net.TCPConn); ok {
+		if tc, ok := conn.(interface{ CloseWrite() error }); ok {
 			_ = tc.CloseWrite()
 		}
 		done <- struct{}{}

@@ -52,6 +52,7 @@ func (p *ProxyRun) Run(ctx context.Context) error {
 		_ = pub.Withdraw()
 		return fmt.Errorf("listen %s: %w", p.Listen, err)
 	}
+	ln = LimitListener(ln, ProxyMaxConns)
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	var wg sync.WaitGroup
@@ -72,7 +73,7 @@ func (p *ProxyRun) Run(ctx context.Context) error {
 	if p.TCP {
 		serveErr = proxy.ServeTCP(ctx, ln)
 	} else {
-		srv := &http.Server{Handler: proxy.Handler(), ReadHeaderTimeout: 10 * time.Second}
+		srv := NewProxyServer(proxy.Handler())
 		stop := context.AfterFunc(ctx, func() {
 			shut, c := context.WithTimeout(context.Background(), 2*time.Second)
 			defer c()
