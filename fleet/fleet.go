@@ -17,6 +17,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 
@@ -219,10 +220,24 @@ func (f *Fleet) withdraw(ctx context.Context, host, name, reason string) (int64,
 		for i := range t.Services {
 			if t.Services[i].Name == name {
 				t.Services = append(t.Services[:i], t.Services[i+1:]...)
+				dropDirectoryEntry(d, t, name)
 				return nil
 			}
 		}
 		return NotManaged(name, host)
 	})
 	return meta.Revision, err
+}
+
+// dropDirectoryEntry removes name's directory entry on t once no
+// declaration of t is that service any more (by name or product): the
+// service no longer answers there, and the registry refuses an entry for a
+// service its host does not declare.
+func dropDirectoryEntry(d *registry.Document, t *registry.Target, name string) {
+	for _, s := range t.Services {
+		if s.Name == name || s.Product == name {
+			return
+		}
+	}
+	d.Directory = slices.DeleteFunc(d.Directory, func(e registry.DirectoryEntry) bool { return e.Service == name && e.Host == t.Name })
 }

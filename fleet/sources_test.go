@@ -2,6 +2,7 @@ package fleet_test
 
 import (
 	"context"
+	"strings"
 	"testing"
 
 	"github.com/wisent/stado/fleet"
@@ -82,5 +83,34 @@ func TestRetireAndRemoveOfTheRecoveryUnitAreRefused(t *testing.T) {
 	// an ordinary declaration is still retired
 	if _, err := b.fleet.Remove(ctx, fleet.WithdrawOptions{Name: "api", Host: "host1"}); err != nil {
 		t.Fatalf("remove api: %v", err)
+	}
+}
+
+// Withdrawing a declaration also withdraws its directory entry on that
+// host (the registry refuses an entry for a service its host does not
+// declare), and leaves the entries of other hosts.
+func TestRemoveWithdrawsTheServicesDirectoryEntryOnThatHost(t *testing.T) {
+	b := newBed(t)
+	ctx := context.Background()
+	_, _, err := registry.Update(ctx, b.store, "directory", func(d *registry.Document) error {
+		d.Directory = append(d.Directory,
+			registry.DirectoryEntry{Service: "api", Host: "host1", Port: 8080},
+			registry.DirectoryEntry{Service: "api", Host: "down", Port: 8080})
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := fleet.Open(ctx, b.store, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := f.Remove(ctx, fleet.WithdrawOptions{Name: "api", Host: "host1"})
+	if err != nil || len(res.Plan) != 1 || !strings.Contains(res.Plan[0], "directory entry") {
+		t.Fatalf("remove: %+v, %v", res, err)
+	}
+	doc, _, _ := registry.Load(ctx, b.store)
+	if len(doc.Directory) != 1 || doc.Directory[0].Host != "down" {
+		t.Fatalf("directory after remove: %+v, want only down's entry", doc.Directory)
 	}
 }

@@ -48,7 +48,7 @@ func (f *Fleet) Retire(ctx context.Context, o WithdrawOptions) (WithdrawResult, 
 	if where == "" {
 		where = "its " + s.EffectiveScope() + " unit directory"
 	}
-	res.Plan = []string{"unit-remove " + s.Unit + " from " + where + " (stops and unloads it)", fmt.Sprintf("withdraw declaration %s from %s", s.Name, t.Name)}
+	res.Plan = []string{"unit-remove " + s.Unit + " from " + where + " (stops and unloads it)", withdrawWords(f.Doc, t, s)}
 	if o.DryRun {
 		res.Path = s.UnitPath
 		return res, nil
@@ -84,7 +84,7 @@ func (f *Fleet) Remove(ctx context.Context, o WithdrawOptions) (WithdrawResult, 
 	}
 	res.Service = s
 	res.Service.Env = MaskEnv(s.Env, false)
-	res.Plan = []string{fmt.Sprintf("withdraw declaration %s from %s (the host keeps its unit)", s.Name, t.Name)}
+	res.Plan = []string{withdrawWords(f.Doc, t, s) + " (the host keeps its unit)"}
 	if o.DryRun {
 		return res, nil
 	}
@@ -94,4 +94,14 @@ func (f *Fleet) Remove(ctx context.Context, o WithdrawOptions) (WithdrawResult, 
 	}
 	res.Revision = rev
 	return res, nil
+}
+
+// withdrawWords says what withdrawing s from t changes in the registry: the
+// declaration, and its directory entry on t when it has one.
+func withdrawWords(doc *registry.Document, t registry.Target, s registry.Service) string {
+	w := fmt.Sprintf("withdraw declaration %s from %s", s.Name, t.Name)
+	if _, ok := doc.DirectoryEntryOn(s.Name, t.Name); ok {
+		w += " and its directory entry there"
+	}
+	return w
 }
