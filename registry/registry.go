@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/user"
 	"sort"
+	"strconv"
 	"time"
 )
 
@@ -188,7 +189,40 @@ func Push(ctx context.Context, st Store, d *Document, expect int64, reason strin
 	if err != nil {
 		return meta, fmt.Errorf("registry revision %d was written but its history entry was not: %w", rev, err)
 	}
+	pruneHistory(ctx, st, rev, HistoryKeep())
 	return meta, nil
+}
+
+// DefaultHistoryKeep is how many registry revisions the history keeps
+// when $STADO_HISTORY_KEEP does not say (docs/limits.md).
+const DefaultHistoryKeep = 100
+
+// HistoryKeep is the number of registry revisions the history keeps: the
+// positive integer in $STADO_HISTORY_KEEP, else DefaultHistoryKeep.
+func HistoryKeep() int64 {
+	if n, err := strconv.ParseInt(os.Getenv("STADO_HISTORY_KEEP"), 10, 64); err == nil && n > 0 {
+		return n
+	}
+	return DefaultHistoryKeep
+}
+
+// pruneHistory removes the history entry that revision rev pushes out of
+// the newest keep, and every 32nd revision the 64 before it too (entries
+// an interrupted writer, or a larger keep earlier, left behind). The
+// current revision is never removed. A failed removal is left to a later
+// push: pruning never fails a push that was written.
+func pruneHistory(ctx context.Context, st Store, rev, keep int64) {
+	oldest := rev - keep // the newest revision that falls out
+	if oldest < 1 {
+		return
+	}
+	low := oldest
+	if rev%32 == 0 {
+		low = max(1, oldest-64)
+	}
+	for r := oldest; r >= low; r-- {
+		_ = st.Delete(ctx, HistoryKey(r))
+	}
 }
 
 // Back-off of Update between conflicting attempts: the first wait is about
