@@ -138,6 +138,8 @@ UNIT_PATH=/etc/systemd/system/bench-new.service
   echo "# written by scripts/bench-compare.sh"
   echo "version: 1"
   echo "service_resolver: {refresh_seconds: 30}"
+  # the autonomy cycle's authorization, for its section below
+  echo "autonomy: {mode: enforce, max_concurrent: $N, max_fraction: 1, failure_budget: $N}"
   echo "targets:"
   for k in $(seq 1 "$N"); do
     cat <<EOF
@@ -463,6 +465,39 @@ else
   WARM_NOTE="warm: n/a (no keeper in this build)"
   echo "  $WARM_NOTE"
 fi
+
+# 6. the autonomy cycle (stado optimize run, docs/autonomy.md): a report
+# cycle with nothing to do (the fleet as the sections above left it: demo,
+# bench-new and the host process running on every host), cold, one process;
+# then an enforce cycle restoring bench-new on every host, all hosts at
+# once. Before each enforce run bench-new is removed from every host and the
+# beacons are let catch up (a plan does not act on a beacon that contradicts
+# the verify); neither is timed.
+beacons_say() { # STATE: bench-new reads STATE in every host's beacon
+  "$BIN" service list --json 2>/dev/null 9>&- | /usr/bin/python3 -c '
+import json, sys
+n, want = int(sys.argv[1]), sys.argv[2]
+s = json.load(sys.stdin).get("services") or []
+sys.exit(0 if sum(1 for x in s if x.get("service") == "bench-new" and x.get("state") == want) >= n else 1)' "$N" "$1"
+}
+wait_beacons() { for _ in $(seq 75); do beacons_say "$1" && return 0; sleep 1; done; echo "bench-compare: bench-new is not $1 in every beacon after 75 s" >&2; }
+break_new() { remove_new; wait_beacons missing; }
+stado_cycle_report() { stado "$1" optimize run; }
+stado_cycle_enforce() { stado "$1" optimize run --mode enforce --max-concurrent "$N" --settle 1s; }
+wait_beacons active
+for i in $(seq 1 "$RUNS_CHEAP"); do timed cycle.report - after_cold stado_cycle_report cold; done
+report cycle.report "autonomy: report cycle, nothing to do"
+for i in $(seq 1 "$RUNS"); do timed cycle.enforce break_new after_cold stado_cycle_enforce cold; done
+report cycle.enforce "autonomy: enforce cycle restoring $N units"
+# planning alone, from beacons and verify results: 1,000 hosts x 20
+# services answered by in-process hosts (go test -bench).
+PLAN_MS=n/a
+if command -v go >/dev/null; then
+  PLAN_MS=$( (go test -run '^$' -bench PlanThousandHostsTwentyServices -benchtime 10x ./autonomy/ 2>"$LOGS/plan-bench.err" 9>&- || true) \
+    | tee "$LOGS/plan-bench.log" | awk '/^BenchmarkPlan/ {printf "%.0f ms", $3/1e6}')
+  [ -n "$PLAN_MS" ] || PLAN_MS="failed (see $LOGS/plan-bench.log)"
+fi
+echo "  autonomy: planning 1,000 hosts x 20 services   $PLAN_MS"
 H2H_S=$(awk -v a="$H2H_T0" -v b="$(date +%s%N)" 'BEGIN{printf "%.0f", (b-a)/1e9}')
 
 # --- the table ------------------------------------------------------------------
@@ -499,4 +534,14 @@ Budget of a converged ensure: no more than one parallel \`ssh HOST systemctl is-
   parallel ssh systemctl is-active on $N hosts, new connections: $(fmt budget.ssh)
   stado converged ensure, cold: $(fmt conv.stado) = $(ratio conv.stado budget.ssh) the budget
   stado converged ensure, warm: $(fmt conv.warm) = $(ratio conv.warm budget.ssh) the budget
+EOF
+cat <<EOF
+
+The autonomy cycle (docs/autonomy.md), one stado process per cycle, cold:
+
+| cycle | stado | budget |
+| --- | --- | --- |
+| report over $N hosts, nothing to do (beacons + one verify sweep) | $(fmt cycle.report) | ≤ 1.5 s |
+| enforce restoring bench-new on $N hosts (--max-concurrent $N --settle 1s) | $(fmt cycle.enforce) | — |
+| planning alone, 1,000 hosts × 20 services, in-process hosts (go test -bench) | $PLAN_MS | ≤ 200 ms |
 EOF
