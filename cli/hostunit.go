@@ -179,7 +179,9 @@ func newHostUnitParseCommand(env *Env) *ucli.Command {
 		UsageText: "stado host unit parse FILE [--dropins DIR] [--json]\n\n" +
 			"Reads a systemd unit (with the *.conf drop-ins of DIR, default FILE.d, in name\n" +
 			"order) or a launchd property list, XML or binary, on any OS. Prints a complete\n" +
-			"declaration, or the incomplete one with the reason it cannot be represented.\n\n" +
+			"declaration, or the incomplete one with every blocker: the key, the file (a\n" +
+			"drop-in by its name) and line, and what would make the unit adoptable. --json\n" +
+			"gives the blockers as a list.\n\n" +
 			"example:\n   stado host unit parse /etc/systemd/system/brama.service --json",
 		Flags: []ucli.Flag{&ucli.StringFlag{Name: "dropins", Usage: "directory of *.conf drop-ins to apply"}},
 		Action: func(c *ucli.Context) error {
@@ -197,9 +199,9 @@ func runHostUnitParse(_ context.Context, env *Env, opts hostUnitParseOptions) er
 	if err != nil {
 		return fmt.Errorf("read %s: %w", opts.File, err)
 	}
-	var dropins [][]byte
+	var dropins []units.DropIn
 	if !units.IsPlist(data) {
-		if dropins, err = units.ReadDropIns(opts.File, opts.Dropins); err != nil {
+		if dropins, err = units.ReadDropInFiles(opts.File, opts.Dropins); err != nil {
 			return err
 		}
 	}
@@ -207,7 +209,7 @@ func runHostUnitParse(_ context.Context, env *Env, opts hostUnitParseOptions) er
 	if abs, err := filepath.Abs(path); err == nil {
 		path = abs
 	}
-	p, err := units.ParseFile(path, data, dropins)
+	p, err := units.ParseUnitFile(path, data, dropins)
 	if err != nil {
 		return err
 	}
@@ -219,7 +221,13 @@ func runHostUnitParse(_ context.Context, env *Env, opts hostUnitParseOptions) er
 		if p.Complete {
 			t.f("# complete: ensure can reinstall this unit from the declaration\n")
 		} else {
-			t.f("# incomplete: %s\n", p.Reason)
+			t.f("# incomplete: %d blocker(s); each would have to change for the unit to be adoptable\n", len(p.Blockers))
+			for _, b := range p.Blockers {
+				t.f("#   %s\n", b.String())
+			}
+		}
+		if p.ScopeGuess != "" {
+			t.f("# scope: %s\n", p.ScopeGuess)
 		}
 		t.f("%s", out)
 	})

@@ -150,7 +150,7 @@ func TestHostUnitParseReportsCompleteAndIncomplete(t *testing.T) {
 		t.Fatal(err)
 	}
 	code, out, _ = runStado(t, "host", "unit", "parse", sock)
-	if code != 0 || !strings.HasPrefix(out, "# incomplete: app.socket is a socket unit") || !strings.Contains(out, "incomplete_reason:") {
+	if code != 0 || !strings.HasPrefix(out, "# incomplete: 1 blocker(s)") || !strings.Contains(out, "app.socket is a socket unit") || !strings.Contains(out, "incomplete_reason:") {
 		t.Errorf("socket parse exit %d:\n%s", code, out)
 	}
 

@@ -29,9 +29,14 @@ type AdoptResult struct {
 	Service  registry.Service `json:"service"`
 	Complete bool             `json:"complete"`
 	Reason   string           `json:"incomplete_reason,omitempty"`
-	Revision int64            `json:"registry_revision,omitempty"`
-	DryRun   bool             `json:"dry_run,omitempty"`
-	Error    *HostError       `json:"error,omitempty"`
+	// Blockers names every assignment that keeps the unit incomplete, each
+	// with its file, line and what would make it adoptable.
+	Blockers []units.Blocker `json:"blockers,omitempty"`
+	// ScopeGuess says the scope was assumed, not read from the directory.
+	ScopeGuess string     `json:"scope_guess,omitempty"`
+	Revision   int64      `json:"registry_revision,omitempty"`
+	DryRun     bool       `json:"dry_run,omitempty"`
+	Error      *HostError `json:"error,omitempty"`
 }
 
 // AlreadyDeclared is the refusal of adopting what a declaration covers.
@@ -76,11 +81,17 @@ func (f *Fleet) Adopt(ctx context.Context, o AdoptOptions) (AdoptResult, error) 
 	if file == nil {
 		return res, refusal.New(refusal.NotFound, "unit %s on %s has no unit file to adopt", o.Unit, t.Name)
 	}
-	parsed, err := units.ParseFile(file.Path, []byte(file.Content), file.DropInBytes())
+	parsed, err := units.ParseUnitFile(file.Path, []byte(file.Content), file.DropIns)
 	if err != nil {
 		return res, fmt.Errorf("%s: adopt %s: %w", t.Name, o.Unit, err)
 	}
 	s := parsed.Service
+	if t.OS == registry.OSLinux && registry.CheckUnitPath(t.OS, s.EffectiveScope(), s.Unit, s.UnitPath) != nil {
+		// A packaged unit (/lib/systemd/system, /usr/lib/systemd/system):
+		// stado reinstalls it in /etc/systemd/system, which systemd reads
+		// first, and leaves the package's file alone.
+		s.UnitPath = ""
+	}
 	if o.Name != "" {
 		s.Name = o.Name
 	}
@@ -91,6 +102,7 @@ func (f *Fleet) Adopt(ctx context.Context, o AdoptOptions) (AdoptResult, error) 
 		return res, AlreadyDeclared(s.Name, t.Name)
 	}
 	res.Path, res.Service, res.Complete, res.Reason = file.Path, s, parsed.Complete, parsed.Reason
+	res.Blockers, res.ScopeGuess = parsed.Blockers, parsed.ScopeGuess
 	res.Service.Env = MaskEnv(s.Env, false)
 	if o.DryRun {
 		return res, nil

@@ -130,12 +130,22 @@ func (r AdoptResult) Lines() []string {
 	if r.Complete {
 		line += fmt.Sprintf(", complete: %s %s", r.Service.Program, registry.Words(r.Service.Args))
 	} else {
-		line += ", declaration_incomplete: " + r.Reason
+		line += fmt.Sprintf(", declaration_incomplete: %d blocker(s)", max(len(r.Blockers), 1))
 	}
 	if r.Revision > 0 {
 		line += fmt.Sprintf(", registry revision %d", r.Revision)
 	}
-	return []string{line}
+	out := []string{line}
+	for _, b := range r.Blockers {
+		out = append(out, "  blocker: "+b.String())
+	}
+	if !r.Complete && len(r.Blockers) == 0 {
+		out = append(out, "  blocker: "+r.Reason)
+	}
+	if r.ScopeGuess != "" {
+		out = append(out, "  scope: "+r.ScopeGuess)
+	}
+	return out
 }
 
 // Lines of retire (retired true) or remove.

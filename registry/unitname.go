@@ -241,6 +241,9 @@ func CheckUnitPath(os, scope, unit, unitPath string) error {
 	if !ok {
 		return fmt.Errorf("%q is outside %s, where %s %s units live", unitPath, want, os, scope)
 	}
+	if os == OSDarwin && strings.HasSuffix(base, ".plist") && len(base) > len(".plist") {
+		return nil // launchd reads a job's label from the file, whatever its name (issue 14)
+	}
 	if wantBase := UnitFileName(os, unit); unit != "" && base != wantBase {
 		return fmt.Errorf("file name %q does not match the unit (want %q)", base, wantBase)
 	}

@@ -1,6 +1,7 @@
 package units
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -185,4 +186,29 @@ func TestServiceEnvOfAnIncompletePlistIsItsRealEnvironment(t *testing.T) {
 
 func plistOf(body string) string {
 	return `<?xml version="1.0" encoding="UTF-8"?><plist version="1.0"><dict><key>Label</key><string>com.example.job</string>` + body + `</dict></plist>`
+}
+
+func TestLaunchdUsesThePlistPathLaunchctlPrintNames(t *testing.T) {
+	fake := &fakeLaunchctl{t: t, prints: map[string]string{"system/com.example.relay": "nested-endpoints-then-state.txt"}}
+	l := NewLaunchd(fake, "system", t.TempDir())
+	path, _, err := l.UnitFiles(context.Background(), "com.example.relay")
+	if err != nil || path != "/Library/LaunchDaemons/relay.plist" {
+		t.Errorf("plist path %q (%v), want the one launchctl print names", path, err)
+	}
+	path, _, _ = l.UnitFiles(context.Background(), "com.example.unloaded")
+	if path != "/Library/LaunchDaemons/com.example.unloaded.plist" {
+		t.Errorf("an unloaded label's plist path %q, want the domain's default", path)
+	}
+}
+
+func TestPlistScopeComesFromItsDirectoryOrIsStatedAsAGuess(t *testing.T) {
+	data := []byte(plistOf(`<key>ProgramArguments</key><array><string>/bin/job</string></array><key>KeepAlive</key><true/>`))
+	p, _ := ParseUnitFile("/Library/LaunchAgents/job.plist", data, nil)
+	if p.Service.Scope != "user" || p.ScopeGuess != "" {
+		t.Errorf("/Library/LaunchAgents: scope %s guess %q", p.Service.Scope, p.ScopeGuess)
+	}
+	p, _ = ParseUnitFile("/opt/job/job.plist", data, nil)
+	if p.ScopeGuess == "" {
+		t.Errorf("a plist outside the launchd directories states no guess")
+	}
 }

@@ -69,6 +69,15 @@ func (l *Launchd) plistPath(label string) string {
 	return UnitPath(registry.Service{Unit: label, Scope: l.scope()}, registry.OSDarwin, l.Home)
 }
 
+// loadedPlistPath is the plist launchd loaded label from, as `launchctl
+// print` names it, when that is a property list file; else plistPath.
+func (l *Launchd) loadedPlistPath(ctx context.Context, label string) string {
+	if st, err := l.print(ctx, label); err == nil && st.Found && strings.HasSuffix(st.Path, ".plist") && strings.HasPrefix(st.Path, "/") {
+		return st.Path
+	}
+	return l.plistPath(label)
+}
+
 // print runs launchctl print for label and parses it; a label launchd does
 // not hold is Found false.
 func (l *Launchd) print(ctx context.Context, label string) (LaunchdState, error) {
@@ -231,7 +240,7 @@ func (l *Launchd) ShowMany(ctx context.Context, labels []string) ([]Verdict, err
 // <Home>/.stado/logs/<label>.log when it declares none.
 func (l *Launchd) Logs(ctx context.Context, label string, lines int) ([]string, error) {
 	files := []string{LaunchdLogPath(l.Home, label)}
-	if data, err := os.ReadFile(l.plistPath(label)); err == nil {
+	if data, err := os.ReadFile(l.loadedPlistPath(ctx, label)); err == nil {
 		var job struct {
 			StandardOutPath   string `plist:"StandardOutPath"`
 			StandardErrorPath string `plist:"StandardErrorPath"`

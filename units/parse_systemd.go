@@ -204,6 +204,8 @@ func ParseSystemdFiles(data []byte, name string, dropins []DropIn) (Parsed, erro
 	// rendered from a program.
 	switch {
 	case !strings.HasSuffix(name, ".service"):
+		// Nothing else of a unit of another kind matters.
+		p.Blockers = nil
 		kind := name[strings.LastIndexByte(name, '.')+1:]
 		if strings.HasSuffix(name, ".conf") {
 			p.blockUnit(name, "unit", fmt.Sprintf("%s is a drop-in, not a unit", name),
@@ -212,6 +214,8 @@ func ParseSystemdFiles(data []byte, name string, dropins []DropIn) (Parsed, erro
 			p.blockUnit(name, "unit", fmt.Sprintf("%s is a %s unit, not a service", name, kind),
 				"adopt the .service unit it starts")
 		}
+		p.finish()
+		return p, nil
 	case strings.Contains(name, "@"):
 		p.blockUnit(name, "unit", fmt.Sprintf("%s is a template: its command and settings depend on the instance name", name),
 			"copy it to a plain NAME.service with the instance written out")

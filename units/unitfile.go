@@ -67,10 +67,11 @@ func (m *Systemd) UnitFiles(ctx context.Context, unit string) (string, []string,
 	return path, dropins, nil
 }
 
-// UnitFiles is the plist the label was installed from, else its domain's
-// default place. launchd has no drop-ins.
-func (l *Launchd) UnitFiles(_ context.Context, label string) (string, []string, error) {
-	return l.plistPath(label), nil, nil
+// UnitFiles is the plist launchd loaded the label from (the path
+// `launchctl print` names), else the one it was installed from, else its
+// domain's default place. launchd has no drop-ins.
+func (l *Launchd) UnitFiles(ctx context.Context, label string) (string, []string, error) {
+	return l.loadedPlistPath(ctx, label), nil, nil
 }
 
 // Environment reads systemd's own reading of a service's Environment=
@@ -149,6 +150,32 @@ func Open(ctx context.Context, goos, scope, home string) (Manager, func(), error
 	default:
 		return nil, nil, fmt.Errorf("no init system stado drives on %s", goos)
 	}
+}
+
+// ReadDropInFiles is ReadDropIns with each drop-in's path, so blockers
+// name it.
+func ReadDropInFiles(file, dir string) ([]DropIn, error) {
+	explicit := dir != ""
+	if !explicit {
+		dir = file + ".d"
+	}
+	entries, err := os.ReadDir(dir)
+	if err != nil && (explicit || !errors.Is(err, os.ErrNotExist)) {
+		return nil, fmt.Errorf("read drop-ins %s: %w", dir, err)
+	}
+	var out []DropIn
+	for _, e := range entries {
+		if !strings.HasSuffix(e.Name(), ".conf") || e.IsDir() {
+			continue
+		}
+		p := filepath.Join(dir, e.Name())
+		d, err := readBounded(p)
+		if err != nil {
+			return nil, fmt.Errorf("read drop-in: %w", err)
+		}
+		out = append(out, DropIn{Path: p, Content: string(d)})
+	}
+	return out, nil
 }
 
 // ReadDropIns reads the *.conf drop-ins of a systemd unit file in name
