@@ -78,6 +78,8 @@ func newResolverResolveCommand(env *Env) *ucli.Command {
 		Usage:     "print where a service answers for this host, as the directory says",
 		ArgsUsage: "NAME|stado://service/NAME",
 		UsageText: "stado resolver resolve NAME [--host CALLER] [--json]\n\n" +
+			"A service on several hosts resolves to CALLER's own copy, else the first host whose fresh beacon\n" +
+			"reads its answering question successful, else the first entry in the directory (docs/resolver.md).\n" +
 			"Refused (exit 3) when the directory has no entry for NAME (not_found) or lists callers\n" +
 			"without this host (caller_not_allowed).\n\n" +
 			"example:\n   stado resolver resolve stado://service/brama --host host1 --json",
