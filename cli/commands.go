@@ -35,6 +35,7 @@ func commands(env *Env) []*ucli.Command {
 		newResolverCommand(env),
 		newRepairCommand(env),
 		newOptimizeCommand(env),
+		newDesktopCommand(env),
 	}
 }
 

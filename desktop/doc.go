@@ -1,0 +1,20 @@
+// Package desktop is Stado Desktop: a local web page, served by `stado
+// desktop` from this binary, over the read half and the write half.
+//
+// The page is rendered with html/template from templates and assets
+// embedded in the binary (no build step, nothing loaded from outside).
+// The services table is the join `service list` makes (beacon.View, no
+// SSH); the inspector says one row's evidence in full; the operations
+// (read a host's recovery register, read a unit's log, restart a declared
+// service) go through package fleet over the host channel.
+//
+// The server listens on loopback only. Every request carries the access
+// token printed once in the page's URL (a cookie after the first visit),
+// every state-changing request carries the page's CSRF token, and no
+// secret reaches the browser: declared environment values are masked with
+// fleet.MaskEnv, as the CLI masks them.
+//
+// desktop imports the read half (beacon, catalog, registry) and the write
+// half (fleet, and channel for its typed results); cli imports desktop,
+// never the reverse, and desktop never imports repair.
+package desktop

@@ -1,0 +1,306 @@
+package desktop
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/subtle"
+	"embed"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"html/template"
+	"io/fs"
+	"net"
+	"net/http"
+	"net/url"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/wisent/stado/channel"
+	"github.com/wisent/stado/refusal"
+	"github.com/wisent/stado/registry"
+)
+
+//go:embed templates/*.html
+var templateFS embed.FS
+
+//go:embed static
+var staticFS embed.FS
+
+// The page's answers to a request it refuses before any work: the access
+// token is missing or wrong, or a state-changing request lacks the CSRF
+// token (or comes from another origin).
+const (
+	CodeTokenRequired = "token_required"
+	CodeCSRFRefused   = "csrf_refused"
+	CodeHostRefused   = "host_header_refused"
+)
+
+// CookieName is the cookie that carries the access token after the first
+// visit of the printed URL.
+const CookieName = "stado_desktop"
+
+// CSRFHeader is the header a state-changing request carries the page's CSRF
+// token in (a form field named csrf works too).
+const CSRFHeader = "X-Stado-CSRF"
+
+// Config is what the page reads and how it reaches hosts.
+type Config struct {
+	// Store is read for the table and the inspector; required.
+	Store registry.Store
+	// Connect reaches a target's host for the operations; nil refuses
+	// every operation (restart_unavailable).
+	Connect channel.Connector
+	// Now is the reader's clock (default time.Now).
+	Now func() time.Time
+	// StaleAfter, when positive, overrides every beacon's own bound.
+	StaleAfter time.Duration
+	// Refresh is the page's fixed refresh interval (default 5 s); the page
+	// also refreshes as soon as the store changes.
+	Refresh time.Duration
+	// WatchEvery is how often the store is checked for a change (default
+	// 250 ms); a store with a Watch method is watched instead.
+	WatchEvery time.Duration
+	// PageSize is the rows shown per page (default 100).
+	PageSize int
+	// Token is the access token; empty means a random one.
+	Token string
+	// LogLines is the default log window of the logs operation (default 50).
+	LogLines int
+}
+
+// Server is one desktop page. It is safe for concurrent use.
+type Server struct {
+	cfg   Config
+	token string
+	csrf  string
+	tmpl  *template.Template
+	mux   *http.ServeMux
+	feed  *changeFeed
+
+	mu   sync.Mutex
+	snap *snapshot
+}
+
+// New returns the page over cfg. The error is a refusal for a config
+// without a store.
+func New(cfg Config) (*Server, error) {
+	if cfg.Store == nil {
+		return nil, refusal.New(refusal.Usage, "desktop: no store")
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	if cfg.Refresh <= 0 {
+		cfg.Refresh = 5 * time.Second
+	}
+	if cfg.WatchEvery <= 0 {
+		cfg.WatchEvery = 250 * time.Millisecond
+	}
+	if cfg.PageSize <= 0 {
+		cfg.PageSize = 100
+	}
+	if cfg.LogLines <= 0 {
+		cfg.LogLines = 50
+	}
+	s := &Server{cfg: cfg, token: cfg.Token, csrf: randomToken()}
+	if s.token == "" {
+		s.token = randomToken()
+	}
+	t, err := template.New("desktop").Funcs(funcs).ParseFS(templateFS, "templates/*.html")
+	if err != nil {
+		return nil, fmt.Errorf("desktop templates: %w", err)
+	}
+	s.tmpl = t
+	s.feed = newChangeFeed(cfg.Store, cfg.WatchEvery)
+	s.routes()
+	return s, nil
+}
+
+// randomToken is 32 random bytes in hex.
+func randomToken() string {
+	b := make([]byte, 32)
+	if _, err := rand.Read(b); err != nil {
+		panic("desktop: no randomness: " + err.Error())
+	}
+	return hex.EncodeToString(b)
+}
+
+// Token is the access token (printed once, in the URL).
+func (s *Server) Token() string { return s.token }
+
+// URL is the page's address on ln with the access token.
+func (s *Server) URL(ln net.Listener) string {
+	return "http://" + ln.Addr().String() + "/?token=" + url.QueryEscape(s.token)
+}
+
+// Handler is the page: every request passes the access check, and every
+// state-changing one the CSRF check, before its route.
+func (s *Server) Handler() http.Handler { return s.guard(s.mux) }
+
+// Serve serves the page on ln and watches the store until ctx ends; then
+// it closes the server and returns nil.
+func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
+	srv := &http.Server{Handler: s.Handler(), ReadHeaderTimeout: 10 * time.Second}
+	wctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	go s.feed.run(wctx)
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(ln) }()
+	select {
+	case <-ctx.Done():
+		sctx, c := context.WithTimeout(context.Background(), 2*time.Second)
+		defer c()
+		srv.Shutdown(sctx)
+		return nil
+	case err := <-errc:
+		if errors.Is(err, http.ErrServerClosed) {
+			return nil
+		}
+		return err
+	}
+}
+
+// Listen listens on addr (host:port), which must name a loopback address
+// (127.0.0.0/8, ::1 or localhost); anything else is a usage refusal and
+// nothing listens.
+func Listen(addr string) (net.Listener, error) {
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return nil, refusal.New(refusal.Usage, "--listen %q: want HOST:PORT on loopback, e.g. 127.0.0.1:7480", addr)
+	}
+	if host == "localhost" {
+		host = "127.0.0.1"
+	}
+	ip := net.ParseIP(host)
+	if ip == nil || !ip.IsLoopback() {
+		return nil, &refusal.Error{Code: refusal.Usage, Message: fmt.Sprintf("--listen %q: the desktop listens on loopback only", addr),
+			Hint: "use 127.0.0.1:PORT; reach it from elsewhere through an SSH tunnel"}
+	}
+	ln, err := net.Listen("tcp", net.JoinHostPort(ip.String(), port))
+	if err != nil {
+		return nil, refusal.New(refusal.ListenFailed, "listen on %s: %v", addr, err)
+	}
+	return ln, nil
+}
+
+// guard refuses a request without the access token (403), with a Host
+// header that is not a loopback address (403: a page of another site that
+// resolves its name to loopback), and a state-changing request without the
+// CSRF token or from another origin (403).
+func (s *Server) guard(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !loopbackHost(r.Host) {
+			s.refuse(w, r, http.StatusForbidden, CodeHostRefused, "the desktop answers requests addressed to loopback only")
+			return
+		}
+		tok := r.URL.Query().Get("token")
+		fromQuery := tok != ""
+		if !fromQuery {
+			if c, err := r.Cookie(CookieName); err == nil {
+				tok = c.Value
+			}
+		}
+		if !equal(tok, s.token) {
+			s.refuse(w, r, http.StatusForbidden, CodeTokenRequired, "this page needs the access token printed by stado desktop")
+			return
+		}
+		if fromQuery {
+			http.SetCookie(w, &http.Cookie{Name: CookieName, Value: s.token, Path: "/", HttpOnly: true, SameSite: http.SameSiteStrictMode})
+			if r.Method == http.MethodGet && r.URL.Path == "/" {
+				// keep the token out of the address bar and the history
+				q := r.URL.Query()
+				q.Del("token")
+				target := "/"
+				if len(q) > 0 {
+					target += "?" + q.Encode()
+				}
+				http.Redirect(w, r, target, http.StatusSeeOther)
+				return
+			}
+		}
+		if r.Method != http.MethodGet && r.Method != http.MethodHead {
+			if !equal(csrfOf(r), s.csrf) || !sameOrigin(r) {
+				s.refuse(w, r, http.StatusForbidden, CodeCSRFRefused, "a state-changing request needs this page's CSRF token")
+				return
+			}
+		}
+		w.Header().Set("Content-Security-Policy", "default-src 'self'; img-src 'self' data:; object-src 'none'; base-uri 'none'; frame-ancestors 'none'; form-action 'self'")
+		w.Header().Set("X-Content-Type-Options", "nosniff")
+		w.Header().Set("Referrer-Policy", "no-referrer")
+		w.Header().Set("Cache-Control", "no-store")
+		next.ServeHTTP(w, r)
+	})
+}
+
+func equal(a, b string) bool {
+	return a != "" && subtle.ConstantTimeCompare([]byte(a), []byte(b)) == 1
+}
+
+func csrfOf(r *http.Request) string {
+	if v := r.Header.Get(CSRFHeader); v != "" {
+		return v
+	}
+	if err := r.ParseForm(); err == nil {
+		return r.PostForm.Get("csrf")
+	}
+	return ""
+}
+
+// sameOrigin accepts a request whose Origin (when sent) is this page.
+func sameOrigin(r *http.Request) bool {
+	o := r.Header.Get("Origin")
+	if o == "" {
+		return true
+	}
+	u, err := url.Parse(o)
+	return err == nil && u.Host == r.Host
+}
+
+func loopbackHost(hostport string) bool {
+	h := hostport
+	if host, _, err := net.SplitHostPort(hostport); err == nil {
+		h = host
+	}
+	h = strings.Trim(h, "[]")
+	if h == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(h)
+	return ip != nil && ip.IsLoopback()
+}
+
+func (s *Server) routes() {
+	m := http.NewServeMux()
+	static, _ := fs.Sub(staticFS, "static")
+	m.Handle("GET /static/", http.StripPrefix("/static/", http.FileServerFS(static)))
+	m.HandleFunc("GET /{$}", s.handlePage)
+	m.HandleFunc("GET /rows", s.handleRows)
+	m.HandleFunc("GET /changes", s.handleChanges)
+	m.HandleFunc("GET /inspect", s.handleInspect)
+	m.HandleFunc("GET /op/recoveries", s.handleRecoveries)
+	m.HandleFunc("GET /op/logs", s.handleLogs)
+	m.HandleFunc("POST /op/restart", s.handleRestart)
+	s.mux = m
+}
+
+// refuse answers a refused request: an HTML fragment the page shows, with
+// the code in a header and a data attribute.
+func (s *Server) refuse(w http.ResponseWriter, r *http.Request, status int, code, msg string) {
+	w.Header().Set("X-Stado-Refusal", code)
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	w.WriteHeader(status)
+	s.tmpl.ExecuteTemplate(w, "refusal", refusalView{Code: code, Message: msg})
+}
+
+// render executes the named template into w; a template error is a 500.
+func (s *Server) render(w http.ResponseWriter, name string, data any) {
+	var b strings.Builder
+	if err := s.tmpl.ExecuteTemplate(&b, name, data); err != nil {
+		http.Error(w, "render "+name+": "+err.Error(), http.StatusInternalServerError)
+		return
+	}
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	fmt.Fprint(w, b.String())
+}

@@ -1,0 +1,148 @@
+// Stado Desktop: the table refreshes itself (a fixed interval, and as soon
+// as the store changes), rows open the inspector, and the operations run
+// on the server over the host channel. No framework, nothing from outside.
+(function () {
+  "use strict";
+  const $ = (sel, root) => (root || document).querySelector(sel);
+  const csrf = $('meta[name="csrf"]').content;
+  const body = document.body;
+  const state = { q: "", mark: "", host: "", page: 1, gen: Number(body.dataset.gen) || 0, seq: 0 };
+  let inflight = null;
+
+  function params() {
+    const p = new URLSearchParams();
+    if (state.q) p.set("q", state.q);
+    if (state.mark) p.set("mark", state.mark);
+    if (state.host) p.set("host", state.host);
+    if (state.page > 1) p.set("page", String(state.page));
+    return p.toString();
+  }
+
+  // refresh replaces the table with the server's rendering of the current
+  // filter; window.stadoRender records how long it took, for the figures.
+  async function refresh(reason) {
+    const t0 = performance.now();
+    if (inflight) inflight.abort();
+    const ctl = new AbortController();
+    inflight = ctl;
+    const seq = ++state.seq;
+    try {
+      const res = await fetch("/rows?" + params(), { signal: ctl.signal, credentials: "same-origin" });
+      const html = await res.text();
+      if (seq !== state.seq) return;
+      $("#table").innerHTML = html;
+      const t1 = performance.now();
+      window.stadoRender = { reason: reason, ms: t1 - t0, seq: seq, q: state.q, mark: state.mark };
+      body.dataset.renders = String(seq);
+      $("#live").textContent = "live · " + new Date().toLocaleTimeString();
+      $("#live").className = "live";
+    } catch (e) {
+      if (e.name !== "AbortError") {
+        $("#live").textContent = "offline: " + e.message;
+        $("#live").className = "live offline";
+      }
+    } finally {
+      if (inflight === ctl) inflight = null;
+    }
+  }
+
+  // watch waits for the store to change and refreshes at once.
+  async function watch() {
+    for (;;) {
+      try {
+        const res = await fetch("/changes?gen=" + state.gen, { credentials: "same-origin" });
+        const doc = await res.json();
+        if (doc.gen !== state.gen) {
+          state.gen = doc.gen;
+          refresh("change");
+        }
+      } catch (e) {
+        await new Promise((r) => setTimeout(r, 2000));
+      }
+    }
+  }
+
+  async function inspect(host, service) {
+    const box = $("#inspector");
+    const res = await fetch("/inspect?" + new URLSearchParams({ host: host, service: service }), { credentials: "same-origin" });
+    box.innerHTML = await res.text();
+    box.hidden = false;
+    box.dataset.host = host;
+    box.dataset.service = service;
+    box.scrollIntoView({ block: "start" });
+  }
+
+  async function operate(op, host, service, confirm) {
+    const out = $("#op-output");
+    out.innerHTML = '<p class="running">running ' + op + " on " + host.replace(/[<>&"]/g, "") + "…</p>";
+    out.scrollIntoView({ block: "start" });
+    let res;
+    if (op === "restart") {
+      const form = new URLSearchParams({ host: host, service: service });
+      if (confirm) form.set("confirm", confirm);
+      res = await fetch("/op/restart", {
+        method: "POST", credentials: "same-origin",
+        headers: { "X-Stado-CSRF": csrf, "Content-Type": "application/x-www-form-urlencoded" },
+        body: form.toString(),
+      });
+    } else {
+      const q = new URLSearchParams({ host: host });
+      if (service && op === "logs") q.set("service", service);
+      res = await fetch("/op/" + op + "?" + q.toString(), { credentials: "same-origin" });
+    }
+    out.innerHTML = await res.text();
+    out.dataset.done = String(Number(out.dataset.done || 0) + 1);
+  }
+
+  document.addEventListener("submit", (ev) => ev.preventDefault());
+  document.addEventListener("input", (ev) => {
+    if (ev.target.id === "q") {
+      state.q = ev.target.value;
+      state.page = 1;
+      refresh("filter");
+    }
+  });
+  document.addEventListener("change", (ev) => {
+    if (ev.target.id === "mark" || ev.target.id === "host") {
+      state[ev.target.id] = ev.target.value;
+      state.page = 1;
+      refresh("filter");
+    }
+  });
+  document.addEventListener("click", (ev) => {
+    const t = ev.target;
+    const page = t.closest("button.page");
+    if (page) {
+      state.page = Number(page.dataset.page) || 1;
+      refresh("page");
+      return;
+    }
+    if (t.closest("[data-close]")) {
+      $("#inspector").hidden = true;
+      return;
+    }
+    const confirmBtn = t.closest("[data-confirm-restart]");
+    if (confirmBtn) {
+      const f = confirmBtn.closest("form");
+      operate("restart", f.elements.host.value, f.elements.service.value, f.elements.confirm.value);
+      return;
+    }
+    if (t.closest("[data-cancel]")) {
+      $("#op-output").innerHTML = "";
+      return;
+    }
+    const opBtn = t.closest("button[data-op]");
+    if (opBtn) {
+      const scope = opBtn.closest(".row-ops");
+      const host = scope ? scope.dataset.host : $("#op-host").value;
+      const service = scope ? scope.dataset.service : $("#op-service").value;
+      operate(opBtn.dataset.op, host, service, "");
+      return;
+    }
+    const row = t.closest("tr.row");
+    if (row) inspect(row.dataset.host, row.dataset.service);
+  });
+
+  setInterval(() => refresh("interval"), Number(body.dataset.refreshMs) || 5000);
+  watch();
+})();

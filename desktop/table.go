@@ -1,0 +1,288 @@
+package desktop
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/wisent/stado/beacon"
+	"github.com/wisent/stado/catalog"
+	"github.com/wisent/stado/refusal"
+	"github.com/wisent/stado/registry"
+)
+
+// snapshot is the store as last read: the registry joined with its
+// beacons, and the catalog. Rows are judged afresh at every request, so a
+// beacon that stops being replaced turns its rows unknown as time passes.
+type snapshot struct {
+	view   *beacon.View
+	cat    *catalog.Catalog
+	gen    uint64
+	loaded time.Time
+}
+
+// minReload bounds how often a changing store is read again.
+const minReload = 500 * time.Millisecond
+
+// load returns the store's snapshot, read again when the store changed
+// (at most every minReload) or after the refresh interval.
+func (s *Server) load(ctx context.Context) (*snapshot, error) {
+	gen, _ := s.feed.current()
+	now := time.Now()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if sn := s.snap; sn != nil {
+		age := now.Sub(sn.loaded)
+		if (sn.gen == gen && age < s.cfg.Refresh) || age < minReload {
+			return sn, nil
+		}
+	}
+	v, err := beacon.LoadView(ctx, s.cfg.Store, s.cfg.Now(), s.cfg.StaleAfter)
+	if err != nil {
+		if errors.Is(err, registry.ErrNotFound) {
+			return nil, &refusal.Error{Code: refusal.NotFound, Message: "the store holds no registry", Hint: "stado registry push FILE", Err: err}
+		}
+		var ve *registry.ValidationError
+		if errors.As(err, &ve) {
+			return nil, &refusal.Error{Code: refusal.Validation, Message: err.Error(), Err: err}
+		}
+		return nil, err
+	}
+	cat, err := catalog.LoadOrShipped(ctx, s.cfg.Store)
+	if err != nil {
+		return nil, err
+	}
+	s.snap = &snapshot{view: v, cat: cat, gen: gen, loaded: now}
+	return s.snap, nil
+}
+
+// Marks of a row, one per row: what the operator should read first.
+const (
+	MarkFailing   = "failing"   // the unit failed or crash-loops
+	MarkUnknown   = "unknown"   // no trusted beacon: stale, absent or unreadable
+	MarkAttention = "attention" // the unit runs but its answer is not a success (503, stood, refused)
+	MarkNoVerdict = "no-verdict" // the product asks a question and no successful answer is known
+	MarkDown      = "down"      // missing or inactive
+	MarkHealthy   = "healthy"   // active, and answered successfully when its product asks
+)
+
+// Row is one line of the services table: the join's row, its source, its
+// mark and the words the table shows.
+type Row struct {
+	beacon.Row
+	Source string `json:"source,omitempty"`
+	Mark   string `json:"mark"`
+	// Verdict is the answering verdict in one line; VerdictDetail the body
+	// of an unsuccessful answer, or what stood.
+	Verdict       string `json:"verdict,omitempty"`
+	VerdictDetail string `json:"verdict_detail,omitempty"`
+	// Age is how old the beacon is ("12s"), or why there is none.
+	Age string `json:"age"`
+	// search is the lowercased text a search matches.
+	search string
+}
+
+// Rows joins the snapshot's registry with its beacons at now, in host
+// then declaration order: the rows `service list` prints, with their
+// source and mark.
+func (sn *snapshot) Rows(now time.Time) []Row {
+	v := *sn.view
+	v.Now = now
+	in := v.Rows("")
+	out := make([]Row, 0, len(in))
+	for _, r := range in {
+		out = append(out, newRow(sn.cat, r))
+	}
+	return out
+}
+
+func newRow(cat *catalog.Catalog, r beacon.Row) Row {
+	row := Row{Row: r, Source: cat.SourceOf(r.Unit, true)}
+	switch {
+	case !r.Beacon.Present:
+		row.Age = "no beacon"
+	case r.Beacon.Stale && r.Beacon.At == nil:
+		row.Age = "unreadable"
+	default:
+		row.Age = (time.Duration(r.Beacon.AgeSeconds) * time.Second).String()
+	}
+	asks := false
+	if p, ok := cat.Entry(cmp.Or(r.Product, r.Service)); ok && p.Answering != nil {
+		asks = true
+	} else if p, ok := cat.Entry(r.Unit); ok && p.Answering != nil {
+		asks = true
+	}
+	successful := false
+	if a := r.Answering; a != nil {
+		row.Verdict = a.Summary()
+		if f := a.Finished; a.State == beacon.AnswerFinished && f != nil {
+			if f.Answered != nil {
+				successful = f.Answered.Successful
+				if !successful {
+					row.VerdictDetail = f.Answered.Detail
+				}
+			} else if f.Refused != nil {
+				row.VerdictDetail = f.Refused.Cause
+			}
+		}
+	}
+	switch {
+	case r.State == beacon.StateUnknown:
+		row.Mark = MarkUnknown
+	case r.Failed():
+		row.Mark = MarkFailing
+	case r.State == beacon.StateMissing || r.State == beacon.StateInactive:
+		row.Mark = MarkDown
+	case r.Answering != nil && !successful && r.Answering.State != beacon.AnswerAsked && r.Answering.State != beacon.AnswerWaiting:
+		row.Mark = MarkAttention
+	case (asks || r.Answering != nil) && !successful:
+		// a question is declared and no success is known (asked, waiting,
+		// or a beacon that carries no answering block): never healthy
+		row.Mark = MarkNoVerdict
+	case r.State == beacon.StateActive:
+		row.Mark = MarkHealthy
+	default:
+		row.Mark = MarkAttention
+	}
+	if row.Verdict == "" && asks {
+		row.Verdict = "no answering verdict in this beacon"
+	}
+	row.search = strings.ToLower(strings.Join([]string{r.Host, r.Service, r.Unit, row.Source, r.State, row.Mark, r.Detail()}, "\x00"))
+	return row
+}
+
+// Filter selects rows: Query is searched (case-insensitive) in host,
+// service, unit, source, state, mark and detail; Mark keeps one mark
+// ("problems" keeps every row that is not healthy); Host keeps one host.
+type Filter struct {
+	Query string
+	Mark  string
+	Host  string
+}
+
+// Keep reports whether r passes f.
+func (f Filter) Keep(r *Row) bool {
+	if f.Host != "" && r.Host != f.Host {
+		return false
+	}
+	switch f.Mark {
+	case "", "all":
+	case "problems":
+		if r.Mark == MarkHealthy {
+			return false
+		}
+	default:
+		if r.Mark != f.Mark {
+			return false
+		}
+	}
+	if q := strings.TrimSpace(f.Query); q != "" {
+		for _, w := range strings.Fields(strings.ToLower(q)) {
+			if !strings.Contains(r.search, w) {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// Page is one page of the filtered table.
+type Page struct {
+	Rows     []Row
+	Total    int // rows in the fleet
+	Matched  int // rows the filter kept
+	Page     int // 1-based
+	Pages    int
+	Counts   map[string]int // rows per mark, over the whole fleet
+	Filter   Filter
+	Revision int64
+	At       time.Time
+	Hosts    []string
+	Error    *refusalView
+}
+
+// Select filters rows and cuts page (1-based) of size.
+func Select(rows []Row, f Filter, page, size int) Page {
+	p := Page{Total: len(rows), Filter: f, Counts: map[string]int{}}
+	kept := make([]Row, 0, len(rows))
+	for i := range rows {
+		p.Counts[rows[i].Mark]++
+		if f.Keep(&rows[i]) {
+			kept = append(kept, rows[i])
+		}
+	}
+	p.Matched = len(kept)
+	p.Pages = max(1, (len(kept)+size-1)/size)
+	p.Page = min(max(page, 1), p.Pages)
+	lo := (p.Page - 1) * size
+	p.Rows = kept[lo:min(lo+size, len(kept))]
+	return p
+}
+
+// pageOf reads the request's filter and page and selects from the store's
+// rows now.
+func (s *Server) pageOf(r *http.Request) Page {
+	q := r.URL.Query()
+	f := Filter{Query: q.Get("q"), Mark: q.Get("mark"), Host: q.Get("host")}
+	n, _ := strconv.Atoi(q.Get("page"))
+	sn, err := s.load(r.Context())
+	if err != nil {
+		return Page{Filter: f, Page: 1, Pages: 1, Counts: map[string]int{}, Error: viewOfError(err)}
+	}
+	now := s.cfg.Now()
+	p := Select(sn.Rows(now), f, n, s.cfg.PageSize)
+	p.Revision, p.At = sn.view.Meta.Revision, now.UTC()
+	for _, t := range sn.view.Document.Targets {
+		p.Hosts = append(p.Hosts, t.Name)
+	}
+	slices.Sort(p.Hosts)
+	return p
+}
+
+// pageView is what the page template reads.
+type pageView struct {
+	Page
+	CSRF      string
+	RefreshMS int64
+	Gen       uint64
+	Marks     []string
+}
+
+func (s *Server) handlePage(w http.ResponseWriter, r *http.Request) {
+	gen, _ := s.feed.current()
+	s.render(w, "page", pageView{Page: s.pageOf(r), CSRF: s.csrf, RefreshMS: s.cfg.Refresh.Milliseconds(), Gen: gen,
+		Marks: []string{MarkFailing, MarkUnknown, MarkAttention, MarkNoVerdict, MarkDown, MarkHealthy}})
+}
+
+func (s *Server) handleRows(w http.ResponseWriter, r *http.Request) {
+	s.render(w, "rows", s.pageOf(r))
+}
+
+// refusalView is a refusal as the page shows it.
+type refusalView struct {
+	Code    string
+	Message string
+	Hint    string
+}
+
+func viewOfError(err error) *refusalView {
+	var re *refusal.Error
+	if errors.As(err, &re) {
+		return &refusalView{Code: string(re.Code), Message: re.Message, Hint: re.Hint}
+	}
+	if c, ok := refusal.CodeOf(err); ok {
+		return &refusalView{Code: string(c), Message: err.Error()}
+	}
+	return &refusalView{Code: "failure", Message: err.Error()}
+}
+
+// ageWords says a duration in seconds as the table does.
+func ageWords(sec float64) string {
+	return fmt.Sprintf("%.0fs", sec)
+}
