@@ -212,9 +212,9 @@ const maxLagReads = 4
 
 // Refusal codes of a serving wait.
 const (
-	CodeNotServing       refusal.Code = "not_serving"       // the unit's process exited, or the unit is not loaded
-	CodeServingElsewhere refusal.Code = "serving_elsewhere" // the unit settled on another port
-	CodeServingTimeout   refusal.Code = "serving_timeout"   // the timeout passed before it listened
+	CodeNotServing       = refusal.NotServing       // the unit's process exited, or the unit is not loaded
+	CodeServingElsewhere = refusal.ServingElsewhere // the unit settled on another port
+	CodeServingTimeout   = refusal.ServingTimeout   // the timeout passed before it listened
 )
 
 // exited refuses a unit whose process is gone: not loaded, failed,

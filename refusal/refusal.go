@@ -62,6 +62,11 @@ const (
 	// Confirming a unit after a start.
 	Failing Code = "failing"
 
+	// Serving a directory port (service serving --wait, ensure's last read).
+	NotServing       Code = "not_serving"       // the unit's process exited, or it is not loaded or not started
+	ServingElsewhere Code = "serving_elsewhere" // the unit listens on other ports, not its own
+	ServingTimeout   Code = "serving_timeout"   // the wait's timeout passed before the unit listened
+
 	// Repair steps and restarts.
 	UnknownHost     Code = "unknown_host"
 	StepUnknown     Code = "repair_step_unknown"
@@ -106,6 +111,7 @@ func init() {
 		InvalidArguments, InvalidScope, InvalidUnit, InvalidPath, InvalidLines, InvalidPort, InvalidStep,
 		InvalidEnv, InvalidContent, ContentTooLarge, InvalidDuration, ProtocolMismatch, OSMismatch,
 		HostKeyMismatch, HostKeyUnknown, HostKeyRevoked, Failing,
+		NotServing, ServingElsewhere, ServingTimeout,
 		UnknownHost, StepUnknown, InputMissing, StepUnsupported, StepFailed, StepTimeout, WrongHost,
 		RestartFailed, NoManager, UserManagerDown,
 		NoBeacon, StaleBeacon, UnreadableBeacon, UndeclaredHost, Undeclared, Missing, Inactive, Failed,
