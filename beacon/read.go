@@ -188,7 +188,13 @@ type Row struct {
 // Rows joins every declaration (of host, or of all hosts when host is "")
 // with its host's beacon. A stale or absent beacon makes the row unknown.
 func (v *View) Rows(host string) []Row {
-	var rows []Row
+	n := 0
+	for _, t := range v.Document.Targets {
+		if host == "" || t.Name == host {
+			n += len(t.Services)
+		}
+	}
+	rows := make([]Row, 0, n)
 	for _, t := range v.Document.Targets {
 		if host != "" && t.Name != host {
 			continue

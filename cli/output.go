@@ -21,15 +21,49 @@ import (
 // returns the first error writing stdout.
 func emit(env *Env, kind string, doc any, human func(t *text)) error {
 	if env.JSON {
-		b, err := withKind(kind, doc)
-		if err != nil {
-			return err
-		}
-		return printJSON(env, json.RawMessage(b))
+		return printJSONWithKind(env, kind, doc)
 	}
 	t := &text{w: env.Stdout, width: terminalWidth(env)}
 	human(t)
 	return t.err
+}
+
+// printJSONWithKind writes doc, indented as printJSON does, with "kind" as
+// its first field. It encodes doc once and indents it once, with no copy
+// of the whole document in between: a fleet-size list is megabytes.
+func printJSONWithKind(env *Env, kind string, doc any) error {
+	b, err := json.Marshal(doc)
+	if err != nil {
+		return fmt.Errorf("encode %s: %w", kind, err)
+	}
+	if string(b) == "null" {
+		b = []byte("{}")
+	}
+	if len(b) < 2 || b[0] != '{' {
+		return fmt.Errorf("encode %s: not a JSON object", kind)
+	}
+	k, _ := json.Marshal(kind)
+	var out bytes.Buffer
+	out.Grow(len(b) + len(b)/2 + 64)
+	out.WriteString("{\n  \"kind\": ")
+	out.Write(k)
+	if string(b) == "{}" {
+		out.WriteString("\n}\n")
+	} else {
+		out.WriteString(",\n")
+		p := out.Len()
+		if err := json.Indent(&out, b, "", "  "); err != nil {
+			return fmt.Errorf("encode %s: %w", kind, err)
+		}
+		// Drop the "{\n" that opens the indented document: its fields
+		// follow kind's.
+		buf := out.Bytes()
+		n := copy(buf[p:], buf[p+2:])
+		out.Truncate(p + n)
+		out.WriteByte('\n')
+	}
+	_, err = env.Stdout.Write(out.Bytes())
+	return err
 }
 
 // withKind encodes doc with "kind" as its first field.
