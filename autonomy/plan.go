@@ -230,7 +230,11 @@ func planOne(cat *catalog.Catalog, host string, s registry.Service, b *beacon.Ro
 	}
 	// A crash loop flaps: a reader may catch its program in the moment it
 	// runs. Its start count, and a beacon that saw it failing, give it away.
-	crashLoop := c.Evidence.Starts >= CrashLoopStarts &&
+	starts := c.Evidence.Starts
+	if fresh && b.Starts > starts {
+		starts = b.Starts // the same host's count, read a moment earlier
+	}
+	crashLoop := starts >= CrashLoopStarts &&
 		(c.State == units.StateFailing || (c.State == units.StateActive && fresh && b.State == units.StateFailing))
 	if fresh && kind(b.State) != kind(c.State) && !crashLoop {
 		return refuse(CodeInconclusive, "", "the beacon (pass %d, %.0fs old) says %s is %s and the verify says %s", b.Beacon.Pass, b.Beacon.AgeSeconds, s.Unit, b.State, c.State)
@@ -248,7 +252,7 @@ func planOne(cat *catalog.Catalog, host string, s registry.Service, b *beacon.Ro
 			ev = b.Sentence
 		}
 		if ev == "" {
-			ev = fmt.Sprintf("last exit %d, started %d time(s)", c.Evidence.LastExit, c.Evidence.Starts)
+			ev = fmt.Sprintf("last exit %d, started %d time(s)", c.Evidence.LastExit, starts)
 		}
 		if n := len(c.Logs); n > 0 {
 			ev += "; last line: " + c.Logs[n-1]
