@@ -144,23 +144,32 @@ func newServiceEnsureCommand(env *Env) *ucli.Command {
 	return withShared(env, &ucli.Command{
 		Name:  "ensure",
 		Usage: "install a declared service's unit where it changed, start or restart it, and confirm it runs",
-		UsageText: "stado service ensure NAME (--host HOST... | --all) [--as-launch-agent] [--reason TEXT] [--dry-run] [--parallel N] [--json]\n\n" +
+		UsageText: "stado service ensure NAME (--host HOST... | --all) [--env KEY=VALUE]... [--as-launch-agent] [--reason TEXT] [--dry-run] [--parallel N] [--json]\n\n" +
 			"Renders the unit from the host's declaration, or from the catalog product NAME when the host\n" +
 			"declares none (recording that declaration in the registry). A unit whose bytes are unchanged\n" +
 			"and that runs is left alone. Each host does the whole ensure in one channel call and confirms\n" +
-			"the unit's own process held for --settle. One result line per host as it completes.\n\n" +
-			"example:\n   stado service ensure brama --host host2 --reason \"new gateway host\"",
+			"the unit's own process held for --settle. One result line per host as it completes.\n" +
+			"--env records values in the declaration (compare-and-swap) before rendering; a catalog\n" +
+			"product's required variables must be present. --all with a product nobody declares yet\n" +
+			"means every target whose OS the product supports.\n\n" +
+			"example:\n   stado service ensure brama --host host2 --reason \"new gateway host\"\n" +
+			"   stado service ensure oarbank-agent --all --env OARBANK_COORDINATOR=https://coord:8443/",
 		Flags: append([]ucli.Flag{
 			hostsFlag("target to ensure it on (repeatable)"),
-			&ucli.BoolFlag{Name: "all", Usage: "every target that declares NAME"},
+			&ucli.BoolFlag{Name: "all", Usage: "every target that declares NAME (a catalog product nobody declares: every target it supports)"},
+			&ucli.GenericFlag{Name: "env", Value: &assignments{}, Usage: "KEY=VALUE to record in the declaration (repeatable; commas are kept)"},
 			&ucli.BoolFlag{Name: "as-launch-agent", Usage: "a catalog product as a per-user unit (launchd agent, systemd --user)"},
 			reasonFlag(), dryRunFlag(), parallelFlag(),
 			&ucli.DurationFlag{Name: "wait", Value: 30 * time.Second, Usage: "bound on confirming the unit runs"},
 			&ucli.DurationFlag{Name: "settle", Value: time.Second, Usage: "how long a newly started process must keep its pid to count as running"},
 		}, sshFlags()...),
 		Action: writeAction(env, "NAME", func(ctx context.Context, f *fleet.Fleet, c *ucli.Context, name string) error {
+			envs, err := fleet.ParseEnvAssignments(c.Generic("env").(*assignments).list)
+			if err != nil {
+				return err
+			}
 			o := fleet.EnsureOptions{Name: name, Hosts: c.StringSlice("host"), All: c.Bool("all"), AsLaunchAgent: c.Bool("as-launch-agent"),
-				Reason: c.String("reason"), DryRun: c.Bool("dry-run"), Wait: c.Duration("wait"), Settle: c.Duration("settle")}
+				Reason: c.String("reason"), DryRun: c.Bool("dry-run"), Wait: c.Duration("wait"), Settle: c.Duration("settle"), Env: envs}
 			list, err := f.Ensure(ctx, o, func(r fleet.EnsureOutcome) { streamLines(env, r.Lines()) })
 			if list == nil {
 				return err
@@ -169,6 +178,13 @@ func newServiceEnsureCommand(env *Env) *ucli.Command {
 		}),
 	}, true)
 }
+
+// assignments is a repeatable flag whose values are kept whole (a
+// StringSlice would split KEY=a,b at the comma).
+type assignments struct{ list []string }
+
+func (a *assignments) Set(v string) error { a.list = append(a.list, v); return nil }
+func (a *assignments) String() string     { return "" }
 
 // fanOutDoc is the --json document of a command acting on many hosts.
 type fanOutDoc struct {

@@ -26,6 +26,11 @@ type EnsureOptions struct {
 	DryRun        bool
 	Wait          time.Duration // bound on confirming the unit runs
 	Settle        time.Duration // how long a fresh pid must hold
+	// Env are values recorded in the declaration (over the product's
+	// defaults on a first install, over the declaration's own env
+	// otherwise) before the unit is rendered: ParseEnvAssignments reads
+	// them from --env KEY=VALUE.
+	Env map[string]string
 }
 
 // EnsureOutcome is one host's outcome of ensure.
@@ -61,7 +66,10 @@ type ensurePlan struct {
 	// fromCatalog: the target declares nothing; the declaration comes from
 	// the catalog product and is recorded once the host installed it.
 	fromCatalog bool
-	refused     error
+	// envChanged: Env sets a value the declaration lacks, so the
+	// declaration is rewritten before the host is asked.
+	envChanged bool
+	refused    error
 }
 
 // Ensure makes Name's declaration true on each host: one channel call per
@@ -79,7 +87,18 @@ func (f *Fleet) Ensure(ctx context.Context, o EnsureOptions, each func(EnsureOut
 	if o.All {
 		for _, t := range f.Doc.Targets {
 			if s, ok := declaredAs(f.Catalog, t, o.Name); ok {
-				plans = append(plans, planDeclared(t, *s))
+				plans = append(plans, planDeclared(f.Catalog, t, *s, o.Env))
+			}
+		}
+		if len(plans) == 0 {
+			// nobody declares it yet: a catalog product goes to every
+			// target whose OS it supports
+			if p, ok := catalog.OrShipped(f.Catalog).Lookup(o.Name); ok {
+				for _, t := range f.Doc.Targets {
+					if p.Supports(t.OS) {
+						plans = append(plans, planEnsure(f.Catalog, t, o))
+					}
+				}
 			}
 		}
 		if len(plans) == 0 {
@@ -95,6 +114,11 @@ func (f *Fleet) Ensure(ctx context.Context, o EnsureOptions, each func(EnsureOut
 		}
 	}
 	reason := Reason(o.Reason, "service ensure %s", o.Name)
+	if !o.DryRun {
+		if _, err := f.recordEnv(ctx, plans, o.Env, reason+" (env "+strings.Join(envNames(o.Env), ", ")+")"); err != nil {
+			return nil, err
+		}
+	}
 	targets := make([]registry.Target, len(plans))
 	byHost := map[string]ensurePlan{}
 	for i, p := range plans {
@@ -108,11 +132,15 @@ func (f *Fleet) Ensure(ctx context.Context, o EnsureOptions, each func(EnsureOut
 	}, each)
 }
 
-// planDeclared is the plan of a target that declares the service.
-func planDeclared(t registry.Target, s registry.Service) ensurePlan {
-	p := ensurePlan{target: t, service: s}
+// planDeclared is the plan of a target that declares the service: its
+// declaration with env's values set, refused when incomplete or when it
+// lacks a variable its catalog product requires.
+func planDeclared(cat *catalog.Catalog, t registry.Target, s registry.Service, env map[string]string) ensurePlan {
+	p := ensurePlan{target: t, service: withEnv(s, env), envChanged: envChanges(s, env)}
 	if s.Incomplete() {
 		p.refused = &units.IncompleteError{Service: s.Name, Unit: s.Unit, Reason: s.IncompleteReason}
+	} else if err := requiredEnvRefusal(cat, t.Name, p.service); err != nil {
+		p.refused = err
 	}
 	return p
 }
@@ -127,7 +155,7 @@ func planDeclared(t registry.Target, s registry.Service) ensurePlan {
 // host repair step, not by a declaration.
 func planEnsure(cat *catalog.Catalog, t registry.Target, o EnsureOptions) ensurePlan {
 	if s, ok := declaredAs(cat, t, o.Name); ok {
-		return planDeclared(t, *s)
+		return planDeclared(cat, t, *s, o.Env)
 	}
 	p := ensurePlan{target: t, fromCatalog: true}
 	product, ok := cat.Lookup(o.Name)
@@ -150,10 +178,10 @@ func planEnsure(cat *catalog.Catalog, t registry.Target, o EnsureOptions) ensure
 	if o.AsLaunchAgent {
 		scope = registry.ScopeUser
 	}
-	p.service = product.Declaration(t.OS, scope)
+	p.service = withEnv(product.Declaration(t.OS, scope), o.Env)
 	if missing := product.MissingEnv(p.service.Env); len(missing) > 0 {
 		p.refused = &refusal.Error{Code: refusal.Validation, Message: fmt.Sprintf("catalog product %s needs %s, which no declaration on %s supplies", product.Name, strings.Join(missing, ", "), t.Name),
-			Hint: "declare the service with its env in the registry (stado registry push), then ensure it"}
+			Hint: fmt.Sprintf("stado service ensure %s --host %s --env %s=VALUE", o.Name, t.Name, missing[0])}
 	}
 	return p
 }
@@ -203,7 +231,9 @@ func (f *Fleet) ensureOne(ctx context.Context, p ensurePlan, reason string, o En
 		case err != nil:
 			return r, &stagedError{host: t.Name, stage: StageRegistry, err: err}
 		default:
-			r.Recorded, r.Revision, r.Service = true, meta.Revision, &rec
+			shown := rec
+			shown.Env = MaskEnv(rec.Env, false)
+			r.Recorded, r.Revision, r.Service = true, meta.Revision, &shown
 		}
 	}
 	if !res.Confirmed {
@@ -219,6 +249,9 @@ func planLines(p ensurePlan, res channel.EnsureResult) []string {
 	plan := []string{fmt.Sprintf("unit-install %s %s (%s)", s.Unit, res.Path, res.Install)}
 	if p.fromCatalog {
 		plan = append(plan, fmt.Sprintf("record declaration %s on %s from catalog product %s", s.Name, p.target.Name, s.Product))
+	}
+	if p.envChanged {
+		plan = append(plan, fmt.Sprintf("record env in the declaration of %s on %s", s.Name, p.target.Name))
 	}
 	switch res.Run {
 	case channel.RunRestarted:
