@@ -1,0 +1,117 @@
+package autonomy
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/wisent/stado/channel"
+	"github.com/wisent/stado/refusal"
+	"github.com/wisent/stado/registry"
+)
+
+// cycleStore is a file store holding a registry of 4 hosts × 2 services
+// (every host's first service stopped) and fresh beacons saying so.
+func cycleStore(t *testing.T, a registry.Autonomy) (registry.Store, channel.Connector) {
+	t.Helper()
+	st := fileStore(t)
+	now := time.Now()
+	doc, view, connect := benchFleet(4, 2, now)
+	for i := range doc.Targets {
+		doc.Targets[i].SSH.Address = "127.0.0.1"
+	}
+	doc.Autonomy = a
+	ctx := context.Background()
+	if _, err := registry.Push(ctx, st, doc, 0, "cycle test"); err != nil {
+		t.Fatal(err)
+	}
+	for name, b := range view.Beacons {
+		raw, _ := json.Marshal(b)
+		if _, err := st.Put(ctx, registry.BeaconPrefix+name, raw, registry.PutOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return st, connect
+}
+
+type countingActor struct{ hosts []string }
+
+func (a *countingActor) ActOn(_ context.Context, host string, rows []*Row, proceed func() bool, done func(*Row)) {
+	for _, r := range rows {
+		if !proceed() {
+			return
+		}
+		a.hosts = append(a.hosts, host)
+		r.Result = &ActionResult{Action: r.Action, OK: true, Clean: true}
+		done(r)
+	}
+}
+
+func TestReportCycleRecordsThePlanAndActsOnNothing(t *testing.T) {
+	st, connect := cycleStore(t, registry.Autonomy{})
+	actor := &countingActor{}
+	r := &Runner{Store: st, Connect: func() (channel.Connector, func()) { return connect, func() {} }, Actor: actor}
+	ctx := context.Background()
+	_, before, _ := registry.Load(ctx, st)
+	c, err := r.Run(ctx, Options{Mode: registry.AutonomyReport})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Counts[ActionStart] != 1 || c.Counts[ActionNone] != 7 || len(actor.hosts) != 0 || c.Holder != nil {
+		t.Fatalf("counts %v, acted on %v, holder %v", c.Counts, actor.hosts, c.Holder)
+	}
+	if _, after, _ := registry.Load(ctx, st); after.Revision != before.Revision {
+		t.Errorf("registry revision %d became %d", before.Revision, after.Revision)
+	}
+	if h, _ := CurrentHolder(ctx, st); h != nil {
+		t.Errorf("a report cycle took the lease: %+v", h)
+	}
+	cs, err := History(ctx, st, 0)
+	if err != nil || len(cs) != 1 || cs[0].ID != c.ID || len(cs[0].Rows) != 8 {
+		t.Fatalf("history %+v %v", cs, err)
+	}
+}
+
+func TestEnforceNeedsTheRegistrysAuthorization(t *testing.T) {
+	st, connect := cycleStore(t, registry.Autonomy{Mode: registry.AutonomyReport})
+	actor := &countingActor{}
+	r := &Runner{Store: st, Connect: func() (channel.Connector, func()) { return connect, func() {} }, Actor: actor}
+	c, err := r.Run(context.Background(), Options{Mode: registry.AutonomyEnforce})
+	if !refusal.Is(err, CodeNotAuthorized) || c != nil || len(actor.hosts) != 0 {
+		t.Fatalf("cycle %v, err %v, acted on %v", c, err, actor.hosts)
+	}
+	if cs, _ := History(context.Background(), st, 0); len(cs) != 0 {
+		t.Errorf("a refused cycle was recorded: %+v", cs)
+	}
+}
+
+func TestEnforceActsUnderTheLeaseAndASecondEnforcerIsRefused(t *testing.T) {
+	st, connect := cycleStore(t, registry.Autonomy{Mode: registry.AutonomyEnforce})
+	ctx := context.Background()
+	other := NewHolder(time.Now(), MinLeaseTTL)
+	other.Host, other.PID = "ops9", 4242
+	held, err := Acquire(ctx, st, other, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	actor := &countingActor{}
+	r := &Runner{Store: st, Connect: func() (channel.Connector, func()) { return connect, func() {} }, Actor: actor}
+	_, err = r.Run(ctx, Options{Mode: registry.AutonomyEnforce, LeaseTTL: MinLeaseTTL})
+	var lh *LeaseHeldError
+	if !errors.As(err, &lh) || lh.Holder.Host != "ops9" || lh.Holder.PID != 4242 || len(actor.hosts) != 0 {
+		t.Fatalf("with the lease held: %v, acted on %v", err, actor.hosts)
+	}
+	held.Release(ctx)
+	c, err := r.Run(ctx, Options{Mode: registry.AutonomyEnforce, LeaseTTL: MinLeaseTTL})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(actor.hosts) != 1 || actor.hosts[0] != "host0" || c.Holder == nil || c.Caps == nil || *c.Caps != DefaultCaps {
+		t.Fatalf("acted on %v, holder %v, caps %v", actor.hosts, c.Holder, c.Caps)
+	}
+	if h, _ := CurrentHolder(ctx, st); h != nil {
+		t.Errorf("the lease outlived the cycle: %+v", h)
+	}
+}
