@@ -183,10 +183,9 @@ func (f *Fleet) VerifyRequest(t registry.Target, name string) channel.VerifyRequ
 
 func (f *Fleet) verifyOne(ctx context.Context, t registry.Target, name string) (HostVerify, error) {
 	hv := HostVerify{Host: t.Name}
+	// A host that declares nothing is still asked: the call is what proves
+	// it reachable.
 	req := f.VerifyRequest(t, name)
-	if len(req.Services) == 0 {
-		return hv, nil
-	}
 	h, err := f.host(t)
 	if err != nil {
 		return hv, err
@@ -284,13 +283,19 @@ func VerifyStage(err error) string {
 	}
 	var dns *net.DNSError
 	var op *net.OpError
+	// A cause that crossed the keeper's socket keeps only its message:
+	// the standard library's dial and lookup errors are read from it.
+	msg := ""
+	if re.Err != nil {
+		msg = re.Err.Error()
+	}
 	switch {
-	case errors.As(err, &dns):
+	case errors.As(err, &dns), strings.Contains(msg, "lookup ") && strings.Contains(msg, "no such host"):
 		return StageResolve
 	case re.Address == "" && !errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, context.Canceled):
 		// Resolve failed before any address was known.
 		return StageResolve
-	case errors.As(err, &op) && op.Op == "dial":
+	case errors.As(err, &op) && op.Op == "dial", strings.HasPrefix(msg, "dial tcp"), strings.HasPrefix(msg, "keeper connection lost"):
 		return StageConnect
 	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, context.Canceled):
 		return StageConnect

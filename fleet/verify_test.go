@@ -2,6 +2,7 @@ package fleet_test
 
 import (
 	"context"
+	"errors"
 	"net"
 	"os"
 	"path/filepath"
@@ -281,6 +282,10 @@ func TestVerifyStageTellsResolveConnectHandshakeKeyAuthAndCommandApart(t *testin
 		{&channel.RemoteError{Host: "h", Stage: channel.StageConnect, Err: os.ErrNotExist}, fleet.StageResolve},
 		{&channel.RemoteError{Host: "h", Address: "127.0.0.1:1", Stage: channel.StageConnect, Err: &netOpError}, fleet.StageConnect},
 		{&channel.RemoteError{Host: "h", Address: "127.0.0.1:22", Stage: channel.StageConnect, Err: os.ErrClosed}, fleet.StageHandshake},
+		// through the keeper a cause arrives as its message only
+		{&channel.RemoteError{Host: "h", Address: "127.0.1.5:22", Stage: channel.StageConnect, Err: errors.New("dial tcp 127.0.1.5:22: connect: connection refused")}, fleet.StageConnect},
+		{&channel.RemoteError{Host: "h", Address: "nohost.invalid:22", Stage: channel.StageConnect, Err: errors.New("dial tcp: lookup nohost.invalid: no such host")}, fleet.StageResolve},
+		{&channel.RemoteError{Host: "h", Address: "127.0.1.5:22", Stage: channel.StageConnect, Err: errors.New("ssh: handshake failed: EOF")}, fleet.StageHandshake},
 		{&channel.RemoteError{Host: "h", Address: "127.0.0.1:22", Stage: channel.StageHostKey, Err: os.ErrClosed}, fleet.StageHostKey},
 		{&channel.RemoteError{Host: "h", Address: "127.0.0.1:22", Stage: channel.StageAuth, Err: os.ErrClosed}, fleet.StageAuth},
 		{&channel.RemoteError{Host: "h", Address: "127.0.0.1:22", Stage: channel.StageRemoteExit, Err: os.ErrClosed}, fleet.StageCommand},
