@@ -34,7 +34,7 @@ func newHostRunCommand(env *Env) *ucli.Command {
 	return withShared(env, &ucli.Command{
 		Name:  "run",
 		Usage: "run this host's stado process: publish a beacon every pass and serve the release API",
-		UsageText: "stado host run [--host NAME] [--interval 15s] [--stale-after 45s] [--listen ADDR:PORT]\n\n" +
+		UsageText: "stado host run [--host NAME] [--interval 15s] [--stale-after 45s] [--listen ADDR:PORT] [--peer-recoveries 2]\n\n" +
 			"Meant to run under the host's init system as the stado product (stado service ensure stado --host NAME).\n" +
 			"Each pass observes every declared unit and the undeclared loaded ones, asks the answering questions,\n" +
 			"reads this host's resolver waiting list, and publishes beacons/<host> to the store.\n\n" +
@@ -65,7 +65,7 @@ func runHostRun(ctx context.Context, env *Env, o hostRunOptions) error {
 	if o.Interval <= 0 {
 		return usagef("--interval must be positive")
 	}
-	if o.PeerRecoveries < 0 {
+	if o.PeerRecoveries < 1 {
 		return usagef("--peer-recoveries must be at least 1")
 	}
 	st, err := openStore(ctx, env)
