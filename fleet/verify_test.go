@@ -3,9 +3,11 @@ package fleet_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -298,3 +300,43 @@ func TestVerifyStageTellsResolveConnectHandshakeKeyAuthAndCommandApart(t *testin
 }
 
 var netOpError = net.OpError{Op: "dial", Net: "tcp", Err: syscall.ECONNREFUSED}
+
+// BenchmarkVerifyOfAThousandHostsOfTwentyServices is one sweep over 1,000
+// in-process hosts (local.Host over an in-memory manager, each unit
+// installed and running, files rendered and compared for real), the fleet
+// side of what the autonomy cycle plans from.
+func BenchmarkVerifyOfAThousandHostsOfTwentyServices(b *testing.B) {
+	const hosts, services = 1000, 20
+	home := b.TempDir()
+	mem := unitstest.NewMemory(home)
+	h := &local.Host{GOOS: "linux", Home: home, ProcRoot: b.TempDir(),
+		Manager: func(context.Context, string) (units.Manager, func(), error) { return mem, func() {}, nil }}
+	doc := &registry.Document{Version: 1}
+	var decl []registry.Service
+	for i := 0; i < services; i++ {
+		s := registry.Service{Name: fmt.Sprintf("svc%d", i), Unit: fmt.Sprintf("svc%d.service", i), Scope: registry.ScopeUser,
+			Program: "/usr/local/bin/svc", Args: []string{"--n", strconv.Itoa(i)}}
+		content, err := units.Render(s, "linux", home)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if _, err := mem.Install(context.Background(), s, content); err != nil {
+			b.Fatal(err)
+		}
+		if err := mem.Start(context.Background(), s.Unit); err != nil {
+			b.Fatal(err)
+		}
+		decl = append(decl, s)
+	}
+	for i := 0; i < hosts; i++ {
+		doc.Targets = append(doc.Targets, registry.Target{Name: fmt.Sprintf("h%d", i), OS: "linux", Services: decl})
+	}
+	f := &fleet.Fleet{Doc: doc, Connect: func(registry.Target) channel.Host { return h }, Parallel: 16}
+	b.ResetTimer()
+	for n := 0; n < b.N; n++ {
+		res, err := f.Verify(context.Background(), fleet.VerifyOptions{}, nil)
+		if err != nil || len(res.Hosts) != hosts || !res.Clean() {
+			b.Fatalf("%v: %d hosts, clean %v", err, len(res.Hosts), res.Clean())
+		}
+	}
+}
