@@ -206,13 +206,13 @@ func TestRowsAreMarkedFailingAttentionUnknownAndNeverHealthyWithoutASuccessfulAn
 	}
 	for _, c := range []struct {
 		host, svc, mark string
-		has         []string
+		has             []string
 	}{
 		{"host0000", "s0", "failing", []string{"exit 3", "runs 5", "stderr: s0 is dying"}}, // a crash loop with its evidence
-		{"host0000", "s1", "attention", []string{"answered 503", "vault sealed"}},         // a 503 with its body
-		{"host0000", "s2", "attention", []string{"stood 9s"}},                             // a question that stood
-		{"host0001", "s0", "unknown", []string{"beacon is 1m30s old", "1m30s"}},           // a stale beacon, with its age
-		{"host0002", "s2", "no-verdict", nil},                                             // asked, no answer yet: not healthy
+		{"host0000", "s1", "attention", []string{"answered 503", "vault sealed"}},          // a 503 with its body
+		{"host0000", "s2", "attention", []string{"stood 9s"}},                              // a question that stood
+		{"host0001", "s0", "unknown", []string{"beacon is 1m30s old", "1m30s"}},            // a stale beacon, with its age
+		{"host0002", "s2", "no-verdict", nil},                                              // asked, no answer yet: not healthy
 		{"host0002", "s1", "healthy", []string{"answered 200"}},
 		{"host0002", "s0", "healthy", nil},
 	} {

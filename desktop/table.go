@@ -4,11 +4,11 @@ import (
 	"cmp"
 	"context"
 	"errors"
-	"fmt"
 	"net/http"
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/wisent/stado/beacon"
@@ -25,10 +25,16 @@ type snapshot struct {
 	cat    *catalog.Catalog
 	gen    uint64
 	loaded time.Time
+
+	mu     sync.Mutex
+	rowsAt time.Time // the second rows were judged at
+	rows   []Row
+	asks   map[string]bool   // catalog name or unit -> its product asks a question
+	source map[string]string // unit -> its source
 }
 
 // minReload bounds how often a changing store is read again.
-const minReload = 500 * time.Millisecond
+const minReload = time.Second
 
 // load returns the store's snapshot, read again when the store changed
 // (at most every minReload) or after the refresh interval.
@@ -64,12 +70,12 @@ func (s *Server) load(ctx context.Context) (*snapshot, error) {
 
 // Marks of a row, one per row: what the operator should read first.
 const (
-	MarkFailing   = "failing"   // the unit failed or crash-loops
-	MarkUnknown   = "unknown"   // no trusted beacon: stale, absent or unreadable
-	MarkAttention = "attention" // the unit runs but its answer is not a success (503, stood, refused)
+	MarkFailing   = "failing"    // the unit failed or crash-loops
+	MarkUnknown   = "unknown"    // no trusted beacon: stale, absent or unreadable
+	MarkAttention = "attention"  // the unit runs but its answer is not a success (503, stood, refused)
 	MarkNoVerdict = "no-verdict" // the product asks a question and no successful answer is known
-	MarkDown      = "down"      // missing or inactive
-	MarkHealthy   = "healthy"   // active, and answered successfully when its product asks
+	MarkDown      = "down"       // missing or inactive
+	MarkHealthy   = "healthy"    // active, and answered successfully when its product asks
 )
 
 // Row is one line of the services table: the join's row, its source, its
@@ -91,19 +97,51 @@ type Row struct {
 // Rows joins the snapshot's registry with its beacons at now, in host
 // then declaration order: the rows `service list` prints, with their
 // source and mark.
+// Within one second the same rows are returned (they are read-only):
+// freshness is judged to the second.
 func (sn *snapshot) Rows(now time.Time) []Row {
+	sec := now.Truncate(time.Second)
+	sn.mu.Lock()
+	defer sn.mu.Unlock()
+	if sn.rows != nil && sn.rowsAt.Equal(sec) {
+		return sn.rows
+	}
+	if sn.asks == nil {
+		sn.asks, sn.source = map[string]bool{}, map[string]string{}
+	}
 	v := *sn.view
 	v.Now = now
 	in := v.Rows("")
 	out := make([]Row, 0, len(in))
 	for _, r := range in {
-		out = append(out, newRow(sn.cat, r))
+		out = append(out, sn.newRow(r))
 	}
+	sn.rows, sn.rowsAt = out, sec
 	return out
 }
 
-func newRow(cat *catalog.Catalog, r beacon.Row) Row {
-	row := Row{Row: r, Source: cat.SourceOf(r.Unit, true)}
+// asksQuestion reports whether the catalog entry name selects declares an
+// answering question (memoized: a catalog lookup is not cheap).
+func (sn *snapshot) asksQuestion(name string) bool {
+	if name == "" {
+		return false
+	}
+	a, ok := sn.asks[name]
+	if !ok {
+		p, found := sn.cat.Entry(name)
+		a = found && p.Answering != nil
+		sn.asks[name] = a
+	}
+	return a
+}
+
+func (sn *snapshot) newRow(r beacon.Row) Row {
+	src, ok := sn.source[r.Unit]
+	if !ok {
+		src = sn.cat.SourceOf(r.Unit, true)
+		sn.source[r.Unit] = src
+	}
+	row := Row{Row: r, Source: src}
 	switch {
 	case !r.Beacon.Present:
 		row.Age = "no beacon"
@@ -112,12 +150,7 @@ func newRow(cat *catalog.Catalog, r beacon.Row) Row {
 	default:
 		row.Age = (time.Duration(r.Beacon.AgeSeconds) * time.Second).String()
 	}
-	asks := false
-	if p, ok := cat.Entry(cmp.Or(r.Product, r.Service)); ok && p.Answering != nil {
-		asks = true
-	} else if p, ok := cat.Entry(r.Unit); ok && p.Answering != nil {
-		asks = true
-	}
+	asks := sn.asksQuestion(cmp.Or(r.Product, r.Service)) || sn.asksQuestion(r.Unit)
 	successful := false
 	if a := r.Answering; a != nil {
 		row.Verdict = a.Summary()
@@ -210,18 +243,20 @@ type Page struct {
 // Select filters rows and cuts page (1-based) of size.
 func Select(rows []Row, f Filter, page, size int) Page {
 	p := Page{Total: len(rows), Filter: f, Counts: map[string]int{}}
-	kept := make([]Row, 0, len(rows))
+	kept := make([]int32, 0, len(rows))
 	for i := range rows {
 		p.Counts[rows[i].Mark]++
 		if f.Keep(&rows[i]) {
-			kept = append(kept, rows[i])
+			kept = append(kept, int32(i))
 		}
 	}
 	p.Matched = len(kept)
 	p.Pages = max(1, (len(kept)+size-1)/size)
 	p.Page = min(max(page, 1), p.Pages)
 	lo := (p.Page - 1) * size
-	p.Rows = kept[lo:min(lo+size, len(kept))]
+	for _, i := range kept[lo:min(lo+size, len(kept))] {
+		p.Rows = append(p.Rows, rows[i])
+	}
 	return p
 }
 
@@ -280,9 +315,4 @@ func viewOfError(err error) *refusalView {
 		return &refusalView{Code: string(c), Message: err.Error()}
 	}
 	return &refusalView{Code: "failure", Message: err.Error()}
-}
-
-// ageWords says a duration in seconds as the table does.
-func ageWords(sec float64) string {
-	return fmt.Sprintf("%.0fs", sec)
 }
