@@ -74,6 +74,9 @@ func Parse(data []byte, source string) (d *Document, err error) {
 	// read as nothing (editors on some systems write one); anywhere else it
 	// is part of the text and refused by the decoder.
 	data = bytes.TrimPrefix(data, utf8BOM)
+	if err := CheckDocumentSize(data, source); err != nil {
+		return nil, err
+	}
 	if DetectFormat(data) == FormatJSON {
 		return parseJSON(data, source)
 	}

@@ -76,6 +76,10 @@ func encodeEnvelope(m Meta, doc []byte) ([]byte, error) {
 }
 
 func decodeEnvelope(obj Object) (*Document, Meta, error) {
+	// The envelope adds its meta to a document of at most MaxDocumentBytes.
+	if len(obj.Value) > MaxDocumentBytes+64<<10 {
+		return nil, Meta{}, fmt.Errorf("read %s at revision %d: %w", obj.Key, obj.Revision, &ParseError{Source: obj.Key, Msg: fmt.Sprintf("stored document is %d bytes, the limit is %d (docs/limits.md)", len(obj.Value), MaxDocumentBytes)})
+	}
 	var env envelope
 	dec := json.NewDecoder(bytes.NewReader(obj.Value))
 	dec.DisallowUnknownFields()

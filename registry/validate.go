@@ -203,6 +203,7 @@ func (v *validator) document(d *Document) {
 			seen[c] = true
 		}
 	}
+	v.documentLimits(d) // validate_limits.go
 }
 
 // declares reports whether t declares a service named name, or of product name.
