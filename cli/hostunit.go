@@ -148,6 +148,9 @@ func runHostUnitRender(_ context.Context, env *Env, opts hostUnitRenderOptions) 
 	if err != nil {
 		return err
 	}
+	if err := registry.Validate(doc); err != nil {
+		return err // render only what the registry would accept
+	}
 	found, svc, err := doc.FindService(opts.Host, opts.Service)
 	if err != nil {
 		return err
