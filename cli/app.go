@@ -229,8 +229,8 @@ func printError(env *Env, err error, code int, machine string) {
 		_ = enc.Encode(doc)
 		return
 	}
-	fmt.Fprintf(env.Stderr, "stado: %s\n", escapeWith(err.Error(), true))
+	fmt.Fprintf(env.Stderr, "stado: %s\n", escapeLines(err.Error()))
 	if doc.Hint != "" {
-		fmt.Fprintf(env.Stderr, "hint: %s\n", escapeWith(doc.Hint, true))
+		fmt.Fprintf(env.Stderr, "hint: %s\n", escapeLines(doc.Hint))
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"strconv"
+	"strings"
 	"unicode"
 	"unicode/utf8"
 )
@@ -159,6 +160,19 @@ func escapeText(s string) string {
 	return escapeWith(s, false)
 }
 
+// escapeLines escapes each line of a multi-line message (a validation
+// error lists one violation a line), keeping its line breaks.
+func escapeLines(s string) string {
+	if !needsEscape(s, true) && !strings.ContainsFunc(s, func(r rune) bool { return unicode.Is(unicode.Cf, r) }) {
+		return s
+	}
+	ls := strings.Split(s, "\n")
+	for i, l := range ls {
+		ls[i] = escapeText(l)
+	}
+	return strings.Join(ls, "\n")
+}
+
 // needsEscape reports whether escapeWith would change s; layout keeps the
 // newline and the tab.
 func needsEscape(s string, layout bool) bool {
@@ -205,11 +219,13 @@ func escapeWith(s string, layout bool) string {
 }
 
 // unsafeRune: control characters and format characters (bidirectional
-// overrides, zero-width joiners), which a terminal obeys or hides; layout
-// keeps the newline and the tab.
+// overrides, zero-width joiners), which a terminal obeys or hides. layout
+// is the guard on raw writes (a document printed as itself, such as
+// registry pull's): it keeps the newline and the tab, and the format
+// characters a value may hold, so the text stays the document.
 func unsafeRune(r rune, layout bool) bool {
-	if layout && (r == '\n' || r == '\t') {
-		return false
+	if layout {
+		return r != '\n' && r != '\t' && unicode.IsControl(r)
 	}
 	return unicode.IsControl(r) || unicode.Is(unicode.Cf, r)
 }
