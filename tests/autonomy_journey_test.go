@@ -109,6 +109,15 @@ const ajTarget = `  - name: %[1]s
     services:
 %[3]s`
 
+const ajTargetAlerted = `  - name: %[1]s
+    ssh: {address: %[2]s, port: 22, user: root}
+    os: linux
+    alerts:
+      - name: hook
+        webhook: {url: "%[4]s"}
+    services:
+%[3]s`
+
 const ajHostProcess = `      - name: %[1]s-stado
         unit: %[1]s-stado.service
         program: /usr/local/bin/stado
@@ -156,6 +165,7 @@ func autonomyJourney(t *testing.T, bed *testbed.Bed, store, p string) {
 		hosts := bed.Hosts()[:7]
 		svc := p + "-svc"
 		t.Cleanup(func() { cleanup(hosts, p+"-stado.service", svc+".service") })
+		hook := startAlertReceiver(t)
 		var doc strings.Builder
 		doc.WriteString(ajFleetHead)
 		for i, h := range hosts {
@@ -168,7 +178,7 @@ func autonomyJourney(t *testing.T, bed *testbed.Bed, store, p string) {
 			default:
 				services += fmt.Sprintf(ajService, svc, "/bin/sleep", "infinity")
 			}
-			fmt.Fprintf(&doc, ajTarget, h.Name, h.Addr, services)
+			fmt.Fprintf(&doc, ajTargetAlerted, h.Name, h.Addr, services, hook.url)
 		}
 		push(t, doc.String())
 		for i, h := range hosts {
@@ -202,6 +212,11 @@ func autonomyJourney(t *testing.T, bed *testbed.Bed, store, p string) {
 			for _, s := range c.list(t).Services {
 				if w, ok := want[s.Host]; ok && s.Service == svc && s.State != w {
 					return false, fmt.Sprintf("%s on %s is %s, want %s", s.Service, s.Host, s.State, w)
+				}
+				// A crash loop is one once its supervisor started it
+				// CrashLoopStarts times; before, the rule restarts it.
+				if s.Host == hosts[6].Name && s.Service == svc && s.Starts < autonomy.CrashLoopStarts {
+					return false, fmt.Sprintf("host7's crash loop started %d time(s) so far", s.Starts)
 				}
 			}
 			return true, ""
@@ -242,9 +257,25 @@ func autonomyJourney(t *testing.T, bed *testbed.Bed, store, p string) {
 				t.Errorf("report mode acted: %+v", r)
 			}
 		}
+		// Each refusal was alerted on its host's channel, once.
+		alerted := map[string]int{}
+		for _, a := range hook.received() {
+			if a.Event == "autonomy_refused" {
+				alerted[a.Recovery.Host+" "+a.Recovery.State]++
+			}
+		}
+		for k, n := range map[string]int{hosts[4].Name + " unreachable": 2, hosts[5].Name + " declaration_incomplete": 1, hosts[6].Name + " crash_loop": 1} {
+			if alerted[k] != n {
+				t.Errorf("alerts %v: want %d for %s", alerted, n, k)
+			}
+		}
+		nAlerts := len(hook.received())
 		// The text form says it too, and exits 0.
 		if code, text, _ := c.run(t, "optimize", "run"); code != 0 || !strings.Contains(text, "would create "+unitFile) {
 			t.Errorf("report text: exit %d\n%s", code, text)
+		}
+		if n := len(hook.received()); n != nAlerts {
+			t.Errorf("the same refusals were alerted again by the next cycle: %d alerts, then %d", nAlerts, n)
 		}
 		after := ajSnapshot(t, bed, hosts, svc, c)
 		if before != after {
