@@ -232,3 +232,35 @@ func TestRLockWaitsForTheExclusiveHolderOnly(t *testing.T) {
 		t.Fatalf("TryLock beside a shared holder = %v, want ErrLocked", err)
 	}
 }
+
+// BenchmarkRLock is the shared lock a file-store Get takes: open, flock,
+// two stats, unlock, close.
+func BenchmarkRLock(b *testing.B) {
+	path := filepath.Join(b.TempDir(), "x.lock")
+	u, err := safefile.Lock(context.Background(), path)
+	if err != nil {
+		b.Fatal(err)
+	}
+	u()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		r, err := safefile.RLock(context.Background(), path)
+		if err != nil {
+			b.Fatal(err)
+		}
+		r()
+	}
+}
+
+// BenchmarkLock is an exclusive lock with its holder record written and
+// cleared.
+func BenchmarkLock(b *testing.B) {
+	path := filepath.Join(b.TempDir(), "x.lock")
+	for i := 0; i < b.N; i++ {
+		u, err := safefile.Lock(context.Background(), path)
+		if err != nil {
+			b.Fatal(err)
+		}
+		u()
+	}
+}
