@@ -478,6 +478,98 @@ func autonomyJourney(t *testing.T, bed *testbed.Bed, store, p string) {
 			t.Errorf("status: %+v", st)
 		}
 	})
+
+	// Last: the enforcing cycle as a managed unit (catalog product
+	// stado-autonomy) on host1, acting on the others while it runs.
+	t.Run("TheCycleRunsAsAManagedUnitThatStadoKeepsAlive", func(t *testing.T) {
+		hosts := bed.Hosts()[:3]
+		ops := hosts[0]
+		svc, cycle := p+"-managed", p+"-cycle"
+		t.Cleanup(func() {
+			cleanup(hosts, cycle+".service", svc+".service")
+			bed.Exec(context.Background(), ops, "rm", "-f", "/root/.ssh/aj_cycle_key", "/root/.ssh/aj_cycle_known_hosts")
+		})
+		key, err := os.ReadFile(bed.KeyPath())
+		if err != nil {
+			t.Fatal(err)
+		}
+		known, err := os.ReadFile(bed.KnownHosts())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := bed.WriteFile(ops, "/root/.ssh/aj_cycle_key", key, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if err := bed.WriteFile(ops, "/root/.ssh/aj_cycle_known_hosts", known, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		var doc strings.Builder
+		doc.WriteString(ajFleetHead)
+		for i, h := range hosts {
+			services := fmt.Sprintf(ajService, svc, "/bin/sleep", "infinity")
+			if i == 0 {
+				services += fmt.Sprintf(`      - name: %[1]s
+        unit: %[1]s.service
+        product: stado-autonomy
+        program: /usr/local/bin/stado
+        args: [optimize, run, --mode, enforce, --every, 2s, --lease-ttl, 3s, --settle, 1s]
+        env: {STADO_STORE: "%[2]s", STADO_KNOWN_HOSTS: /root/.ssh/aj_cycle_known_hosts, STADO_SSH_IDENTITY: /root/.ssh/aj_cycle_key, STADO_NO_KEEPER: "1"}
+`, cycle, store)
+			}
+			fmt.Fprintf(&doc, ajTarget, h.Name, h.Addr, services)
+		}
+		push(t, doc.String())
+		c.mustRun(t, "service", "ensure", cycle, "--host", ops.Name, "--reason", "the fleet's enforcer")
+		// The managed cycle restores the service on every host by itself.
+		eventually(t, 90*time.Second, "the managed cycle restored every host", func() (bool, string) {
+			_, out, _ := c.run(t, "service", "verify", svc, "--json")
+			var v struct {
+				Hosts []struct {
+					Host     string `json:"host"`
+					Services []struct {
+						State string `json:"state"`
+						Drift bool   `json:"drift"`
+					} `json:"services"`
+				} `json:"hosts"`
+			}
+			if json.Unmarshal([]byte(out), &v) != nil || len(v.Hosts) != len(hosts) {
+				return false, out
+			}
+			for _, h := range v.Hosts {
+				if len(h.Services) != 1 || h.Services[0].State != "active" || h.Services[0].Drift {
+					return false, fmt.Sprintf("%s: %+v", h.Host, h.Services)
+				}
+			}
+			return true, ""
+		})
+		var holder struct {
+			Latest *struct {
+				Mode   string `json:"mode"`
+				Holder *struct {
+					Host string `json:"host"`
+					PID  int    `json:"pid"`
+				} `json:"holder"`
+			} `json:"latest"`
+		}
+		if err := json.Unmarshal([]byte(c.mustRun(t, "optimize", "status", "--json")), &holder); err != nil || holder.Latest == nil || holder.Latest.Holder == nil {
+			t.Fatalf("status: %v %+v", err, holder)
+		}
+		if holder.Latest.Mode != "enforce" || holder.Latest.Holder.Host != ops.Name {
+			t.Fatalf("the latest cycle ran %s on %s, want enforce on %s", holder.Latest.Mode, holder.Latest.Holder.Host, ops.Name)
+		}
+		first := holder.Latest.Holder.PID
+		// Killed, its unit brings it back (keep-alive) and, once the dead
+		// process's lease ran out, the new one runs the cycles.
+		if _, errOut, err := bed.Exec(context.Background(), ops, "systemctl", "kill", "--signal", "KILL", cycle+".service"); err != nil {
+			t.Fatalf("kill the cycle: %v %s", err, errOut)
+		}
+		eventually(t, 60*time.Second, "a new cycle process after the kill", func() (bool, string) {
+			if json.Unmarshal([]byte(c.mustRun(t, "optimize", "status", "--json")), &holder) != nil || holder.Latest == nil || holder.Latest.Holder == nil {
+				return false, "no cycle"
+			}
+			return holder.Latest.Holder.PID != first, fmt.Sprintf("still pid %d", first)
+		})
+	})
 }
 
 // ajSnapshot is what report mode must leave as it was: each host's unit
