@@ -146,3 +146,29 @@ func TestUserUnitsOfATargetWithNoSSHUserBelongToRoot(t *testing.T) {
 		t.Fatalf("%v %+v asked %v", err, reps, users.asked)
 	}
 }
+
+func TestTheReaderKeepsAnUnobservedUnitWithItsReason(t *testing.T) {
+	st := newStore(t)
+	if _, err := registry.Push(context.Background(), st, userFleet("alice"), 0, "test"); err != nil {
+		t.Fatal(err)
+	}
+	users := &userManagers{errs: map[string]error{"alice": &units.UserManagerDownError{User: "alice", UID: 1001, Manager: "systemd", Reason: "alice has no session and lingering is off"}}}
+	r := &Runner{Host: "host1", Store: st, Observer: &UnitsObserver{Manager: unitstest.NewMemory("/root"), Users: users}, Config: Config{Interval: time.Minute}}
+	b, err := r.RunPass(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	v, err := LoadView(context.Background(), st, b.At, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var web *Row
+	for _, row := range v.Rows("host1") {
+		if row.Service == "web" {
+			web = &row
+		}
+	}
+	if web == nil || web.State != StateUnobserved || !strings.Contains(web.Detail(), "lingering is off") {
+		t.Fatalf("row %+v, want unobserved with the reason", web)
+	}
+}

@@ -88,7 +88,7 @@ func DecodeBeacon(host string, value []byte) (*Beacon, error) {
 // knownState reports whether s is a verdict a beacon may publish.
 func knownState(s string) bool {
 	switch s {
-	case StateActive, StateInactive, StateFailed, StateFailing, StateMissing:
+	case StateActive, StateInactive, StateFailed, StateFailing, StateMissing, StateUnobserved:
 		return true
 	}
 	return false

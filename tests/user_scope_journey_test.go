@@ -244,8 +244,48 @@ func TestUserScopeServiceIsObservedInItsUsersManagerAndRecoveredThroughIt(t *tes
 		return ok, fmt.Sprintf("pass %d: %s %q refusals %+v", b.Pass, r.State, r.Sentence, b.Refusals)
 	})
 	_, listOut, _ := c.run(t, "service", "list")
-	if !strings.Contains(listOut, "unobserved") {
-		t.Errorf("service list does not say unobserved:\n%s", listOut)
+	var row string
+	for _, l := range strings.Split(listOut, "\n") {
+		if strings.Contains(l, "us-web") {
+			row = l
+		}
+	}
+	if f := strings.Fields(row); len(f) < 4 || f[3] != beacon.StateUnobserved || !strings.Contains(row, "lingering is off") {
+		t.Errorf("service list does not read us-web unobserved with its reason:\n%s", listOut)
 	}
 	t.Logf("service list:\n%s", listOut)
+}
+
+// The opt-in is one journey's: once its test ends, the host is back to the
+// bed's default (logind masked and stopped, no user manager, no linger
+// file on the machine).
+func TestLingeringForOneJourneyIsUndoneWhenItEnds(t *testing.T) {
+	t.Parallel()
+	bed := testbed.Shared(t, 1)
+	hosts := bed.Hosts()
+	h := hosts[len(hosts)-1]
+	ctx := context.Background()
+	var uid int
+	t.Run("lingering", func(t *testing.T) {
+		u := bed.AddUser(t, "stado-linger")
+		uid = u.UID
+		bed.EnableLinger(t, h, u)
+		out, _, _ := bed.Exec(ctx, h, "systemctl", "is-active", "systemd-logind.service", fmt.Sprintf("user@%d.service", u.UID))
+		if strings.Fields(out)[0] != "active" || strings.Fields(out)[1] != "active" {
+			t.Fatalf("logind and the user manager: %q", out)
+		}
+	})
+	out, _, _ := bed.Exec(ctx, h, "systemctl", "is-enabled", "systemd-logind.service")
+	if strings.TrimSpace(out) != "masked" {
+		t.Errorf("logind is %q after the journey, want masked as the bed boots it", strings.TrimSpace(out))
+	}
+	out, _, _ = bed.Exec(ctx, h, "systemctl", "is-active", "systemd-logind.service", fmt.Sprintf("user@%d.service", uid))
+	for _, f := range strings.Fields(out) {
+		if f == "active" {
+			t.Errorf("a unit still active after the journey: %q", out)
+		}
+	}
+	if _, err := os.Stat("/var/lib/systemd/linger/stado-linger"); err == nil {
+		t.Error("the linger file outlived the journey")
+	}
 }

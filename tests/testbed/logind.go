@@ -9,9 +9,43 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 )
+
+// logindHolds serializes the journeys that start logind in one host: the
+// cleanup of one would stop it under the other.
+var logindHolds struct {
+	mu   sync.Mutex
+	held map[string]chan struct{} // host -> closed when released
+}
+
+// holdLogind waits until no other test has logind started in h and claims
+// h; the returned func releases it.
+func holdLogind(t testing.TB, h Host) func() {
+	for {
+		logindHolds.mu.Lock()
+		if logindHolds.held == nil {
+			logindHolds.held = map[string]chan struct{}{}
+		}
+		ch, busy := logindHolds.held[h.Name]
+		if !busy {
+			mine := make(chan struct{})
+			logindHolds.held[h.Name] = mine
+			logindHolds.mu.Unlock()
+			return func() {
+				logindHolds.mu.Lock()
+				delete(logindHolds.held, h.Name)
+				logindHolds.mu.Unlock()
+				close(mine)
+			}
+		}
+		logindHolds.mu.Unlock()
+		t.Logf("testbed: waiting for another test to stop logind in %s", h.Name)
+		<-ch
+	}
+}
 
 // Login users and user managers. The bed masks systemd-logind in every
 // host (it is the heavier half of a host's memory), so no host runs a
@@ -78,15 +112,21 @@ func (b *Bed) AddUser(t testing.TB, name string) LoginUser {
 // user manager running without a session (loginctl enable-linger), and
 // returns once that manager is up. When t ends it disables lingering,
 // stops the user managers logind started in h and logind itself, and
-// masks logind again, as the bed boots it. Meanwhile every ssh login to h
+// masks logind again, as the bed boots it. One test at a time has logind
+// started in a host: another waits here until the first one's cleanup.
+// Meanwhile every ssh login to h
 // opens a logind session (pam_systemd), which other journeys on h do not
 // expect: use a host no other journey of the process needs at that time,
 // or accept that.
 func (b *Bed) EnableLinger(t testing.TB, h Host, u LoginUser) {
 	t.Helper()
+	release := holdLogind(t, h)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	t.Cleanup(func() { b.disableLinger(t, h, u) })
+	t.Cleanup(func() {
+		b.disableLinger(t, h, u)
+		release()
+	})
 	for _, argv := range [][]string{
 		{"systemctl", "unmask", "systemd-logind.service"},
 		{"systemctl", "start", "systemd-logind.service"},
