@@ -70,6 +70,9 @@ func runDesktop(c *ucli.Context, env *Env, o desktopOptions) error {
 	if err != nil {
 		return err
 	}
+	if err := srv.Warm(ctx); err != nil { // an unreadable store is said now, not in the page
+		return err
+	}
 	url := srv.URL(ln)
 	if err := emit(env, "stado.desktop", desktopDoc{URL: url, Listen: ln.Addr().String()}, func(t *text) {
 		t.f("Stado Desktop: %s\n", url)

@@ -74,7 +74,6 @@ func BenchmarkDesktopReadStore1000x20(b *testing.B) {
 	}
 }
 
-
 // BenchmarkDesktopJudgeRows1000x20 renders the first page with a clock one
 // second further at every request, so all 20,000 rows are judged afresh
 // (within one second the judged rows are reused).

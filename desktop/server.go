@@ -139,13 +139,15 @@ func (s *Server) URL(ln net.Listener) string {
 // state-changing one the CSRF check, before its route.
 func (s *Server) Handler() http.Handler { return s.guard(s.mux) }
 
-// Serve serves the page on ln and watches the store until ctx ends; then
-// it closes the server and returns nil.
+// Serve serves the page on ln, watches the store and keeps its rows
+// judged (every second) until ctx ends; then it closes the server and
+// returns nil.
 func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	srv := &http.Server{Handler: s.Handler(), ReadHeaderTimeout: 10 * time.Second}
 	wctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	go s.feed.run(wctx)
+	go s.keepWarm(wctx)
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
 	select {

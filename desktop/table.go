@@ -34,7 +34,12 @@ type snapshot struct {
 }
 
 // minReload bounds how often a changing store is read again.
-const minReload = time.Second
+const minReload = 2 * time.Second
+
+// judgedFor is how long judged rows are reused: a row's freshness is at
+// most this late (Serve re-judges every second in the background, so a
+// request seldom pays for it).
+const judgedFor = 2 * time.Second
 
 // load returns the store's snapshot, read again when the store changed
 // (at most every minReload) or after the refresh interval.
@@ -68,6 +73,34 @@ func (s *Server) load(ctx context.Context) (*snapshot, error) {
 	return s.snap, nil
 }
 
+// Warm reads the store and judges its rows, so that the first request
+// does not wait for it. The error is the store's (a refusal when it holds
+// no registry).
+func (s *Server) Warm(ctx context.Context) error {
+	sn, err := s.load(ctx)
+	if err != nil {
+		return err
+	}
+	sn.mu.Lock()
+	sn.judge(s.cfg.Now())
+	sn.mu.Unlock()
+	return nil
+}
+
+// keepWarm re-reads and re-judges every second until ctx ends.
+func (s *Server) keepWarm(ctx context.Context) {
+	tick := time.NewTicker(time.Second)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+			s.Warm(ctx)
+		}
+	}
+}
+
 // Marks of a row, one per row: what the operator should read first.
 const (
 	MarkFailing   = "failing"    // the unit failed or crash-loops
@@ -97,15 +130,19 @@ type Row struct {
 // Rows joins the snapshot's registry with its beacons at now, in host
 // then declaration order: the rows `service list` prints, with their
 // source and mark.
-// Within one second the same rows are returned (they are read-only):
-// freshness is judged to the second.
+// Rows judged less than judgedFor before now are returned again (they are
+// read-only).
 func (sn *snapshot) Rows(now time.Time) []Row {
-	sec := now.Truncate(time.Second)
 	sn.mu.Lock()
 	defer sn.mu.Unlock()
-	if sn.rows != nil && sn.rowsAt.Equal(sec) {
+	if age := now.Sub(sn.rowsAt); sn.rows != nil && age >= 0 && age < judgedFor {
 		return sn.rows
 	}
+	return sn.judge(now)
+}
+
+// judge judges every row at now; sn.mu is held.
+func (sn *snapshot) judge(now time.Time) []Row {
 	if sn.asks == nil {
 		sn.asks, sn.source = map[string]bool{}, map[string]string{}
 	}
@@ -116,7 +153,7 @@ func (sn *snapshot) Rows(now time.Time) []Row {
 	for _, r := range in {
 		out = append(out, sn.newRow(r))
 	}
-	sn.rows, sn.rowsAt = out, sec
+	sn.rows, sn.rowsAt = out, now
 	return out
 }
 

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs what stado's tests and demo need on a Debian 12 machine, once:
-# OpenSSH server and client, systemd's tools, etcd, plistutil, and Ansible
-# (ansible-core, for make bench's head-to-head). Go modules
+# OpenSSH server and client, systemd's tools, etcd, plistutil, Ansible
+# (ansible-core, for make bench's head-to-head) and Chromium (the desktop
+# journeys drive it headless). Go modules
 # come from the module proxy through `go mod download`.
 set -euo pipefail
 need=()
@@ -12,6 +13,7 @@ command -v etcdctl >/dev/null 2>&1 || need+=(etcd-client)
 command -v plistutil >/dev/null 2>&1 || need+=(libplist-utils)
 command -v nsenter >/dev/null 2>&1 || need+=(util-linux)
 command -v ansible-playbook >/dev/null 2>&1 || need+=(ansible-core)
+command -v chromium >/dev/null 2>&1 || need+=(chromium)
 [ -x /lib/systemd/systemd ] || need+=(systemd)
 command -v systemd-analyze >/dev/null 2>&1 || need+=(systemd)
 if [ ${#need[@]} -gt 0 ]; then
