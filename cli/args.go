@@ -10,8 +10,8 @@ import (
 // arguments in front of them, so `stado service logs brama --host h2
 // --lines 50` parses like `stado service logs --host h2 --lines 50 brama`.
 // urfave/cli v2 stops reading flags at the first argument; operators do
-// not. Everything after "--" stays positional, and so does a dash word the
-// command does not know (urfave judges it).
+// not. Everything after "--" stays positional; a dash word the command does
+// not know moves with the flags, so urfave refuses it by name.
 func interspersed(app *ucli.App, args []string) []string {
 	if len(args) < 2 {
 		return args
@@ -45,8 +45,14 @@ func interspersed(app *ucli.App, args []string) []string {
 			pos = append(pos, args[i:]...)
 			break
 		}
-		if !isDash(tok) || !isFlag(flags, tok) {
+		if !isDash(tok) {
 			pos = append(pos, tok)
+			continue
+		}
+		if !isFlag(flags, tok) {
+			// an unknown flag goes first too, so urfave refuses it by
+			// name instead of counting it as an argument
+			fl = append(fl, tok)
 			continue
 		}
 		fl = append(fl, tok)

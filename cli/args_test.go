@@ -26,9 +26,9 @@ func TestFlagsAfterArgumentsAreParsedAsFlags(t *testing.T) {
 		// after -- everything is positional
 		{[]string{"stado", "service", "status", "--", "--host"},
 			[]string{"stado", "service", "status", "--", "--host"}},
-		// an unknown dash word is left as an argument for urfave to judge
+		// an unknown dash word moves with the flags, for urfave to refuse
 		{[]string{"stado", "service", "status", "x", "--nope"},
-			[]string{"stado", "service", "status", "x", "--nope"}},
+			[]string{"stado", "service", "status", "--nope", "x"}},
 	}
 	for _, tc := range cases {
 		if got := interspersed(app, tc.in); !reflect.DeepEqual(got, tc.want) {
