@@ -2,7 +2,9 @@
 # make demo: a small fleet of simulated hosts (real systemd as PID 1, real
 # sshd), services ensured over SSH, beacons read without SSH, a service that
 # stands recovered by its own host, and one recovered by a peer whose
-# clients' requests to it stand waiting. Everything stays on loopback; the
+# clients' requests to it stand waiting; then the fleet converges (every
+# host's stado answers its own question) and `registry doctor` exits 0.
+# Everything stays on loopback; the testbed lock is held throughout and the
 # testbed is torn down at the end and on any failure.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -31,13 +33,38 @@ if [ "$(id -u)" != 0 ]; then
 fi
 
 PIDS=()
+LOCKED=
+HOLDER=
 cleanup() {
   set +e
   for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null; done
   [ -n "${ETCD_STARTED:-}" ] && bash tests/etcd/etcd-local.sh down >/dev/null 2>&1
-  bash "$TB" down >/dev/null 2>&1
+  [ -n "$LOCKED" ] && bash "$TB" down >/dev/null 2>&1
+  [ -n "$HOLDER" ] && kill "$HOLDER" 2>/dev/null
 }
 trap cleanup EXIT
+
+# The testbed is one per machine: hold its lock for the whole demo, so a
+# journey (go test takes the same lock) never tears these hosts down midway
+# and the demo never tears down a journey's. A small helper holds it (its
+# file is close-on-exec, so no process the demo starts inherits the lock);
+# cleanup ends the helper, which releases it.
+LOCK=${TESTBED_LOCK:-/run/stado-testbed.lock}
+coproc LOCKER { exec python3 -c '
+import fcntl, sys
+f = open(sys.argv[1], "w")
+fcntl.flock(f, fcntl.LOCK_EX)
+print("locked", flush=True)
+sys.stdin.read()
+' "$LOCK"; }
+HOLDER=$LOCKER_PID
+echo "demo: waiting for the testbed lock $LOCK (a journey may hold it)"
+if ! read -r -t 3600 _ <&"${LOCKER[0]}"; then
+  echo "demo: the testbed lock $LOCK was not free within an hour" >&2
+  exit 1
+fi
+LOCKED=1
+export TESTBED_LOCK_HELD=1
 
 say "boot $N simulated hosts (systemd as PID 1, sshd on 127.0.1.K:22)"
 bash "$TB" down >/dev/null 2>&1 || true
@@ -72,7 +99,9 @@ ssh -F "$TESTBED_SSH_CONFIG" host1 'cat > /root/.ssh/known_hosts' < "$TESTBED_KN
 
 say "declare the fleet and the site catalog (validated compare-and-swap writes)"
 run "$BIN" catalog push examples/demo/site-catalog.yaml
-run "$BIN" registry push examples/demo/fleet.yaml --reason "demo fleet"
+# the host processes are told their store in their declaration (STADO_STORE)
+sed "s#file:///var/lib/stado-testbed/store#$STADO_STORE#g" examples/demo/fleet.yaml > "$TESTBED_DIR/demo-fleet.yaml"
+run "$BIN" registry push "$TESTBED_DIR/demo-fleet.yaml" --reason "demo fleet"
 run "$BIN" registry show
 run "$BIN" catalog show
 
@@ -93,6 +122,7 @@ run "$BIN" host health
 run "$BIN" registry doctor || echo "(doctor exits 3: it lists what is declared but not yet deployed)"
 
 say "a service that accepts and never answers is recovered by its own host"
+rm -f "$TESTBED_DIR/alerts.jsonl"   # this run's alerts only
 python3 scripts/alert-receiver.py 18999 "$TESTBED_DIR/alerts.jsonl" & PIDS+=($!)
 hostssh host2 touch /var/tmp/demo-hold.marker
 run "$BIN" service ensure demo-hold --host host2 --reason "demo: a service that will stand"
@@ -124,21 +154,48 @@ CLIENTS=()
 for i in 1 2 3; do
   curl -s -m 40 -X POST -d '{"q":"hi"}' http://127.0.1.1:19602/v1/chat/completions > "$TESTBED_DIR/client$i.out" 2>&1 & CLIENTS+=($!)
 done
+# The beacon that carries the recovery is kept: once the clients are
+# answered, later passes see nothing standing and carry no block.
 peer_recovered() {
-  "$BIN" host health --host host1 --json | python3 -c '
+  "$BIN" host health --host host1 --json > "$TESTBED_DIR/peer-health.json" || return 1
+  python3 -c '
 import json,sys
-h=json.load(sys.stdin)["hosts"][0]
-sys.exit(0 if any(p.get("recovery") or p.get("already_recovered") for p in h.get("peer_recoveries") or []) else 1)'
+h=json.load(open(sys.argv[1]))["hosts"][0]
+sys.exit(0 if any(p.get("recovery") or p.get("already_recovered") for p in h.get("peer_recoveries") or []) else 1)' "$TESTBED_DIR/peer-health.json"
 }
 wait_for 60 "host1 recovered demo-brama on host2" peer_recovered
-echo "-- host1's beacon, peer_recoveries (host health reads it from the store):"
+echo "-- host1's beacon, peer_recoveries (host health --json, the pass that carried it):"
+python3 -c 'import json,sys; print(json.dumps(json.load(open(sys.argv[1]))["hosts"][0].get("peer_recoveries"), indent=2))' "$TESTBED_DIR/peer-health.json"
 run "$BIN" host health --host host1
-"$BIN" host health --host host1 --json | python3 -c 'import json,sys; print(json.dumps(json.load(sys.stdin)["hosts"][0]["peer_recoveries"], indent=2))'
 hostssh host1 env HOME=/root /usr/local/bin/stado service recoveries --service demo-brama --json
 echo "-- a new request through the proxy is answered at once:"
 run curl -s -m 10 -X POST -d '{"q":"hi"}' http://127.0.1.1:19602/v1/chat/completions
 wait "${CLIENTS[@]}" || true
 echo "-- what the standing clients finally got:"
 cat "$TESTBED_DIR"/client*.out; echo
+
+say "the fleet converges: host2's stado runs again, the 503 example is retired"
+run "$BIN" service ensure stado --host host2 --reason "demo: host2's host process again"
+run "$BIN" service retire demo-sealed --host host2 --reason "demo: the 503 example has been shown"
+echo "-- the host process is the recovery unit: retiring it is refused (exit 3, recovery_unit):"
+run "$BIN" service retire stado.service --host host3 --reason "demo: refused" || true
+doctor_ok() { "$BIN" registry doctor; }
+no_stado_warning() {
+  "$BIN" service list --json | python3 -c '
+import json,sys
+def well(a):
+    ans = ((a or {}).get("finished") or {}).get("answered") or {}
+    return (a or {}).get("state") in ("finished", "waiting") and ans.get("successful") is True
+rows=[s for s in json.load(sys.stdin)["services"] if s["service"]=="stado"]
+bad=[(s["host"], s.get("answering")) for s in rows if not well(s.get("answering"))]
+print("stado answers its own question on every host:", "yes" if rows and not bad else bad)
+sys.exit(0 if rows and not bad else 1)'
+}
+wait_for 60 "stado answers its own question on every host" no_stado_warning
+wait_for 90 "registry doctor reads the converged fleet" doctor_ok
+run "$BIN" service list
+run "$BIN" service status stado
+echo "-- registry doctor exits 0 on the converged fleet:"
+run "$BIN" registry doctor
 
 say "done; tearing the testbed down"
