@@ -80,3 +80,27 @@ func TestHostileTextIsEscapedInTextAndExactInJSON(t *testing.T) {
 		})
 	}
 }
+
+// The one-pass indenter writes what json.Indent writes, for every shape
+// json.Marshal produces.
+func TestIndentJSONWritesWhatJSONIndentWrites(t *testing.T) {
+	for _, doc := range []any{
+		map[string]any{},
+		[]any{},
+		map[string]any{"a": 1, "b": []int{}, "c": map[string]any{}, "d": []any{map[string]any{"x": "q\"u{o}t,e:[]\\"}, nil, true, 1.5}},
+		map[string]string{"esc": "\x1b[2J\n\u2028<&>"},
+		[]any{[]any{[]any{}}, "s", map[string]any{"k": []string{"a", "b"}}},
+	} {
+		b, err := json.Marshal(doc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var want bytes.Buffer
+		if err := json.Indent(&want, b, "", "  "); err != nil {
+			t.Fatal(err)
+		}
+		if got := string(indentJSON(nil, b, 0)); got != want.String() {
+			t.Errorf("indentJSON(%s) =\n%s\nwant\n%s", b, got, want.String())
+		}
+	}
+}

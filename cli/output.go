@@ -44,27 +44,78 @@ func printJSONWithKind(env *Env, kind string, doc any) error {
 		return fmt.Errorf("encode %s: not a JSON object", kind)
 	}
 	k, _ := json.Marshal(kind)
-	var out bytes.Buffer
-	out.Grow(len(b) + len(b)/2 + 64)
-	out.WriteString("{\n  \"kind\": ")
-	out.Write(k)
+	// Indentation roughly doubles a fleet-size list: one allocation.
+	out := make([]byte, 0, 2*len(b)+len(k)+32)
+	out = append(out, "{\n  \"kind\": "...)
+	out = append(out, k...)
 	if string(b) == "{}" {
-		out.WriteString("\n}\n")
+		out = append(out, "\n}\n"...)
 	} else {
-		out.WriteString(",\n")
-		p := out.Len()
-		if err := json.Indent(&out, b, "", "  "); err != nil {
-			return fmt.Errorf("encode %s: %w", kind, err)
-		}
-		// Drop the "{\n" that opens the indented document: its fields
-		// follow kind's.
-		buf := out.Bytes()
-		n := copy(buf[p:], buf[p+2:])
-		out.Truncate(p + n)
-		out.WriteByte('\n')
+		out = append(out, ",\n  "...)
+		// b without its opening brace: its fields follow kind's.
+		out = indentJSON(out, b[1:], 1)
+		out = append(out, '\n')
 	}
-	_, err = env.Stdout.Write(out.Bytes())
+	_, err = env.Stdout.Write(out)
 	return err
+}
+
+// indentJSON appends src, compact JSON as json.Marshal writes it, to dst
+// indented by two spaces per level from depth, exactly as json.Indent
+// with prefix "" and indent "  " would, in one pass and without
+// re-validating what the encoder just wrote (json.Indent's scanner costs
+// more than the encoding on a fleet-size list). src may start inside an
+// object or array at depth.
+func indentJSON(dst, src []byte, depth int) []byte {
+	newline := func() {
+		dst = append(dst, '\n')
+		for i := 0; i < depth; i++ {
+			dst = append(dst, ' ', ' ')
+		}
+	}
+	inString := false
+	for i := 0; i < len(src); i++ {
+		c := src[i]
+		if inString {
+			dst = append(dst, c)
+			switch c {
+			case '\\':
+				i++
+				if i < len(src) {
+					dst = append(dst, src[i])
+				}
+			case '"':
+				inString = false
+			}
+			continue
+		}
+		switch c {
+		case '"':
+			inString = true
+			dst = append(dst, c)
+		case '{', '[':
+			dst = append(dst, c)
+			if i+1 < len(src) && (src[i+1] == '}' || src[i+1] == ']') {
+				dst = append(dst, src[i+1])
+				i++
+				continue
+			}
+			depth++
+			newline()
+		case '}', ']':
+			depth--
+			newline()
+			dst = append(dst, c)
+		case ',':
+			dst = append(dst, c)
+			newline()
+		case ':':
+			dst = append(dst, ':', ' ')
+		default:
+			dst = append(dst, c)
+		}
+	}
+	return dst
 }
 
 // withKind encodes doc with "kind" as its first field.
