@@ -16,6 +16,7 @@ import (
 	"github.com/wisent/stado/beacon"
 	"github.com/wisent/stado/registry"
 	"github.com/wisent/stado/repair"
+	"github.com/wisent/stado/resolver"
 	"github.com/wisent/stado/tests/testbed"
 )
 
@@ -206,6 +207,30 @@ func TestPeerRecoveryWithASixtySecondStepLeavesTheObserversRowsFresh(t *testing.
 		return s == beacon.StateActive, s
 	})
 
+	listPath := resolver.ListPath(peerSlowHome)
+	answerWaits := func() (n int, seen string) {
+		data, err := bed.ReadFile(h1, listPath)
+		if err != nil {
+			return 0, err.Error()
+		}
+		var l resolver.WaitingList
+		if err := json.Unmarshal(data, &l); err != nil {
+			return 0, err.Error()
+		}
+		for _, p := range l.Publishers {
+			for _, w := range p.Waits {
+				if w.Phase == resolver.PhaseAnswer {
+					n++
+				}
+			}
+		}
+		return n, string(data)
+	}
+	eventually(t, 30*time.Second, "the proxy publishes its waiting list", func() (bool, string) {
+		_, seen := answerWaits()
+		return strings.Contains(seen, `"publishers"`), seen
+	})
+
 	// A client's request through host1's proxy is held by host3.
 	reqCtx, cancelReq := context.WithCancel(ctx)
 	t.Cleanup(cancelReq)
@@ -222,6 +247,16 @@ func TestPeerRecoveryWithASixtySecondStepLeavesTheObserversRowsFresh(t *testing.
 		held <- fmt.Sprintf("%d %s", resp.StatusCode, b)
 	}()
 
+	eventually(t, 30*time.Second, "the request waits for host3's answer", func() (bool, string) {
+		select {
+		case r := <-held:
+			t.Fatalf("the request ended before any recovery: %s", r)
+		default:
+		}
+		n, seen := answerWaits()
+		return n == 1, seen
+	})
+
 	// The recovery starts and runs its 60 s step; meanwhile host1's passes
 	// go on and its own row stays active.
 	var firstRunning int64
@@ -235,7 +270,8 @@ func TestPeerRecoveryWithASixtySecondStepLeavesTheObserversRowsFresh(t *testing.
 			firstRunning = b.Pass
 			return true, ""
 		}
-		return false, fmt.Sprintf("pass %d: %+v", b.Pass, blk)
+		n, seen := answerWaits()
+		return false, fmt.Sprintf("pass %d: block %+v; %d answer waits in %s", b.Pass, blk, n, seen)
 	})
 	var runningPasses, freshReads int
 	var lastPass int64
