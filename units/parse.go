@@ -52,6 +52,9 @@ func (b Blocker) String() string {
 	if strings.HasPrefix(b.Key, "[") || b.Key == "unit" {
 		return fmt.Sprintf("%s: %s (fix: %s)", where, b.Reason, b.Fix)
 	}
+	if strings.HasSuffix(b.File, ".plist") || b.File == "property list" {
+		return fmt.Sprintf("key %s in %s: %s (fix: %s)", b.Key, where, b.Reason, b.Fix)
+	}
 	return fmt.Sprintf("%s= at %s: %s (fix: %s)", b.Key, where, b.Reason, b.Fix)
 }
 
