@@ -545,3 +545,10 @@ The autonomy cycle (docs/autonomy.md), one stado process per cycle, cold:
 | enforce restoring bench-new on $N hosts (--max-concurrent $N --settle 1s) | $(fmt cycle.enforce) | — |
 | planning alone, 1,000 hosts × 20 services, in-process hosts (go test -bench) | $PLAN_MS | ≤ 200 ms |
 EOF
+
+# --- issue 17: the read half at fleet size ------------------------------------
+# stado service list over 1,000 hosts × 20 services, whole process, --json and
+# text, on the file store and on etcd (budget 300 ms each); its own etcd and
+# stores, nothing of the testbed (scripts/bench-readhalf.sh).
+echo
+bash scripts/bench-readhalf.sh
