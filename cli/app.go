@@ -195,13 +195,6 @@ func openStore(ctx context.Context, env *Env) (registry.Store, error) {
 	return st, nil
 }
 
-// printJSON writes v as one indented JSON document on stdout.
-func printJSON(env *Env, v any) error {
-	enc := json.NewEncoder(env.Stdout)
-	enc.SetIndent("", "  ")
-	return enc.Encode(v)
-}
-
 // errorDoc is the JSON form of a final error on stderr.
 type errorDoc struct {
 	Kind    string `json:"kind"`
