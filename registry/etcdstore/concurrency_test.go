@@ -65,6 +65,7 @@ func runUpdaterChild(url, count string) int {
 // one etcd; the counter ends at exactly 400 and the history holds 400
 // entries, one per revision written.
 func TestUpdatesFromFourProcessesLoseNone(t *testing.T) {
+	t.Setenv("STADO_HISTORY_KEEP", "1000") // every revision stays to be counted
 	c := etcdtest.Start(t, 1)
 	const procs, each = 4, 100
 	url := fmt.Sprintf("etcd://%s/procs/%d", hostPorts(c), prefixes.Add(1))
@@ -127,6 +128,7 @@ func TestUpdatesFromFourProcessesLoseNone(t *testing.T) {
 // catches up: a serializable read from it alone returns the final registry
 // at the final revision.
 func TestClusterKeepsUpdatesWhenTheLeaderDies(t *testing.T) {
+	t.Setenv("STADO_HISTORY_KEEP", "1000") // every revision stays to be counted
 	c := etcdtest.Start(t, 3)
 	st := openFresh(t, c)
 	ctx := context.Background()
