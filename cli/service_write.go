@@ -122,13 +122,22 @@ func report(env *Env, kind string, doc any, err error, lines func() []string) er
 func newServiceShowCommand(env *Env) *ucli.Command {
 	return withShared(env, &ucli.Command{
 		Name:  "show",
-		Usage: "show a service's declarations and its catalog entry (no SSH)",
-		UsageText: "stado service show NAME [--show-values] [--json]\n\n" +
+		Usage: "show a service's declarations and its catalog entry (no SSH); --host adds the host's unit file, drop-ins and state",
+		UsageText: "stado service show NAME [--host H] [--show-values] [--json]\n\n" +
 			"NAME is a declaration's name or unit, or a catalog product. Environment values are masked\n" +
-			"unless --show-values is given.\n\n" +
-			"example:\n   stado service show brama --json",
-		Flags: []ucli.Flag{showValuesFlag()},
-		Action: writeAction(env, "NAME", func(_ context.Context, f *fleet.Fleet, c *ucli.Context, name string) error {
+			"unless --show-values is given. With --host, one channel call reads the unit as host H holds\n" +
+			"it (the file the init system loaded, its drop-ins, its state) and how adopt reads it now,\n" +
+			"with every blocker: what an incomplete declaration needs to be completed.\n\n" +
+			"example:\n   stado service show brama --json\n   stado service show legacy-api --host host2",
+		Flags: append([]ucli.Flag{showValuesFlag(), hostFlag("also read the unit as this target holds it (SSH)")}, sshFlags()...),
+		Action: writeAction(env, "NAME", func(ctx context.Context, f *fleet.Fleet, c *ucli.Context, name string) error {
+			if h := c.String("host"); h != "" {
+				res, err := f.ShowOnHost(ctx, name, h, c.Bool("show-values"))
+				if err != nil && res.Host == nil {
+					return err
+				}
+				return report(env, "stado.service.show", res, err, res.Lines)
+			}
 			res, err := f.Show(name, c.Bool("show-values"))
 			if err != nil {
 				return err

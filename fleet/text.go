@@ -69,6 +69,9 @@ func (r ShowResult) Lines() []string {
 			add("  product: %s", s.Product)
 		}
 	}
+	if h := r.Host; h != nil {
+		out = append(out, h.Lines()...)
+	}
 	if p := r.Catalog; p != nil {
 		add("catalog %s (%s, %s): systemd %s, launchd %s, program %s", p.Name, p.Source, p.Origin,
 			orDash(p.Units.Systemd), orDash(p.Units.Launchd), orDash(p.Program))
@@ -165,6 +168,38 @@ func (r EnvResult) Lines() []string {
 	out := []string{}
 	for _, k := range SortedKeys(r.Env) {
 		out = append(out, k+"="+r.Env[k])
+	}
+	return out
+}
+
+// Lines of a host's truth in show.
+func (h HostTruth) Lines() []string {
+	out := []string{fmt.Sprintf("on %s, %s as the host holds it:", h.Host, h.Unit)}
+	if h.Verdict != nil {
+		out = append(out, "  state: "+h.Verdict.State+" "+h.Verdict.Detail)
+	}
+	if h.File == nil {
+		return append(out, "  no unit file")
+	}
+	out = append(out, "  file: "+h.File.Path)
+	for _, d := range h.File.DropIns {
+		out = append(out, "  drop-in: "+d.Path)
+	}
+	if h.Complete {
+		out = append(out, "  adopt would now read it complete")
+	}
+	for _, b := range h.Blockers {
+		out = append(out, "  blocker: "+b.String())
+	}
+	out = append(out, "  --- "+h.File.Path)
+	for _, l := range strings.Split(strings.TrimRight(h.File.Content, "\n"), "\n") {
+		out = append(out, "  "+l)
+	}
+	for _, d := range h.File.DropIns {
+		out = append(out, "  --- "+d.Path)
+		for _, l := range strings.Split(strings.TrimRight(d.Content, "\n"), "\n") {
+			out = append(out, "  "+l)
+		}
 	}
 	return out
 }

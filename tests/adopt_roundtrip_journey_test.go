@@ -1,0 +1,190 @@
+package tests
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/wisent/stado/tests/testbed"
+	"github.com/wisent/stado/units"
+)
+
+// The adopt round-trip journey proves on a real systemd that stado's
+// rendering of an adopted declaration is the unit it was adopted from: every
+// service unit of units/testdata/corpus that adopts complete is installed as
+// written on host1 and as stado renders its adopted declaration on host2,
+// under the same name; neither is started (their programs need not exist),
+// and systemd's own reading of both (systemctl show) must agree property by
+// property, up to the normalisations docs/units.md lists.
+
+// roundTripProperties are the properties compared: what runs, as whom, where,
+// how it restarts and stops, its dependencies, limits and sandboxing.
+var roundTripProperties = []string{
+	"LoadState", "UnitFileState", "Description", "Type", "ExecStart", "ExecStartPre", "ExecStartPost",
+	"ExecReload", "ExecStop", "ExecStopPost", "Environment", "EnvironmentFiles", "User", "Group",
+	"WorkingDirectory", "UMask", "Restart", "RestartUSec", "TimeoutStopUSec", "StartLimitIntervalUSec",
+	"StartLimitBurst", "KillMode", "Delegate", "PIDFile", "Nice", "IOSchedulingClass", "IOSchedulingPriority",
+	"LimitNOFILE", "LimitNOFILESoft", "LimitNPROC", "LimitCORE", "LimitMEMLOCK", "After", "Before", "Wants",
+	"Requires", "Conflicts", "StandardOutput", "StandardError", "RemainAfterExit", "NotifyAccess",
+	"PrivateTmp", "ProtectSystem", "ProtectHome", "NoNewPrivileges", "RuntimeDirectory", "CapabilityBoundingSet",
+	"Documentation", "ConditionPathExists", "SuccessExitStatus",
+}
+
+// sortedWordProperties are compared as sets of words: systemd lists them in
+// assignment order, and stado writes Environment= sorted by name.
+var sortedWordProperties = map[string]bool{"Environment": true, "After": true, "Before": true, "Wants": true, "Requires": true, "Conflicts": true}
+
+type roundTripUnit struct {
+	name     string // the name both hosts install it under
+	source   string // corpus path
+	original []byte
+	dropins  []units.DropIn
+	rendered []byte
+}
+
+func TestAdoptedCorpusUnitsShowTheSamePropertiesOnRealSystemd(t *testing.T) {
+	bed := testbed.Shared(t, 2)
+	h1, h2 := bed.Host(1), bed.Host(2)
+	root := filepath.Join(unitsRepoRoot(t), "units", "testdata", "corpus")
+
+	var all []roundTripUnit
+	err := filepath.WalkDir(root, func(path string, d os.DirEntry, err error) error {
+		if err != nil || d.IsDir() || !strings.HasSuffix(path, ".service") || strings.HasSuffix(filepath.Dir(path), ".d") {
+			return err
+		}
+		data, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		var dropins []units.DropIn
+		if ents, err := os.ReadDir(path + ".d"); err == nil {
+			for _, e := range ents {
+				b, err := os.ReadFile(filepath.Join(path+".d", e.Name()))
+				if err != nil {
+					return err
+				}
+				dropins = append(dropins, units.DropIn{Path: filepath.Join(path+".d", e.Name()), Content: string(b)})
+			}
+		}
+		p, err := units.ParseUnitFile("/lib/systemd/system/"+filepath.Base(path), data, dropins)
+		if err != nil || !p.Complete {
+			return nil
+		}
+		s := p.Service
+		s.UnitPath = ""
+		out, err := units.RenderSystemd(s)
+		if err != nil {
+			t.Errorf("%s: render: %v", path, err)
+			return nil
+		}
+		rel, _ := filepath.Rel(root, path)
+		all = append(all, roundTripUnit{source: rel, original: data, dropins: dropins, rendered: out})
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sort.Slice(all, func(i, j int) bool { return all[i].source < all[j].source })
+	if len(all) < 60 {
+		t.Fatalf("%d complete corpus units, want at least 60", len(all))
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+
+	// Install under names of this journey's own, so no unit of the host
+	// (its sshd among them) is touched.
+	var paths []string
+	for i := range all {
+		u := &all[i]
+		u.name = fmt.Sprintf("stado-rt-%03d.service", i)
+		path := "/etc/systemd/system/" + u.name
+		paths = append(paths, path)
+		if err := bed.WriteFile(h1, path, u.original, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if len(u.dropins) > 0 {
+			if _, _, err := bed.Exec(ctx, h1, "mkdir", "-p", path+".d"); err != nil {
+				t.Fatal(err)
+			}
+			for _, d := range u.dropins {
+				if err := bed.WriteFile(h1, path+".d/"+filepath.Base(d.Path), []byte(d.Content), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+		if err := bed.WriteFile(h2, path, u.rendered, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		for _, h := range []testbed.Host{h1, h2} {
+			args := append([]string{"rm", "-rf"}, paths...)
+			for _, p := range paths {
+				args = append(args, p+".d")
+			}
+			_, _, _ = bed.Exec(ctx, h, args...)
+			_, _, _ = bed.Exec(ctx, h, "systemctl", "daemon-reload")
+		}
+	})
+	for _, h := range []testbed.Host{h1, h2} {
+		if _, stderr, err := bed.Exec(ctx, h, "systemctl", "daemon-reload"); err != nil {
+			t.Fatalf("%s: daemon-reload: %v %s", h.Name, err, stderr)
+		}
+	}
+
+	props := strings.Join(roundTripProperties, ",")
+	compared := 0
+	for _, u := range all {
+		a, err := showProperties(ctx, bed, h1, u.name, props)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, err := showProperties(ctx, bed, h2, u.name, props)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if a["LoadState"] != "loaded" {
+			t.Errorf("%s: the original does not load on host1 (%s)", u.source, a["LoadState"])
+			continue
+		}
+		for _, p := range roundTripProperties {
+			av, bv := a[p], b[p]
+			if sortedWordProperties[p] {
+				av, bv = sortedWords(av), sortedWords(bv)
+			}
+			if av != bv {
+				t.Errorf("%s: %s differs\n original: %s\n rendered: %s\n--- rendering:\n%s", u.source, p, av, bv, u.rendered)
+			}
+		}
+		compared++
+	}
+	t.Logf("%d adopted units compared on %d properties each: original on %s, stado's rendering on %s", compared, len(roundTripProperties), h1.Name, h2.Name)
+}
+
+// showProperties reads props of unit on h with systemctl show.
+func showProperties(ctx context.Context, bed *testbed.Bed, h testbed.Host, unit, props string) (map[string]string, error) {
+	out, stderr, err := bed.Exec(ctx, h, "systemctl", "show", unit, "-p", props)
+	if err != nil {
+		return nil, fmt.Errorf("%s: systemctl show %s: %v %s", h.Name, unit, err, stderr)
+	}
+	m := map[string]string{}
+	for _, line := range strings.Split(out, "\n") {
+		if k, v, ok := strings.Cut(line, "="); ok {
+			m[k] = v
+		}
+	}
+	return m, nil
+}
+
+func sortedWords(s string) string {
+	w := strings.Fields(s)
+	sort.Strings(w)
+	return strings.Join(w, " ")
+}
