@@ -2,6 +2,7 @@ package tests
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -187,4 +188,88 @@ func sortedWords(s string) string {
 	w := strings.Fields(s)
 	sort.Strings(w)
 	return strings.Join(w, " ")
+}
+
+// TestAdoptNamesEveryBlockerAndShowReadsTheHostsTruth adopts a unit that
+// cannot be reinstalled from a document, through the stado binary over SSH:
+// every blocker comes back at once, the one in a drop-in named by the
+// drop-in's file and line; service show --host then reads the unit as the
+// host holds it. A masked unit reads masked.
+func TestAdoptNamesEveryBlockerAndShowReadsTheHostsTruth(t *testing.T) {
+	t.Parallel()
+	w := newWriteBed(t, 2)
+	h := w.bed.Host(1)
+	const blocked, masked = "stado-rt-blocked.service", "stado-rt-masked.service"
+	ctx := journeyCtx(t)
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		_, _, _ = w.bed.Exec(ctx, h, "systemctl", "unmask", masked)
+		_, _, _ = w.bed.Exec(ctx, h, "rm", "-rf", "/etc/systemd/system/"+blocked, "/etc/systemd/system/"+blocked+".d")
+		_, _, _ = w.bed.Exec(ctx, h, "systemctl", "daemon-reload")
+	})
+	w.push(t, []testbed.Host{h})
+	unit := "[Unit]\nDescription=blocked\n\n[Service]\nSockets=stado-rt-blocked.socket\nExecStart=/bin/sleep 1000\n"
+	if err := w.bed.WriteFile(h, "/etc/systemd/system/"+blocked, []byte(unit), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := w.bed.Exec(ctx, h, "mkdir", "-p", "/etc/systemd/system/"+blocked+".d"); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.bed.WriteFile(h, "/etc/systemd/system/"+blocked+".d/10-argv0.conf", []byte("[Service]\nExecStart=\nExecStart=@/bin/sleep sleeper 1000\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := w.bed.Exec(ctx, h, "systemctl", "daemon-reload"); err != nil {
+		t.Fatal(err)
+	}
+	code, out, errOut := w.run(t, "service", "adopt", blocked, "--host", h.Name, "--json")
+	if code != 0 {
+		t.Fatalf("adopt: exit %d\n%s\n%s", code, out, errOut)
+	}
+	var res struct {
+		Complete bool            `json:"complete"`
+		Blockers []units.Blocker `json:"blockers"`
+	}
+	if err := json.Unmarshal([]byte(out), &res); err != nil {
+		t.Fatal(err)
+	}
+	byKey := map[string]units.Blocker{}
+	for _, b := range res.Blockers {
+		byKey[b.Key] = b
+	}
+	if res.Complete || len(res.Blockers) != 2 {
+		t.Fatalf("adopt: %s, want 2 blockers", out)
+	}
+	if b := byKey["ExecStart"]; b.File != blocked+".d/10-argv0.conf" || b.Line != 3 || b.Fix == "" {
+		t.Errorf("the drop-in's blocker: %+v", b)
+	}
+	if b := byKey["Sockets"]; b.File != blocked || b.Line != 5 {
+		t.Errorf("the unit's blocker: %+v", b)
+	}
+	code, out, errOut = w.run(t, "service", "show", "stado-rt-blocked", "--host", h.Name, "--json")
+	if code != 0 {
+		t.Fatalf("show --host: exit %d\n%s\n%s", code, out, errOut)
+	}
+	var shown struct {
+		Truth struct {
+			File     *units.UnitFile `json:"file"`
+			Verdict  *units.Verdict  `json:"verdict"`
+			Blockers []units.Blocker `json:"blockers"`
+		} `json:"host_truth"`
+	}
+	if err := json.Unmarshal([]byte(out), &shown); err != nil {
+		t.Fatal(err)
+	}
+	if f := shown.Truth.File; f == nil || f.Path != "/etc/systemd/system/"+blocked || len(f.DropIns) != 1 || !strings.Contains(f.Content, "Sockets=") ||
+		shown.Truth.Verdict == nil || len(shown.Truth.Blockers) != 2 {
+		t.Errorf("show --host: %s", out)
+	}
+
+	if _, stderr, err := w.bed.Exec(ctx, h, "systemctl", "mask", masked); err != nil {
+		t.Fatalf("mask: %v %s", err, stderr)
+	}
+	stdout, stderr, err := w.bed.SSH(ctx, h, "stado", "host", "unit", "show", masked, "--json")
+	if err != nil || !strings.Contains(stdout, `"state": "masked"`) && !strings.Contains(stdout, `"state":"masked"`) {
+		t.Errorf("a masked unit: %v\n%s\n%s", err, stdout, stderr)
+	}
 }
