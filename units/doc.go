@@ -10,7 +10,10 @@
 //     list (ParsePlist) to a declaration, complete or incomplete with the
 //     exact reason it cannot be represented;
 //   - the Manager: install, remove, start, stop, restart, show and logs on
-//     this host, over D-Bus for systemd and over launchctl for launchd;
+//     this host, over D-Bus for systemd and over launchctl for launchd,
+//     for the system scope or a user's own manager (NewUserSystemd on the
+//     manager's private socket, launchd's gui/<uid>; UserManagers keeps one
+//     per user for the host process; docs/scopes.md);
 //   - the Verdict: one vocabulary (active, inactive, missing, failed,
 //     failing) for both init systems, including the crash-loop sentence.
 //
