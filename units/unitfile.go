@@ -8,7 +8,6 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
-	"strconv"
 	"strings"
 	"time"
 
@@ -142,11 +141,13 @@ func Open(ctx context.Context, goos, scope, home string) (Manager, func(), error
 		}
 		return m, m.Close, nil
 	case registry.OSDarwin:
-		domain := "system"
-		if scope == registry.ScopeUser {
-			domain = "gui/" + strconv.Itoa(os.Getuid())
+		if scope != registry.ScopeUser {
+			return NewLaunchd(ExecRunner{}, "system", home), func() {}, nil
 		}
-		return NewLaunchd(ExecRunner{}, domain, home), func() {}, nil
+		a := currentAccount(home)
+		l := NewLaunchd(ExecRunner{}, GUIDomain(a.UID), home)
+		l.User = a.Name
+		return l, func() {}, nil
 	default:
 		return nil, nil, fmt.Errorf("no init system stado drives on %s", goos)
 	}
