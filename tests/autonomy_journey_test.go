@@ -551,12 +551,14 @@ func autonomyJourney(t *testing.T, bed *testbed.Bed, store, p string) {
 				} `json:"holder"`
 			} `json:"latest"`
 		}
-		if err := json.Unmarshal([]byte(c.mustRun(t, "optimize", "status", "--json")), &holder); err != nil || holder.Latest == nil || holder.Latest.Holder == nil {
-			t.Fatalf("status: %v %+v", err, holder)
-		}
-		if holder.Latest.Mode != "enforce" || holder.Latest.Holder.Host != ops.Name {
-			t.Fatalf("the latest cycle ran %s on %s, want enforce on %s", holder.Latest.Mode, holder.Latest.Holder.Host, ops.Name)
-		}
+		// Its cycle is recorded once its re-verifies are done.
+		eventually(t, 30*time.Second, "the managed cycle's record", func() (bool, string) {
+			if err := json.Unmarshal([]byte(c.mustRun(t, "optimize", "status", "--json")), &holder); err != nil || holder.Latest == nil || holder.Latest.Holder == nil {
+				return false, fmt.Sprintf("status: %v", err)
+			}
+			l := holder.Latest
+			return l.Mode == "enforce" && l.Holder.Host == ops.Name, fmt.Sprintf("the latest cycle ran %s on %s, want enforce on %s", l.Mode, l.Holder.Host, ops.Name)
+		})
 		first := holder.Latest.Holder.PID
 		// Killed, its unit brings it back (keep-alive) and, once the dead
 		// process's lease ran out, the new one runs the cycles.
