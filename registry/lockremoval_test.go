@@ -13,15 +13,56 @@ import (
 	"time"
 
 	"github.com/wisent/stado/registry"
+	"github.com/wisent/stado/safefile"
 )
 
 // Sixteen writers, each with a store of its own (so each takes its own
 // flock, as separate processes do), run eight cycles of pull, modify and
-// push with the revision they pulled, while a cleaner removes every lock
-// file of the store directory every 2 ms without holding any lock, as a
-// tmpfiles cleaner would. Every acknowledged push must be in the final
-// document, and no revision may be acknowledged twice.
+// push with the revision they pulled, while a cleaner does something to the
+// store's lock files every 2 ms, as tmpfiles cleaners and clean-up scripts
+// do. Every acknowledged push must be in the final document, and no
+// revision may be acknowledged twice.
 func TestAcknowledgedPushesSurviveLockFileRemoval(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		clean func(t *testing.T, lock string) bool // reports a lock file it touched
+	}{
+		// removed without holding it, as a tmpfiles cleaner does
+		{"removed unlocked", func(_ *testing.T, lock string) bool { return os.Remove(lock) == nil }},
+		// removed by someone who holds it
+		{"removed while held", func(t *testing.T, lock string) bool {
+			unlock, err := safefile.TryLock(lock)
+			if err != nil {
+				return false
+			}
+			defer unlock()
+			return os.Remove(lock) == nil
+		}},
+		// replaced by another file through a rename
+		{"replaced by rename", func(_ *testing.T, lock string) bool {
+			tmp := lock + ".new"
+			if os.WriteFile(tmp, nil, 0o600) != nil {
+				return false
+			}
+			return os.Rename(tmp, filepath.Join(filepath.Dir(lock), filepath.Base(lock))) == nil
+		}},
+		// removed and created again at once, empty
+		{"removed and recreated", func(_ *testing.T, lock string) bool {
+			if os.Remove(lock) != nil {
+				return false
+			}
+			return os.WriteFile(lock, nil, 0o600) == nil
+		}},
+		// moved aside under another name, as an archiving script might
+		{"moved aside", func(_ *testing.T, lock string) bool {
+			return os.Rename(lock, lock+".old.new") == nil
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) { pushesSurvive(t, tc.clean) })
+	}
+}
+
+func pushesSurvive(t *testing.T, clean func(t *testing.T, lock string) bool) {
 	dir := t.TempDir()
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
@@ -50,7 +91,7 @@ func TestAcknowledgedPushesSurviveLockFileRemoval(t *testing.T) {
 			}
 			locks, _ := filepath.Glob(filepath.Join(dir, ".lock*"))
 			for _, l := range locks {
-				if os.Remove(l) == nil {
+				if !strings.HasSuffix(l, ".new") && clean(t, l) {
 					removed.Add(1)
 				}
 			}
