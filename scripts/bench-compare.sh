@@ -159,7 +159,7 @@ UNIT_PATH=/etc/systemd/system/bench-new.service
         unit: stado.service
         program: /usr/local/bin/stado
         args: [host, run]
-        env: {HOME: /root, STADO_INTERVAL: 30s}
+        env: {HOME: /root, STADO_INTERVAL: 30s, STADO_STORE: "$STADO_STORE"}
 EOF
   done
 } > "$W/fleet.yaml"
