@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/wisent/stado/beacon"
+	"github.com/wisent/stado/channel"
 	"github.com/wisent/stado/registry"
 	"github.com/wisent/stado/repair"
 	"github.com/wisent/stado/tests/testbed"
@@ -24,7 +25,8 @@ import (
 // host's stado process, a system service run by root, observes it in that
 // user's manager, asks its question, and when the question stands repairs
 // it and restarts it through the same user manager (a new MainPID). The
-// write half's restart over the channel reaches it the same way. Once the
+// write half's restart over the channel, and the executor a peer's recovery
+// restarts through, reach it the same way (ssh as that user). Once the
 // user stops lingering, the beacon says the manager is not running, never
 // that the unit is missing.
 
@@ -42,7 +44,7 @@ steps:
 const userScopeFleet = `version: 1
 service_resolver: {refresh_seconds: 2}
 directory:
-  - {service: us-web, host: %[1]s, port: 19471}
+  - {service: us-web, host: %[1]s, port: 19531}
 targets:
   - name: %[1]s
     ssh: {address: %[2]s, port: 22, user: %[3]s}
@@ -52,7 +54,7 @@ targets:
         unit: us-web.service
         scope: user
         program: /usr/local/bin/us-answering-fixture
-        args: [--mode, hold, --marker, /var/tmp/us-web.marker, --listen, "%[2]s:19471"]
+        args: [--mode, hold, --marker, /var/tmp/us-web.marker, --listen, "%[2]s:19531"]
         product: us-web
 `
 
@@ -214,11 +216,25 @@ func TestUserScopeServiceIsObservedInItsUsersManagerAndRecoveredThroughIt(t *tes
 		t.Errorf("register: %v\n%s", err, data)
 	}
 
-	// 3. the channel's restart (the path of `service restart` and of peer
-	// recovery) reaches the same manager
+	// 3. the channel's restart reaches the same manager: `service restart`,
+	// and the executor a peer's recovery restarts through (repair.Remote,
+	// over ssh as the target's ssh.user)
 	c.mustRun(t, "service", "restart", "us-web", "--host", h.Name)
-	if third := mainPID(); third == secondPID || third == "0" {
-		t.Errorf("us-web MainPID %s after service restart, was %s", third, secondPID)
+	thirdPID := mainPID()
+	if thirdPID == secondPID || thirdPID == "0" {
+		t.Errorf("us-web MainPID %s after service restart, was %s", thirdPID, secondPID)
+	}
+	doc, _, err := registry.Load(ctx, st)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pool := channel.NewPool(&channel.Dialer{KnownHostsPath: bed.KnownHosts(), IdentityFiles: []string{bed.KeyPath()}, SSHConfigPath: bed.SSHConfig()})
+	defer pool.Close()
+	peer := &repair.Remote{Pool: pool, Target: repair.TargetsOf(doc)}
+	rep := peer.Restart(ctx, h.Name, registry.ScopeUser, "us-web.service")
+	fourthPID := mainPID()
+	if !rep.OK || strconv.Itoa(rep.PID) != fourthPID || fourthPID == thirdPID {
+		t.Errorf("peer executor restart %+v; MainPID %s, was %s: want done with the new pid", rep, fourthPID, thirdPID)
 	}
 
 	// 4. no lingering, no session: the manager is gone and the beacon says
