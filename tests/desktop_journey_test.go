@@ -156,6 +156,13 @@ func failPage(t *testing.T, ctx context.Context, what string, err error) {
 	t.Fatalf("%s: %v\npage: %s", what, err, html)
 }
 
+// setField sets the value of the form field with id as typing or choosing
+// would, with its input and change events.
+func setField(id, value string) chromedp.Action[chromedp.Void] {
+	return chromedp.Evaluate[chromedp.Void](fmt.Sprintf(`(() => { const f = document.getElementById(%q); f.value = %q;
+		f.dispatchEvent(new Event("input", {bubbles: true})); f.dispatchEvent(new Event("change", {bubbles: true})); })()`, id, value))
+}
+
 // css is a CSS selector.
 func css(s string) chromedp.CSS { return chromedp.CSS(s) }
 
@@ -325,8 +332,7 @@ func TestDesktopJourneyAnOperatorReadsTheFleetInARealBrowser(t *testing.T) {
 		chromedp.WaitNotPresent(css(`tr.row[data-service="dj-crashy"]`)),
 		chromedp.WaitVisible(css(`tr.row[data-service="dj-sealed"]`)))
 	screenshot(t, bctx, shots, "desktop-search")
-	within(t, bctx, 30*time.Second, "clear the search", chromedp.SetValue(css(`#q`), ""),
-		chromedp.Evaluate[chromedp.Void](`document.getElementById("q").dispatchEvent(new Event("input", {bubbles: true}))`),
+	within(t, bctx, 30*time.Second, "clear the search", setField("q", ""),
 		chromedp.WaitVisible(css(`tr.row[data-service="dj-crashy"]`)))
 
 	// The inspector of the standing service: its recovery step by step.
@@ -399,7 +405,7 @@ func TestDesktopJourneyAnOperatorReadsTheFleetInARealBrowser(t *testing.T) {
 
 	// Routes operations: host2's recovery attempts, the same rows as the CLI.
 	within(t, bctx, 90*time.Second, "read host2's recovery attempts",
-		chromedp.SetValue(css(`#op-host`), h.Name),
+		setField("op-host", h.Name),
 		chromedp.Click(css(`#op-recoveries`)),
 		chromedp.WaitVisible(css(`#op-output .op-recoveries.done`)))
 	opJSON := read(t, bctx, 10*time.Second, "the recoveries JSON", chromedp.TextContent(css(`#op-output pre.op-json`)))
@@ -426,7 +432,7 @@ func TestDesktopJourneyAnOperatorReadsTheFleetInARealBrowser(t *testing.T) {
 
 	// Read a unit's logs.
 	within(t, bctx, 90*time.Second, "read dj-crashy's logs",
-		chromedp.SetValue(css(`#op-service`), "dj-crashy"),
+		setField("op-service", "dj-crashy"),
 		chromedp.Click(css(`#op-logs`)),
 		chromedp.WaitVisible(css(`#op-output .op-logs.done pre.logs`)),
 	)
@@ -439,7 +445,7 @@ func TestDesktopJourneyAnOperatorReadsTheFleetInARealBrowser(t *testing.T) {
 	// A restart the host refuses (dj-ghost is declared, never installed):
 	// the refusal with its code, never a success.
 	within(t, bctx, 90*time.Second, "a refused restart",
-		chromedp.SetValue(css(`#op-service`), "dj-ghost"),
+		setField("op-service", "dj-ghost"),
 		chromedp.Click(css(`#op-restart`)),
 		chromedp.WaitVisible(css(`#op-output [data-confirm-restart]`)),
 		chromedp.Click(css(`#op-output [data-confirm-restart]`)),
