@@ -212,3 +212,14 @@ func TestPlistScopeComesFromItsDirectoryOrIsStatedAsAGuess(t *testing.T) {
 		t.Errorf("a plist outside the launchd directories states no guess")
 	}
 }
+
+func TestAGeneratedUnitIsIncomplete(t *testing.T) {
+	p, err := ParseUnitFile("/run/systemd/generator/data.mount", []byte("[Mount]\nWhat=/dev/sdb1\nWhere=/data\n"), nil)
+	if err != nil || p.Complete {
+		t.Fatalf("generated mount: %v %v", err, p.Complete)
+	}
+	p, err = ParseUnitFile("/run/systemd/generator.late/legacy.service", []byte("[Service]\nType=forking\nExecStart=/etc/init.d/legacy start\n"), nil)
+	if err != nil || p.Complete || !strings.Contains(p.Reason, "generated") {
+		t.Fatalf("generated service: %v %v %s", err, p.Complete, p.Reason)
+	}
+}
