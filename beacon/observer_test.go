@@ -3,6 +3,8 @@ package beacon
 import (
 	"context"
 	"errors"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -170,5 +172,59 @@ func TestTheReaderKeepsAnUnobservedUnitWithItsReason(t *testing.T) {
 	}
 	if web == nil || web.State != StateUnobserved || !strings.Contains(web.Detail(), "lingering is off") {
 		t.Fatalf("row %+v, want unobserved with the reason", web)
+	}
+}
+
+// launchctlOutputs answers `launchctl print TARGET` with the real outputs
+// kept in units/testdata/launchctl (launchd cannot run here): a file per
+// target, with its exit status.
+type launchctlOutputs struct {
+	t     *testing.T
+	files map[string]string
+	codes map[string]int
+	calls [][]string
+}
+
+func (f *launchctlOutputs) Run(_ context.Context, argv []string) ([]byte, error) {
+	f.calls = append(f.calls, argv)
+	if len(argv) < 3 || argv[1] != "print" {
+		return nil, nil
+	}
+	data, err := os.ReadFile(filepath.Join("..", "units", "testdata", "launchctl", f.files[argv[2]]))
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	if code := f.codes[argv[2]]; code != 0 {
+		return nil, &units.ExitError{Argv: argv, Code: code, Stderr: string(data)}
+	}
+	return data, nil
+}
+
+func TestLaunchAgentsAreReadInTheGUIDomainOfTheTargetsSSHUser(t *testing.T) {
+	doc := &registry.Document{Version: 1, Targets: []registry.Target{{
+		Name: "mac1", OS: registry.OSDarwin, SSH: registry.SSH{Address: "127.0.1.9", User: "alice"},
+		Services: []registry.Service{{Name: "brama", Unit: "com.wisent.brama", Program: "/usr/local/bin/brama", Scope: registry.ScopeUser}},
+	}}}
+	lookup := func(name string) (units.Account, error) { return units.Account{Name: name, UID: 501, Home: "/Users/" + name}, nil }
+	ctx := context.Background()
+
+	running := &launchctlOutputs{t: t, files: map[string]string{"gui/501/com.wisent.brama": "running-system-wazuh.txt"}}
+	o := &UnitsObserver{Manager: unitstest.NewMemory("/var/root"), Users: &units.UserManagers{GOOS: registry.OSDarwin, Runner: running, Lookup: lookup}}
+	reps, refs, err := o.ObserveServices(ctx, &doc.Targets[0], nil)
+	if err != nil || len(refs) != 0 || reps[0].State != StateActive || reps[0].PID == 0 {
+		t.Fatalf("%v %+v %+v, want the agent active with its pid", err, refs, reps)
+	}
+	if got := running.calls[0]; got[1] != "print" || got[2] != "gui/501/com.wisent.brama" {
+		t.Errorf("asked launchctl %v", got)
+	}
+
+	// alice is not logged in: launchd holds no gui/501 domain
+	absent := &launchctlOutputs{t: t, files: map[string]string{"gui/501/com.wisent.brama": "gui-domain-absent-sequoia.txt"},
+		codes: map[string]int{"gui/501/com.wisent.brama": 113}}
+	o.Users = &units.UserManagers{GOOS: registry.OSDarwin, Runner: absent, Lookup: lookup}
+	reps, refs, err = o.ObserveServices(ctx, &doc.Targets[0], nil)
+	if err != nil || reps[0].State != StateUnobserved || !strings.Contains(reps[0].Sentence, "gui/501") ||
+		len(refs) != 1 || refs[0].Code != "user_manager_down" || refs[0].Subject != "user alice" {
+		t.Fatalf("%v %+v %+v, want unobserved naming gui/501 and user_manager_down for alice", err, refs, reps)
 	}
 }
