@@ -205,7 +205,9 @@ func TestLaunchAgentsAreReadInTheGUIDomainOfTheTargetsSSHUser(t *testing.T) {
 		Name: "mac1", OS: registry.OSDarwin, SSH: registry.SSH{Address: "127.0.1.9", User: "alice"},
 		Services: []registry.Service{{Name: "brama", Unit: "com.wisent.brama", Program: "/usr/local/bin/brama", Scope: registry.ScopeUser}},
 	}}}
-	lookup := func(name string) (units.Account, error) { return units.Account{Name: name, UID: 501, Home: "/Users/" + name}, nil }
+	lookup := func(name string) (units.Account, error) {
+		return units.Account{Name: name, UID: 501, Home: "/Users/" + name}, nil
+	}
 	ctx := context.Background()
 
 	running := &launchctlOutputs{t: t, files: map[string]string{"gui/501/com.wisent.brama": "running-system-wazuh.txt"}}

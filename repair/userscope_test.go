@@ -56,7 +56,9 @@ func (f *printingLaunchctl) Run(_ context.Context, argv []string) ([]byte, error
 func TestALocalLaunchAgentIsKickstartedInItsUsersGUIDomain(t *testing.T) {
 	fake := &printingLaunchctl{t: t}
 	users := &units.UserManagers{GOOS: registry.OSDarwin, Runner: fake,
-		Lookup: func(name string) (units.Account, error) { return units.Account{Name: name, UID: 501, Home: "/Users/" + name}, nil }}
+		Lookup: func(name string) (units.Account, error) {
+			return units.Account{Name: name, UID: 501, Home: "/Users/" + name}, nil
+		}}
 	l := &Local{Host: "mac1", OS: registry.OSDarwin, Managers: map[string]units.Manager{},
 		UserManager: func(ctx context.Context) (units.Manager, error) { return users.Manager(ctx, "alice") }}
 	r := l.Restart(context.Background(), "mac1", registry.ScopeUser, "com.wisent.brama")
