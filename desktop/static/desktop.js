@@ -6,7 +6,7 @@
   const $ = (sel, root) => (root || document).querySelector(sel);
   const csrf = $('meta[name="csrf"]').content;
   const body = document.body;
-  const state = { q: "", mark: "", host: "", page: 1, gen: Number(body.dataset.gen) || 0, seq: 0 };
+  const state = { q: "", mark: "", host: "", page: 1, gen: Number(body.dataset.gen) || 0, seq: 0, lastRefresh: 0 };
   let inflight = null;
 
   function params() {
@@ -22,6 +22,7 @@
   // filter; window.stadoRender records how long it took, for the figures.
   async function refresh(reason) {
     const t0 = performance.now();
+    state.lastRefresh = t0;
     if (inflight) inflight.abort();
     const ctl = new AbortController();
     inflight = ctl;
@@ -54,6 +55,9 @@
         const doc = await res.json();
         if (doc.gen !== state.gen) {
           state.gen = doc.gen;
+          // a busy store changes every moment: at most one refresh a second
+          const wait = 1000 - (performance.now() - state.lastRefresh);
+          if (wait > 0) await new Promise((r) => setTimeout(r, wait));
           refresh("change");
         }
       } catch (e) {
