@@ -80,7 +80,7 @@ func decodeEnvelope(obj Object) (*Document, Meta, error) {
 	if len(obj.Value) > MaxDocumentBytes+64<<10 {
 		return nil, Meta{}, fmt.Errorf("read %s at revision %d: %w", obj.Key, obj.Revision, &ParseError{Source: obj.Key, Msg: fmt.Sprintf("stored document is %d bytes, the limit is %d (docs/limits.md)", len(obj.Value), MaxDocumentBytes)})
 	}
-	var env envelope
+	env := envelope{Document: presizedDocument(obj.Value)}
 	dec := json.NewDecoder(bytes.NewReader(obj.Value))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&env); err != nil {
