@@ -15,6 +15,8 @@ const (
 	EventActionFailed = "autonomy_action_failed" // an action failed or its unit was not clean after it
 )
 
+type hostService struct{ host, service string }
+
 // AlertRecord is one alert of a cycle and what each channel answered.
 type AlertRecord struct {
 	Host     string                `json:"host"`

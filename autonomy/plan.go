@@ -122,8 +122,6 @@ type Input struct {
 	Verify  *fleet.VerifyResult
 }
 
-type hostService struct{ host, service string }
-
 // Plan decides every declared service of in.Doc, in registry order. It is
 // pure: it reads its input only, opens nothing and changes nothing. The
 // rules, in order:
@@ -143,10 +141,12 @@ type hostService struct{ host, service string }
 //     recovery_unit (stado's own host process is restarted only by the
 //     host repair step).
 func Plan(in Input) []Row {
-	beacons := make(map[hostService]*beacon.Row, len(in.Beacons))
+	// Beacon rows and verify checks come in registry order, so each is
+	// looked for first at its own index in its host's list, then by a scan.
+	beacons := make(map[string][]*beacon.Row, len(in.Doc.Targets))
 	for i := range in.Beacons {
 		b := &in.Beacons[i]
-		beacons[hostService{b.Host, b.Service}] = b
+		beacons[b.Host] = append(beacons[b.Host], b)
 	}
 	hosts := map[string]*fleet.HostVerify{}
 	if in.Verify != nil {
@@ -161,18 +161,43 @@ func Plan(in Input) []Row {
 	rows := make([]Row, 0, n)
 	for _, t := range in.Doc.Targets {
 		hv := hosts[t.Name]
-		var checks map[string]*fleet.ServiceVerify
-		if hv != nil && len(hv.Services) > 0 {
-			checks = make(map[string]*fleet.ServiceVerify, len(hv.Services))
-			for i := range hv.Services {
-				checks[hv.Services[i].Service] = &hv.Services[i]
+		bs := beacons[t.Name]
+		for i, s := range t.Services {
+			var c *fleet.ServiceVerify
+			if hv != nil {
+				c = find(hv.Services, i, func(v *fleet.ServiceVerify) bool { return v.Service == s.Name })
 			}
-		}
-		for _, s := range t.Services {
-			rows = append(rows, planOne(in.Catalog, t.Name, s, beacons[hostService{t.Name, s.Name}], hv, checks[s.Name]))
+			b := findPtr(bs, i, func(r *beacon.Row) bool { return r.Service == s.Name })
+			rows = append(rows, planOne(in.Catalog, t.Name, s, b, hv, c))
 		}
 	}
 	return rows
+}
+
+// find returns the element of list that matches, looking at index i first.
+func find[T any](list []T, i int, match func(*T) bool) *T {
+	if i < len(list) && match(&list[i]) {
+		return &list[i]
+	}
+	for k := range list {
+		if match(&list[k]) {
+			return &list[k]
+		}
+	}
+	return nil
+}
+
+// findPtr is find over a list of pointers.
+func findPtr[T any](list []*T, i int, match func(*T) bool) *T {
+	if i < len(list) && match(list[i]) {
+		return list[i]
+	}
+	for _, p := range list {
+		if match(p) {
+			return p
+		}
+	}
+	return nil
 }
 
 func planOne(cat *catalog.Catalog, host string, s registry.Service, b *beacon.Row, hv *fleet.HostVerify, c *fleet.ServiceVerify) Row {

@@ -493,8 +493,8 @@ report cycle.enforce "autonomy: enforce cycle restoring $N units"
 # services answered by in-process hosts (go test -bench).
 PLAN_MS=n/a
 if command -v go >/dev/null; then
-  PLAN_MS=$( (go test -run '^$' -bench PlanThousandHostsTwentyServices -benchtime 10x ./autonomy/ 2>"$LOGS/plan-bench.err" 9>&- || true) \
-    | tee "$LOGS/plan-bench.log" | awk '/^BenchmarkPlan/ {printf "%.0f ms", $3/1e6}')
+  PLAN_MS=$( (go test -run '^$' -bench 'PlanThousandHostsTwentyServices' -benchtime 10x ./autonomy/ 2>"$LOGS/plan-bench.err" 9>&- || true) \
+    | tee "$LOGS/plan-bench.log" | awk '/^BenchmarkPlanThousand/ {p=sprintf("%.0f ms", $3/1e6)} /^BenchmarkSweepAndPlan/ {s=sprintf("%.0f ms", $3/1e6)} END {if (p != "") printf "%s (%s with the sweep of in-process hosts)", p, s}')
   [ -n "$PLAN_MS" ] || PLAN_MS="failed (see $LOGS/plan-bench.log)"
 fi
 echo "  autonomy: planning 1,000 hosts x 20 services   $PLAN_MS"
