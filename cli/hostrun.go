@@ -44,7 +44,7 @@ func newHostRunCommand(env *Env) *ucli.Command {
 			&ucli.DurationFlag{Name: "interval", Value: 15 * time.Second, Usage: "time between passes", EnvVars: []string{"STADO_INTERVAL"}},
 			&ucli.DurationFlag{Name: "stale-after", Usage: "age after which readers distrust a beacon (default 3 × interval)"},
 			&ucli.StringFlag{Name: "listen", Usage: "HTTP address (default: the directory's port for stado on this host, at the target's address)"},
-			&ucli.IntFlag{Name: "passes", Usage: "stop after this many passes (0: run until SIGTERM)", Hidden: true},
+			&ucli.IntFlag{Name: "passes", Usage: "stop after this many passes (0: run until SIGTERM); before each pass after the first, wait for the peer recoveries the previous one started", Hidden: true},
 			&ucli.IntFlag{Name: "peer-recoveries", Value: repair.DefaultPeerConcurrency, Usage: "at most this many recoveries of other hosts' services run at once, off the pass", EnvVars: []string{"STADO_PEER_RECOVERIES"}},
 		},
 		Action: func(c *ucli.Context) error {
@@ -87,10 +87,12 @@ func runHostRun(ctx context.Context, env *Env, o hostRunOptions) error {
 		return err
 	}
 	defer stopContrib()
+	var peers []*repair.Peer
 	for _, c := range contributors {
 		if p, ok := c.(*repair.Peer); ok {
 			p.Concurrency = o.PeerRecoveries // peer recoveries run off the pass, this many at once
 			defer p.Close()
+			peers = append(peers, p)
 		}
 	}
 
@@ -114,6 +116,11 @@ func runHostRun(ctx context.Context, env *Env, o hostRunOptions) error {
 	}
 	for i := 0; i < o.Passes && ctx.Err() == nil; i++ {
 		if i > 0 {
+			// a bounded run lets the peer recoveries the last pass started
+			// end, so that this pass reports their outcomes
+			for _, p := range peers {
+				p.Wait()
+			}
 			select {
 			case <-ctx.Done():
 			case <-time.After(o.Interval):
