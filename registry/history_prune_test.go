@@ -3,6 +3,8 @@ package registry_test
 import (
 	"context"
 	"errors"
+	"io/fs"
+	"path/filepath"
 	"strconv"
 	"testing"
 
@@ -61,5 +63,44 @@ func TestRegistryHistoryKeepsTheNewestRevisionsOnly(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// Pruned history entries leave no file behind on the file store (no
+// tombstone, no lock file): the store directory stays the same size however
+// many revisions are pushed.
+func TestPrunedHistoryLeavesNoFilesBehind(t *testing.T) {
+	t.Setenv("STADO_HISTORY_KEEP", "5")
+	dir := t.TempDir()
+	st, err := registry.OpenFileStore(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	count := func() int {
+		n := 0
+		filepath.WalkDir(dir, func(_ string, d fs.DirEntry, _ error) error {
+			if d != nil && !d.IsDir() {
+				n++
+			}
+			return nil
+		})
+		return n
+	}
+	var rev int64
+	sizes := map[int]int{}
+	for i := 1; i <= 200; i++ {
+		d := &registry.Document{Version: 1, Targets: []registry.Target{{Name: "h" + strconv.Itoa(i), OS: "linux"}}}
+		m, err := registry.Push(ctx, st, d, rev, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		rev = m.Revision
+		if i == 50 || i == 200 {
+			sizes[i] = count()
+		}
+	}
+	if sizes[200] != sizes[50] {
+		t.Fatalf("the store holds %d files after 200 pushes and %d after 50: pruned entries left files", sizes[200], sizes[50])
 	}
 }

@@ -225,7 +225,7 @@ func pruneHistory(ctx context.Context, st Store, rev, keep int64) {
 		low = max(1, oldest-64)
 	}
 	for r := oldest; r >= low; r-- {
-		_ = st.Delete(ctx, HistoryKey(r))
+		_ = forget(ctx, st, HistoryKey(r))
 	}
 }
 
