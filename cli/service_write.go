@@ -206,7 +206,7 @@ type fanOutDoc struct {
 func streamLines(env *Env, lines []string) {
 	if !env.JSON {
 		for _, l := range lines {
-			fmt.Fprintln(env.Stdout, l)
+			fmt.Fprintln(env.Stdout, escapeLines(l))
 		}
 	}
 }
