@@ -31,14 +31,23 @@ type AlertRecord struct {
 // action and one per refusal that the previous cycle did not record for the
 // same service and host with the same code (a standing refusal is alerted
 // once, not every cycle). Hosts without channels are skipped.
-func (r *Runner) alert(ctx context.Context, doc *registry.Document, c *Cycle, prev []Cycle) []AlertRecord {
-	before := map[hostService]refusal.Code{}
-	if len(prev) > 0 {
-		for _, row := range prev[0].Rows {
-			if row.Refusal != nil {
-				before[hostService{row.Host, row.Service}] = row.Refusal.Code
+func (r *Runner) alert(ctx context.Context, doc *registry.Document, c *Cycle) []AlertRecord {
+	var before map[hostService]refusal.Code
+	// previous reads the previous cycle's refusals, once, and only when a
+	// refusal on a host with alert channels needs them.
+	previous := func() map[hostService]refusal.Code {
+		if before != nil {
+			return before
+		}
+		before = map[hostService]refusal.Code{}
+		if prev, _ := History(ctx, r.Store, 1); len(prev) > 0 {
+			for _, row := range prev[0].Rows {
+				if row.Refusal != nil {
+					before[hostService{row.Host, row.Service}] = row.Refusal.Code
+				}
 			}
 		}
+		return before
 	}
 	a := r.Alerter
 	if a == nil {
@@ -57,7 +66,7 @@ func (r *Runner) alert(ctx context.Context, doc *registry.Document, c *Cycle, pr
 			if row.Result.Error != nil {
 				rec.Code = row.Result.Error.Code
 			}
-		case row.Refusal != nil && before[hostService{row.Host, row.Service}] != row.Refusal.Code:
+		case row.Refusal != nil && previous()[hostService{row.Host, row.Service}] != row.Refusal.Code:
 			rec = AlertRecord{Event: EventRefused, Code: string(row.Refusal.Code), Summary: fmt.Sprintf("autonomy cycle (%s) refused %s on %s: %s", c.Mode, row.Service, row.Host, row.Refusal.Message)}
 		default:
 			continue

@@ -115,8 +115,7 @@ func (r *Runner) Run(ctx context.Context, o Options) (*Cycle, error) {
 		c.Error = cycleErr.Error()
 	}
 	c.Counts, c.Summary = Counts(c.Rows), Summary(c.Rows)
-	prev, _ := History(ctx, r.Store, 1)
-	c.Alerts = r.alert(context.WithoutCancel(ctx), view.Document, c, prev)
+	c.Alerts = r.alert(context.WithoutCancel(ctx), view.Document, c)
 	c.End = r.now().UTC()
 	if err := Save(context.WithoutCancel(ctx), r.Store, c, o.HistoryLimit); err != nil {
 		return c, errors.Join(cycleErr, err)
