@@ -168,3 +168,33 @@ func TestVerifyNamesDriftStoppedDeletedAndUnreachableHostsAndChangesNothing(t *t
 		t.Errorf("verify of the stopped host: exit %d\n%s", code, errOut)
 	}
 }
+
+// BenchmarkServiceVerifyColdOnTenHosts is one `stado service verify` of ten
+// testbed hosts, each declaring one running service with a directory port,
+// every host dialed fresh (no keeper): the sweep the autonomy cycle makes.
+func BenchmarkServiceVerifyColdOnTenHosts(b *testing.B) {
+	w := newWriteBed(b, 10)
+	hosts := w.bed.Hosts()[:10]
+	const unit = "stado-vj-bench.service"
+	cleanupUnits(b, w.bed, hosts, unit)
+	w.pushWithDirectory(b, hosts, dirService{name: "vj-bench", unit: unit, program: sampleProgram, args: []string{"--addr", "ADDR:18312"}, port: 18312})
+	if code, out, errOut := w.run(b, "service", "ensure", "vj-bench", "--all", "--settle", "200ms"); code != 0 {
+		b.Fatalf("ensure: exit %d\n%s\n%s", code, out, errOut)
+	}
+	// a converged ensure is the same fleet's one-call-per-host baseline
+	for _, c := range []struct {
+		name string
+		args []string
+	}{
+		{"verify", []string{"service", "verify", "--json"}},
+		{"ensure converged", []string{"service", "ensure", "vj-bench", "--all", "--json"}},
+	} {
+		b.Run(c.name, func(b *testing.B) {
+			for n := 0; n < b.N; n++ {
+				if code, out, errOut := w.run(b, c.args...); code != 0 {
+					b.Fatalf("%s: exit %d\n%s\n%s", c.name, code, out, errOut)
+				}
+			}
+		})
+	}
+}
