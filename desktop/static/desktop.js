@@ -35,6 +35,8 @@
       const t1 = performance.now();
       window.stadoRender = { reason: reason, ms: t1 - t0, seq: seq, q: state.q, mark: state.mark };
       body.dataset.renders = String(seq);
+      const box = $("#inspector");
+      if (!box.hidden && box.dataset.host) inspect(box.dataset.host, box.dataset.service, true);
       $("#live").textContent = "live · " + new Date().toLocaleTimeString();
       $("#live").className = "live";
     } catch (e) {
@@ -66,14 +68,23 @@
     }
   }
 
-  async function inspect(host, service) {
+  // inspect shows a row's evidence; the open inspector is read again with
+  // every refresh of the table (live), without moving the page.
+  async function inspect(host, service, live) {
     const box = $("#inspector");
     const res = await fetch("/inspect?" + new URLSearchParams({ host: host, service: service }), { credentials: "same-origin" });
-    box.innerHTML = await res.text();
-    box.hidden = false;
+    const html = await res.text();
+    if (live && (box.hidden || box.dataset.host !== host || box.dataset.service !== service)) return;
+    const open = Array.from(box.querySelectorAll("details")).map((d) => d.open);
+    box.innerHTML = html;
+    box.querySelectorAll("details").forEach((d, i) => { if (i < open.length) d.open = open[i]; });
     box.dataset.host = host;
     box.dataset.service = service;
-    box.scrollIntoView({ block: "start" });
+    box.dataset.reads = String(Number(box.dataset.reads || 0) + 1);
+    if (!live) {
+      box.hidden = false;
+      box.scrollIntoView({ block: "start" });
+    }
   }
 
   async function operate(op, host, service, confirm) {
