@@ -148,7 +148,7 @@ func hostContributors(ctx context.Context, env *Env, st registry.Store, host str
 		}
 	}
 	d := &channel.Dialer{KnownHostsPath: env.Getenv("STADO_KNOWN_HOSTS"), IdentityFiles: ids, SSHConfigPath: env.Getenv("STADO_SSH_CONFIG")}
-	cs, stop, err := repair.HostProcess{Store: st, Host: host, Manager: mgr, Users: users, Home: homeDir(env), Dialer: d, Now: env.Now, Logger: env.Logger}.Contributors(ctx)
+	cs, stop, err := repair.HostProcess{Store: st, Host: host, Manager: mgr, Users: users, Home: homeDir(env), StoreURL: env.StoreURL, Dialer: d, Now: env.Now, Logger: env.Logger}.Contributors(ctx)
 	if err != nil {
 		return nil, nil, err
 	}

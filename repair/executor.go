@@ -141,6 +141,10 @@ type Local struct {
 	UserManager func(ctx context.Context) (units.Manager, error)
 	// Home is HOME for step processes; empty leaves it unset.
 	Home string
+	// StoreURL, when set, is STADO_STORE for step processes: the store
+	// this host process runs on, so stado's own steps (`stado host
+	// unlock-store --stale`) act on it rather than on a default.
+	StoreURL string
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
 }
@@ -208,6 +212,9 @@ func (l *Local) RunStep(ctx context.Context, host, step string, inputs map[strin
 	c.Env = stepEnv(l.os(), cmd.Env)
 	if l.Home != "" {
 		c.Env = append(c.Env, "HOME="+l.Home)
+	}
+	if l.StoreURL != "" {
+		c.Env = append(c.Env, "STADO_STORE="+l.StoreURL)
 	}
 	c.Dir = "/"
 	c.WaitDelay = 2 * time.Second

@@ -93,3 +93,27 @@ func TestCommandAlertChannelGetsTheAlertOnStdinWithoutAShell(t *testing.T) {
 		t.Errorf("command channel got %q (%v)", data, err)
 	}
 }
+
+// stado's own repair steps act on the store the host process runs on: the
+// step gets it as STADO_STORE, beside HOME.
+func TestStepsGetTheHostProcesssStore(t *testing.T) {
+	cat, err := catalog.ValidateSite([]byte(`version: 1
+steps:
+  dump-env:
+    linux: {argv: [/usr/bin/env], timeout_seconds: 5}
+`), "test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	l := &Local{Catalog: cat, OS: registry.OSLinux, Home: "/var/lib/stado", StoreURL: "file:///var/lib/stado/store"}
+	r := l.RunStep(context.Background(), "h1", "dump-env", nil)
+	for _, want := range []string{"STADO_STORE=file:///var/lib/stado/store", "HOME=/var/lib/stado"} {
+		if !strings.Contains(r.Output, want) {
+			t.Errorf("step environment %q lacks %q", r.Output, want)
+		}
+	}
+	l.StoreURL = ""
+	if r := l.RunStep(context.Background(), "h1", "dump-env", nil); strings.Contains(r.Output, "STADO_STORE") {
+		t.Errorf("no store given, yet the step sees one: %q", r.Output)
+	}
+}

@@ -25,11 +25,14 @@ type HostProcess struct {
 	Manager units.Manager
 	// Users opens the manager of a user; nil leaves user-scope restarts
 	// without a manager (restart_unavailable).
-	Users  beacon.UserManagers
-	Home   string
-	Dialer *channel.Dialer
-	Now    func() time.Time
-	Logger *slog.Logger
+	Users beacon.UserManagers
+	Home  string
+	// StoreURL is the URL Store was opened from; repair steps get it as
+	// STADO_STORE (Local.StoreURL).
+	StoreURL string
+	Dialer   *channel.Dialer
+	Now      func() time.Time
+	Logger   *slog.Logger
 }
 
 // Contributors returns the pass contributors of a host process, and the
@@ -46,7 +49,7 @@ func (h HostProcess) Contributors(ctx context.Context) ([]beacon.Contributor, fu
 	if err != nil {
 		return nil, nil, err
 	}
-	local := &Local{Catalog: cat, Host: h.Host, Managers: map[string]units.Manager{registry.ScopeSystem: h.Manager}, Home: h.Home}
+	local := &Local{Catalog: cat, Host: h.Host, Managers: map[string]units.Manager{registry.ScopeSystem: h.Manager}, Home: h.Home, StoreURL: h.StoreURL}
 	if h.Users != nil {
 		local.UserManager = h.userManager
 	}
