@@ -96,11 +96,14 @@ func VerdictFromSystemd(unit string, p SystemdProperties) Verdict {
 		// error, bad-setting: the unit file itself is broken.
 		v.State = StateFailed
 		v.Detail = p.LoadState
+	case p.ActiveState == "activating" && p.SubState == "auto-restart" && badEnd:
+		// between two runs no main process runs, whatever MainPID says: a
+		// unit that leaves processes behind (KillMode=process, a delegated
+		// cgroup) can show a leftover one there
+		v.fail()
 	case p.MainPID != 0:
 		v.State = StateActive
 		v.PID = int(p.MainPID)
-	case p.ActiveState == "activating" && p.SubState == "auto-restart" && badEnd:
-		v.fail()
 	case p.ActiveState == "failed" && badEnd && (p.NRestarts > 0 || p.Result == "start-limit-hit"):
 		v.fail()
 	case p.ActiveState == "failed":

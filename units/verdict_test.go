@@ -20,6 +20,11 @@ func TestVerdictFromSystemdProperties(t *testing.T) {
 		{"crashy in auto-restart", SystemdProperties{LoadState: "loaded", ActiveState: "activating", SubState: "auto-restart", Result: "exit-code", NRestarts: 2, ExecMainCode: 1, ExecMainStatus: 3},
 			Verdict{Unit: "crashy.service", State: StateFailing, LastExit: 3, Starts: 3, Detail: "activating (auto-restart)",
 				Sentence: "crashy.service runs no process: its last run exited 3 and its supervisor has started it 3 time(s)"}},
+		// oarbank-agent (KillMode=process, a workload left in its cgroup)
+		// crash-looping: between runs systemd still shows a MainPID.
+		{"crash loop leaving processes behind", SystemdProperties{LoadState: "loaded", ActiveState: "activating", SubState: "auto-restart", Result: "exit-code", MainPID: 341, NRestarts: 27, ExecMainCode: 1, ExecMainStatus: 3},
+			Verdict{Unit: "crashy.service", State: StateFailing, LastExit: 3, Starts: 28, Detail: "activating (auto-restart)",
+				Sentence: "crashy.service runs no process: its last run exited 3 and its supervisor has started it 28 time(s)"}},
 		// testbed sample, crashy.service after its start limit: failed with restarts behind it.
 		{"crashy stopped by its start limit", SystemdProperties{LoadState: "loaded", ActiveState: "failed", SubState: "failed", Result: "exit-code", NRestarts: 5, ExecMainCode: 1, ExecMainStatus: 3},
 			Verdict{Unit: "crashy.service", State: StateFailing, LastExit: 3, Starts: 6, Detail: "failed (failed)",
