@@ -66,10 +66,23 @@ type UnitCheck struct {
 	// UnitSockets are the TCP sockets the unit's own processes (its cgroup)
 	// listen on, any port; read only when Port is set.
 	UnitSockets []UnitSocket `json:"unit_sockets,omitempty"`
+	// Protocol is the service-protocol reading (its ready operation) of a
+	// declaration naming a protocol executable; nil for the others.
+	Protocol *ProtocolReading `json:"protocol,omitempty"`
 	// Refusal says which part could not be read and why (a declaration
 	// without program and args has no rendering to compare). The rest of
 	// the check still holds.
 	Refusal *UnitRefusal `json:"refusal,omitempty"`
+}
+
+// ProtocolReading is what a declaration's service-protocol executable said
+// to ready on the host: running and ready, or the operation that could not
+// be read and why.
+type ProtocolReading struct {
+	Running *bool  `json:"running,omitempty"`
+	Ready   *bool  `json:"ready,omitempty"`
+	Op      string `json:"op,omitempty"`
+	Cause   string `json:"cause,omitempty"`
 }
 
 // UnitSocket is one listening socket of a unit's processes.

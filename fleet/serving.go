@@ -59,6 +59,9 @@ type ServingResult struct {
 	StderrLine string `json:"stderr_line,omitempty"`
 	// OtherPorts are the ports the unit listens on instead.
 	OtherPorts []channel.UnitSocket `json:"other_ports,omitempty"`
+	// Protocol is the last ready reading of a declaration naming a
+	// service-protocol executable: serving also needs ready true there.
+	Protocol *channel.ProtocolReading `json:"protocol,omitempty"`
 	// Reads is how many verify calls the wait made; ElapsedMS how long it took.
 	Reads     int   `json:"reads"`
 	ElapsedMS int64 `json:"elapsed_ms"`
@@ -155,10 +158,15 @@ func waitServing(ctx context.Context, h channel.Host, host string, req channel.V
 		c := res.Units[0]
 		r.Verdict = c.Verdict
 		state, on := PortOwnership(c.Unit, c.Address, c.Listeners)
+		r.Protocol = c.Protocol
+		notReady := c.Protocol != nil && (c.Protocol.Ready == nil || !*c.Protocol.Ready)
 		if state == PortOwned {
 			l := on[0]
-			r.Serving, r.Listen, r.PID, r.Program, r.OtherPorts = true, hostPort(l.Address, c.Port), l.PID, l.Program, nil
-			return r, nil
+			r.Listen, r.PID, r.Program, r.OtherPorts = hostPort(l.Address, c.Port), l.PID, l.Program, nil
+			if !notReady {
+				r.Serving = true
+				return r, nil
+			}
 		}
 		if err := exited(r, c); err != nil {
 			// The journal may lag the exit by a moment: read again a few
@@ -180,6 +188,13 @@ func waitServing(ctx context.Context, h channel.Host, host string, req channel.V
 			elsewhere, r.OtherPorts = "", nil
 		}
 		if !now().Before(deadline) {
+			if state == PortOwned {
+				why := "its protocol executable says it is not ready"
+				if c.Protocol.Cause != "" {
+					why = fmt.Sprintf("its protocol executable could not be read (%s: %s)", c.Protocol.Op, c.Protocol.Cause)
+				}
+				return r, r.refuse(CodeServingTimeout, "%s on %s listens on %s but was not ready within %s: %s", r.Unit, host, r.Listen, o.Timeout, why)
+			}
 			why := "it listens on no port"
 			switch {
 			case state == PortElsewhere:

@@ -165,3 +165,35 @@ func TestLastLogLineIsTheProgramsMessage(t *testing.T) {
 		}
 	}
 }
+
+// A declaration naming a service-protocol executable serves only once its
+// ready operation says true: the wait goes on while it says false, and
+// refuses at the timeout naming what the executable said.
+func TestServingWaitsForReadyWhereAProtocolIsDeclared(t *testing.T) {
+	no, yes := false, true
+	owned := channel.UnitCheck{Verdict: running, Listeners: ownPort}
+	notReady, ready, unreadable := owned, owned, owned
+	notReady.Protocol = &channel.ProtocolReading{Running: &yes, Ready: &no}
+	ready.Protocol = &channel.ProtocolReading{Running: &yes, Ready: &yes}
+	unreadable.Protocol = &channel.ProtocolReading{Op: "ready", Cause: "not one JSON document"}
+
+	h := &scriptedHost{script: []channel.UnitCheck{notReady, notReady, ready}}
+	r, err := wait(t, h, fleet.ServingOptions{})
+	if err != nil || !r.Serving || r.Reads != 3 || r.Protocol == nil || !*r.Protocol.Ready {
+		t.Fatalf("ready on the third read: %+v, %v", r, err)
+	}
+	for _, tc := range []struct {
+		check channel.UnitCheck
+		want  string
+	}{
+		{notReady, "says it is not ready"},
+		{unreadable, "could not be read (ready: not one JSON document)"},
+	} {
+		h := &scriptedHost{script: []channel.UnitCheck{tc.check}}
+		r, err := wait(t, h, fleet.ServingOptions{Timeout: 2 * time.Second})
+		var re *refusal.Error
+		if !errors.As(err, &re) || re.Code != refusal.ServingTimeout || !strings.Contains(re.Message, tc.want) || r.Serving {
+			t.Errorf("%+v: %v, want serving_timeout saying %q", tc.check.Protocol, err, tc.want)
+		}
+	}
+}

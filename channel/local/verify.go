@@ -8,6 +8,8 @@ import (
 
 	"github.com/wisent/stado/channel"
 	"github.com/wisent/stado/refusal"
+	"github.com/wisent/stado/registry"
+	"github.com/wisent/stado/svcproto"
 	"github.com/wisent/stado/units"
 )
 
@@ -66,6 +68,11 @@ func (h *Host) Verify(ctx context.Context, req channel.VerifyRequest) (channel.V
 		})
 		if err != nil {
 			return channel.VerifyResult{}, err
+		}
+	}
+	for i, vs := range req.Services {
+		if sp := vs.Service.Protocol; sp != nil && !sp.Probe && len(sp.Exec) > 0 {
+			res.Units[i].Protocol = readReady(ctx, h.OS(), vs.Service)
 		}
 	}
 	for i := range res.Units {
@@ -132,4 +139,24 @@ func (h *Host) checkFile(vs channel.VerifyService, c *channel.UnitCheck) {
 		c.Drift = true
 		c.Diff = units.Diff(c.Path, string(old), string(content))
 	}
+}
+
+// readReady runs the declaration's protocol executable's ready operation
+// (read-only, bounded by the protocol's timeout) with the declaration's env.
+func readReady(ctx context.Context, goos string, s registry.Service) *channel.ProtocolReading {
+	env := []string{"PATH=" + units.FixedPath(goos), "OARBANK_SERVICE=" + s.Name}
+	for k, v := range s.Env {
+		env = append(env, k+"="+v)
+	}
+	st, err := svcproto.ReadStatus(ctx, func(ctx context.Context, argv []string, op string, env []string) ([]byte, error) {
+		return svcproto.Run(ctx, argv, op, env)
+	}, s.Protocol.Exec, svcproto.OpReady, env)
+	if err != nil {
+		var pe *svcproto.Error
+		if errors.As(err, &pe) {
+			return &channel.ProtocolReading{Op: pe.Op, Cause: pe.Cause}
+		}
+		return &channel.ProtocolReading{Op: svcproto.OpReady, Cause: err.Error()}
+	}
+	return &channel.ProtocolReading{Running: &st.Running, Ready: &st.Ready}
 }
