@@ -15,7 +15,6 @@ import (
 	"github.com/wisent/stado/registry"
 	"github.com/wisent/stado/registry/etcdstore"
 	"github.com/wisent/stado/repair"
-	"github.com/wisent/stado/svcproto"
 	"github.com/wisent/stado/units"
 )
 
@@ -153,7 +152,7 @@ func hostContributors(ctx context.Context, env *Env, st registry.Store, host str
 		return nil, nil, err
 	}
 	// the service-protocol evidence of declarations naming an executable
-	ev := &svcproto.Evidence{Now: env.Now}
+	ev := &beacon.ProtocolEvidence{Now: env.Now}
 	return append(cs, ev), func() { ev.Close(); stop() }, nil
 }
 

@@ -1,24 +1,25 @@
-package svcproto
+package beacon
 
 import (
 	"context"
+	"errors"
 	"sort"
 	"sync"
 	"time"
 
-	"github.com/wisent/stado/beacon"
 	"github.com/wisent/stado/registry"
+	"github.com/wisent/stado/svcproto"
 )
 
-// Evidence is the beacon contributor that reads, for every declared service
+// ProtocolEvidence is the beacon contributor that reads, for every declared service
 // of this host naming a protocol executable, its status and ready
 // operations (fingerprint for a probe) once per declared period. A reading
 // runs in a goroutine of its own and is carried by the first pass after it
 // ends, so a slow executable never holds a pass. Safe for concurrent use;
 // Close ends it.
-type Evidence struct {
-	// Run runs one operation; nil means Run.
-	Run Runner
+type ProtocolEvidence struct {
+	// Run runs one operation; nil means svcproto.Run.
+	Run svcproto.Runner
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
 	// Environ is the environment every operation starts from (before the
@@ -27,27 +28,27 @@ type Evidence struct {
 
 	once    sync.Once
 	mu      sync.Mutex
-	states  map[string]*protoState
+	states  map[string]*protocolState
 	ctx     context.Context
 	cancel  context.CancelFunc
 	running sync.WaitGroup
 }
 
-type protoState struct {
+type protocolState struct {
 	key     string // what changes retire the reading: argv and probe
-	last    *beacon.Protocol
+	last    *Protocol
 	started time.Time // when the newest reading started; zero before the first
 	busy    bool
 }
 
-func (e *Evidence) init() {
+func (e *ProtocolEvidence) init() {
 	e.once.Do(func() {
-		e.states = map[string]*protoState{}
+		e.states = map[string]*protocolState{}
 		e.ctx, e.cancel = context.WithCancel(context.Background())
 	})
 }
 
-func (e *Evidence) now() time.Time {
+func (e *ProtocolEvidence) now() time.Time {
 	if e.Now != nil {
 		return e.Now()
 	}
@@ -55,17 +56,17 @@ func (e *Evidence) now() time.Time {
 }
 
 // Close cancels readings in flight and waits for them.
-func (e *Evidence) Close() {
+func (e *ProtocolEvidence) Close() {
 	e.init()
 	e.cancel()
 	e.running.Wait()
 }
 
 // Idle waits until no reading runs (tests use it).
-func (e *Evidence) Idle() { e.running.Wait() }
+func (e *ProtocolEvidence) Idle() { e.running.Wait() }
 
-// Contribute implements beacon.Contributor.
-func (e *Evidence) Contribute(_ context.Context, p *beacon.Pass) {
+// Contribute implements Contributor.
+func (e *ProtocolEvidence) Contribute(_ context.Context, p *Pass) {
 	e.init()
 	now := e.now().UTC()
 	seen := map[string]bool{}
@@ -93,11 +94,11 @@ func (e *Evidence) Contribute(_ context.Context, p *beacon.Pass) {
 }
 
 // advance starts a reading when one is due and returns the state. e.mu is held.
-func (e *Evidence) advance(svc *registry.Service, now time.Time) *protoState {
-	key := keyOf(svc.Protocol)
+func (e *ProtocolEvidence) advance(svc *registry.Service, now time.Time) *protocolState {
+	key := protocolKey(svc.Protocol)
 	st := e.states[svc.Name]
 	if st == nil || st.key != key {
-		st = &protoState{key: key, last: &beacon.Protocol{State: beacon.ProtocolPending}}
+		st = &protocolState{key: key, last: &Protocol{State: ProtocolPending}}
 		e.states[svc.Name] = st
 	}
 	period := time.Duration(svc.Protocol.Period()) * time.Second
@@ -123,33 +124,33 @@ func (e *Evidence) advance(svc *registry.Service, now time.Time) *protoState {
 }
 
 // read runs one reading: status then ready, or fingerprint for a probe.
-func (e *Evidence) read(argv, env []string, probe bool) *beacon.Protocol {
+func (e *ProtocolEvidence) read(argv, env []string, probe bool) *Protocol {
 	run := e.Run
 	if run == nil {
 		run = func(ctx context.Context, argv []string, op string, env []string) ([]byte, error) {
-			return Run(ctx, argv, op, env)
+			return svcproto.Run(ctx, argv, op, env)
 		}
 	}
 	at := e.now().UTC()
-	b := &beacon.Protocol{State: beacon.ProtocolRead, At: &at}
-	unreadable := func(err error) *beacon.Protocol {
-		pe := asError("", err)
-		b.State, b.Op, b.Cause = beacon.ProtocolUnreadable, pe.Op, pe.Cause
+	b := &Protocol{State: ProtocolRead, At: &at}
+	unreadable := func(err error) *Protocol {
+		pe := protocolError(err)
+		b.State, b.Op, b.Cause = ProtocolUnreadable, pe.Op, pe.Cause
 		return b
 	}
 	if probe {
-		fp, err := ReadFingerprint(e.ctx, run, argv, env)
+		fp, err := svcproto.ReadFingerprint(e.ctx, run, argv, env)
 		if err != nil {
 			return unreadable(err)
 		}
 		b.Healthy, b.Running = &fp.Healthy, &fp.Running
 		return b
 	}
-	st, err := ReadStatus(e.ctx, run, argv, OpStatus, env)
+	st, err := svcproto.ReadStatus(e.ctx, run, argv, svcproto.OpStatus, env)
 	if err != nil {
 		return unreadable(err)
 	}
-	rd, err := ReadStatus(e.ctx, run, argv, OpReady, env)
+	rd, err := svcproto.ReadStatus(e.ctx, run, argv, svcproto.OpReady, env)
 	if err != nil {
 		return unreadable(err)
 	}
@@ -160,7 +161,7 @@ func (e *Evidence) read(argv, env []string, probe bool) *beacon.Protocol {
 
 // environ is the operation's environment: the base, the declaration's env
 // and OARBANK_SERVICE naming the declaration.
-func (e *Evidence) environ(svc *registry.Service) []string {
+func (e *ProtocolEvidence) environ(svc *registry.Service) []string {
 	env := e.Environ
 	if env == nil {
 		env = []string{"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"}
@@ -177,7 +178,16 @@ func (e *Evidence) environ(svc *registry.Service) []string {
 	return append(env, "OARBANK_SERVICE="+svc.Name)
 }
 
-func keyOf(p *registry.ServiceProtocol) string {
+// protocolError is err as the operation and cause it names.
+func protocolError(err error) *svcproto.Error {
+	var pe *svcproto.Error
+	if errors.As(err, &pe) {
+		return pe
+	}
+	return &svcproto.Error{Cause: err.Error()}
+}
+
+func protocolKey(p *registry.ServiceProtocol) string {
 	k := ""
 	for _, a := range p.Exec {
 		k += a + "\x00"
