@@ -170,22 +170,10 @@ func TestAnsweringJourneyStandingServiceIsRepairedRestartedAndRecorded(t *testin
 	if err != nil {
 		t.Fatal(err)
 	}
-	readBeacon := func() *beacon.Beacon {
-		obj, err := st.Get(ctx, registry.BeaconPrefix+h.Name)
-		if err != nil {
-			return nil
-		}
-		var b beacon.Beacon
-		if json.Unmarshal(obj.Value, &b) != nil {
-			return nil
-		}
-		return &b
-	}
+	readBeacon := func() *beacon.Beacon { return storedBeacon(ctx, st, h.Name) }
 	blockOf := func(b *beacon.Beacon, svc string) *beacon.Answering {
-		for _, u := range b.Units {
-			if u.Service == svc {
-				return u.Answering
-			}
+		if u := unitOf(b, svc); u != nil {
+			return u.Answering
 		}
 		return nil
 	}

@@ -159,19 +159,7 @@ func TestPeerRecoveryWithASixtySecondStepLeavesTheObserversRowsFresh(t *testing.
 	if err != nil {
 		t.Fatal(err)
 	}
-	host1Beacon := func() *beacon.Beacon {
-		rctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-		defer cancel()
-		obj, err := st.Get(rctx, registry.BeaconPrefix+h1.Name)
-		if err != nil {
-			return nil
-		}
-		var b beacon.Beacon
-		if json.Unmarshal(obj.Value, &b) != nil {
-			return nil
-		}
-		return &b
-	}
+	host1Beacon := func() *beacon.Beacon { return storedBeacon(ctx, st, h1.Name) }
 	peerBlock := func(b *beacon.Beacon) (*beacon.PeerRecovery, *repair.Recovery) {
 		for i, pr := range b.PeerRecoveries {
 			if pr.Service == "pn-brama" && pr.Host == h3.Name {

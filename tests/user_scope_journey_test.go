@@ -142,25 +142,8 @@ func TestUserScopeServiceIsObservedInItsUsersManagerAndRecoveredThroughIt(t *tes
 	if err != nil {
 		t.Fatal(err)
 	}
-	readBeacon := func() *beacon.Beacon {
-		obj, err := st.Get(ctx, registry.BeaconPrefix+h.Name)
-		if err != nil {
-			return nil
-		}
-		var b beacon.Beacon
-		if json.Unmarshal(obj.Value, &b) != nil {
-			return nil
-		}
-		return &b
-	}
-	report := func(b *beacon.Beacon) *beacon.UnitReport {
-		for i := range b.Units {
-			if b.Units[i].Service == "us-web" {
-				return &b.Units[i]
-			}
-		}
-		return nil
-	}
+	readBeacon := func() *beacon.Beacon { return storedBeacon(ctx, st, h.Name) }
+	report := func(b *beacon.Beacon) *beacon.UnitReport { return unitOf(b, "us-web") }
 
 	// 1. observed active in stado-alice's manager, with her unit's pid, and
 	// answering
