@@ -28,24 +28,24 @@ const (
 	CodeRecoveryUnit          = refusal.RecoveryUnit
 	// CodeUnreachable: the verify sweep could not reach the host; the
 	// refusal names the stage.
-	CodeUnreachable refusal.Code = "unreachable"
+	CodeUnreachable = refusal.Unreachable
 	// CodeNoEvidence: the host's beacon is stale or absent and the verify
 	// could not read the unit either.
-	CodeNoEvidence refusal.Code = "no_evidence"
+	CodeNoEvidence = refusal.NoEvidence
 	// CodeInconclusive: the beacon and the verify disagree about the unit,
 	// or only the beacon could answer.
-	CodeInconclusive refusal.Code = "inconclusive"
+	CodeInconclusive = refusal.Inconclusive
 	// CodeCrashLoop: the unit's supervisor keeps restarting the declared
 	// bytes and each run exits nonzero; another restart would change
 	// nothing.
-	CodeCrashLoop refusal.Code = "crash_loop"
+	CodeCrashLoop = refusal.CrashLoop
 	// CodeNotAttempted: an enforcing cycle stopped (failure budget, lease
 	// lost, cancelled) before this action.
-	CodeNotAttempted refusal.Code = "not_attempted"
+	CodeNotAttempted = refusal.NotAttempted
 	// CodeNotAuthorized: enforce mode without the registry's authorization.
-	CodeNotAuthorized refusal.Code = "not_authorized"
+	CodeNotAuthorized = refusal.NotAuthorized
 	// CodeLeaseHeld: another enforcer holds the store's lease.
-	CodeLeaseHeld refusal.Code = "lease_held"
+	CodeLeaseHeld = refusal.LeaseHeld
 )
 
 // CrashLoopStarts is how many starts of a failing unit make a crash loop:

@@ -99,6 +99,15 @@ const (
 	CallerNotAllowed Code = "caller_not_allowed"
 	Unreadable       Code = "unreadable"
 	Held             Code = "held"
+
+	// The autonomy cycle's plan and enforcer (docs/autonomy.md).
+	Unreachable   Code = "unreachable"    // the verify sweep could not reach the host
+	NoEvidence    Code = "no_evidence"    // stale or absent beacon, and verify could not read the unit
+	Inconclusive  Code = "inconclusive"   // the beacon and verify disagree, or only the beacon answered
+	CrashLoop     Code = "crash_loop"     // the supervisor keeps restarting the declared bytes and each run fails
+	NotAttempted  Code = "not_attempted"  // the cycle stopped before this action
+	NotAuthorized Code = "not_authorized" // enforce without the registry's authorization, or past its caps
+	LeaseHeld     Code = "lease_held"     // another enforcer holds the store's lease
 )
 
 var known = map[Code]bool{}
@@ -117,6 +126,7 @@ func init() {
 		NoBeacon, StaleBeacon, UnreadableBeacon, UndeclaredHost, Undeclared, Missing, Inactive, Failed,
 		NeedsAttention, AnsweringUnsuccessful, AnsweringStood, RegisterUnreadable, ListenFailed, HostRefusal,
 		CallerNotAllowed, Unreadable, Held,
+		Unreachable, NoEvidence, Inconclusive, CrashLoop, NotAttempted, NotAuthorized, LeaseHeld,
 	} {
 		known[c] = true
 	}
