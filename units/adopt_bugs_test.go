@@ -223,3 +223,14 @@ func TestAGeneratedUnitIsIncomplete(t *testing.T) {
 		t.Fatalf("generated service: %v %v %s", err, p.Complete, p.Reason)
 	}
 }
+
+func TestAContinuedQuotedArgumentKeepsItsSpacesAsSystemdReadsThem(t *testing.T) {
+	unit := "[Service]\nExecStart=/bin/sh -c \"a || \\\n b; \\\n c\"\n"
+	p, err := ParseSystemd([]byte(unit), "x.service", nil)
+	if err != nil || !p.Complete {
+		t.Fatalf("%v %s", err, p.Reason)
+	}
+	if got := p.Service.Args[1]; got != "a ||   b;   c" {
+		t.Errorf("continued argument %q, want the spaces systemd keeps (%q)", got, "a ||   b;   c")
+	}
+}

@@ -48,13 +48,16 @@ func lexUnit(data []byte, file string) ([]entry, error) {
 			}
 			contStart = lineNo
 		}
-		if endsInEscape(line) {
-			cont.WriteString(line[:len(line)-1])
+		// As systemd does: a continued line keeps its text as written (the
+		// spaces before the backslash, the next line's leading spaces), the
+		// backslash becomes a space, and the joined line is trimmed.
+		if endsInEscape(raw) {
+			cont.WriteString(raw[:len(raw)-1])
 			cont.WriteByte(' ')
 			continue
 		}
-		cont.WriteString(line)
-		full := cont.String()
+		cont.WriteString(raw)
+		full := strings.TrimSpace(cont.String())
 		cont.Reset()
 		if strings.HasPrefix(full, "[") {
 			if !strings.HasSuffix(full, "]") {
