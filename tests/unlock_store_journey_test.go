@@ -184,9 +184,15 @@ func TestStaleStoreLockIsClearedByTheObjectAPIStepAndTheQuestionIsAnsweredAgain(
 		if a != nil && a.State == beacon.AnswerStood {
 			stood = true
 		}
-		return stood && cleared && answered(a) && mainPID() != before,
+		// Only a standing question runs object-api, so a cleared lock and
+		// a new process prove it stood even when no published pass caught
+		// the stood state (the process restarts itself within a pass or two)
+		return cleared && answered(a) && mainPID() != before,
 			fmt.Sprintf("pass %d: %s (stood %v, cleared %v, pid %s was %s)", b.Pass, stateOf(a), stood, cleared, mainPID(), before)
 	})
+	if !stood {
+		t.Logf("no published pass caught the question standing; the cleared lock and the restart show it stood")
+	}
 	if _, _, err := bed.Exec(ctx, h, "/bin/kill", "-0", sleeper); err != nil {
 		t.Errorf("the orphan %s no longer runs: the lock was not cleared by unlock-store: %v", sleeper, err)
 	}
