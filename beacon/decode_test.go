@@ -14,6 +14,8 @@ func TestUnknownUnitStatesReadUnknownWithTheReason(t *testing.T) {
 	}{
 		// a known verdict passes through
 		{"active", `{"kind":"stado.beacon","version":1,"host":"h","units":[{"unit":"a.service","state":"active"}]}`, "active", "", ""},
+		// a masked unit (systemd) is a verdict of its own, not unknown
+		{"masked", `{"kind":"stado.beacon","version":1,"host":"h","units":[{"unit":"a.service","state":"masked"}]}`, "masked", "", ""},
 		// an empty state
 		{"empty", `{"kind":"stado.beacon","version":1,"host":"h","units":[{"unit":"a.service","state":""}]}`, "unknown", `state ""`, ""},
 		// a state nobody defined

@@ -131,7 +131,7 @@ func DecodeBeacon(host string, value []byte) (*Beacon, error) {
 // knownState reports whether s is a verdict a beacon may publish.
 func knownState(s string) bool {
 	switch s {
-	case StateActive, StateInactive, StateFailed, StateFailing, StateMissing, StateUnobserved:
+	case StateActive, StateInactive, StateFailed, StateFailing, StateMissing, StateMasked, StateUnobserved:
 		return true
 	}
 	return false
@@ -399,6 +399,8 @@ func (v *View) Doctor() []Finding {
 			switch r.State {
 			case StateMissing:
 				add(Finding{Host: r.Host, Service: r.Service, Unit: r.Unit, Code: "missing", Message: "declared but not loaded on the host"})
+			case StateMasked:
+				add(Finding{Host: r.Host, Service: r.Service, Unit: r.Unit, Code: "masked", Message: "declared but masked on the host: nothing starts it until it is unmasked"})
 			case StateFailing:
 				add(Finding{Host: r.Host, Service: r.Service, Unit: r.Unit, Code: "failing", Message: r.Sentence})
 			case StateFailed:

@@ -18,6 +18,9 @@ const (
 	StateFailed   = "failed"
 	StateFailing  = "failing"
 	StateMissing  = "missing"
+	// StateMasked: systemd reports the unit masked (linked to /dev/null),
+	// so nothing starts it until it is unmasked.
+	StateMasked = "masked"
 	// StateUnknown is never published: the read side says it when the
 	// host's beacon is absent or older than its staleness bound.
 	StateUnknown = "unknown"

@@ -86,6 +86,7 @@ const (
 	UndeclaredHost        Code = "undeclared_host"
 	Undeclared            Code = "undeclared"
 	Missing               Code = "missing"
+	Masked                Code = "masked" // a declared systemd unit is masked
 	Inactive              Code = "inactive"
 	Failed                Code = "failed"
 	NeedsAttention        Code = "needs_attention"
@@ -123,7 +124,7 @@ func init() {
 		NotServing, ServingElsewhere, ServingTimeout,
 		UnknownHost, StepUnknown, InputMissing, StepUnsupported, StepFailed, StepTimeout, WrongHost,
 		RestartFailed, NoManager, UserManagerDown,
-		NoBeacon, StaleBeacon, UnreadableBeacon, UndeclaredHost, Undeclared, Missing, Inactive, Failed,
+		NoBeacon, StaleBeacon, UnreadableBeacon, UndeclaredHost, Undeclared, Missing, Masked, Inactive, Failed,
 		NeedsAttention, AnsweringUnsuccessful, AnsweringStood, RegisterUnreadable, ListenFailed, HostRefusal,
 		CallerNotAllowed, Unreadable, Held,
 		Unreachable, NoEvidence, Inconclusive, CrashLoop, NotAttempted, NotAuthorized, LeaseHeld,
