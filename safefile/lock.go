@@ -44,21 +44,7 @@ const (
 // way: a process already inside keeps the old file while a newcomer locks a
 // new one. Safe for concurrent use.
 func Lock(ctx context.Context, path string) (unlock func(), err error) {
-	wait := lockFirstWait
-	for {
-		unlock, err := TryLock(path)
-		if !errors.Is(err, ErrLocked) {
-			return unlock, err
-		}
-		t := time.NewTimer(wait/2 + rand.N(wait))
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return nil, fmt.Errorf("lock %s: %w", path, ctx.Err())
-		case <-t.C:
-		}
-		wait = min(2*wait, lockMaxWait)
-	}
+	return retry(ctx, path, TryLock)
 }
 
 // TryLock is Lock without waiting: it takes the lock on the file at path
@@ -108,9 +94,16 @@ func TryLock(path string) (unlock func(), err error) {
 // A wait ends with ctx (the error wraps ctx.Err()). Safe for concurrent
 // use.
 func RLock(ctx context.Context, path string) (unlock func(), err error) {
+	return retry(ctx, path, tryRLock)
+}
+
+// retry calls try until it does not answer ErrLocked, waiting a jittered,
+// doubling pause (lockFirstWait up to lockMaxWait) between calls; a wait
+// ends with ctx.
+func retry(ctx context.Context, path string, try func(string) (func(), error)) (func(), error) {
 	wait := lockFirstWait
 	for {
-		unlock, err := tryRLock(path)
+		unlock, err := try(path)
 		if !errors.Is(err, ErrLocked) {
 			return unlock, err
 		}
