@@ -142,8 +142,10 @@ const beaconCrashy = `      - name: %[1]s-crashy
         args: [-c, "echo %[1]s-crashy is dying >&2; sleep 0.3; exit 3"]
 `
 
+// Not parallel: it stops sshd on every host and listens on their port 22
+// to count connections, which would fail (and count) any other journey's
+// SSH meanwhile. Sequential tests run before the parallel ones start.
 func TestBeaconJourneyHostsPublishAndTheReadHalfAnswersWithoutSSH(t *testing.T) {
-	t.Parallel()
 	bed := testbed.Shared(t, 3)
 	beaconJourney(t, bed, "file://"+bed.NewStore(t), "bj", 19401, false)
 }
