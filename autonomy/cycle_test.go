@@ -115,3 +115,21 @@ func TestEnforceActsUnderTheLeaseAndASecondEnforcerIsRefused(t *testing.T) {
 		t.Errorf("the lease outlived the cycle: %+v", h)
 	}
 }
+
+// Only an enforcing cycle that failed or skipped an action is an error.
+func TestCycleOutcomeFailsOnlyAnEnforcingCycleWithFailedOrSkippedActions(t *testing.T) {
+	for _, tc := range []struct {
+		c    Cycle
+		fail bool
+	}{
+		{Cycle{Mode: registry.AutonomyReport, Failed: 3}, false},
+		{Cycle{Mode: registry.AutonomyEnforce}, false},
+		{Cycle{Mode: registry.AutonomyEnforce, Failed: 1}, true},
+		{Cycle{Mode: registry.AutonomyEnforce, Counts: map[string]int{string(CodeNotAttempted): 2}}, true},
+		{Cycle{Mode: registry.AutonomyEnforce, Counts: map[string]int{string(CodeCrashLoop): 1}}, false},
+	} {
+		if err := tc.c.Outcome(); (err != nil) != tc.fail {
+			t.Errorf("%+v: %v, want failure %v", tc.c, err, tc.fail)
+		}
+	}
+}

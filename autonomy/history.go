@@ -141,3 +141,17 @@ func History(ctx context.Context, st registry.Store, n int) ([]Cycle, error) {
 	}
 	return out, nil
 }
+
+// Outcome is a cycle's verdict for its exit: an error when an enforcing
+// cycle had an action fail or left one not attempted; nil otherwise (a
+// report cycle changes nothing, so it never fails this way).
+func (c *Cycle) Outcome() error {
+	if c.Mode != registry.AutonomyEnforce {
+		return nil
+	}
+	notAttempted := c.Counts[string(CodeNotAttempted)]
+	if c.Failed == 0 && notAttempted == 0 {
+		return nil
+	}
+	return fmt.Errorf("autonomy cycle %s: %d action(s) failed, %d not attempted", c.ID, c.Failed, notAttempted)
+}

@@ -100,7 +100,7 @@ func runOptimize(ctx context.Context, env *Env, o optimizeRunOptions, connect fu
 		if err != nil {
 			return err
 		}
-		return enforceOutcome(c)
+		return c.Outcome()
 	}
 	t := time.NewTicker(o.Every)
 	defer t.Stop()
@@ -113,7 +113,7 @@ func runOptimize(ctx context.Context, env *Env, o optimizeRunOptions, connect fu
 			env.Logger.Warn("autonomy cycle not run", "mode", o.Mode, "err", err)
 		}
 		if err == nil && c != nil {
-			if oerr := enforceOutcome(c); oerr != nil {
+			if oerr := c.Outcome(); oerr != nil {
 				env.Logger.Warn("autonomy cycle", "err", oerr)
 			}
 		} else if err != nil && c != nil {
@@ -125,19 +125,6 @@ func runOptimize(ctx context.Context, env *Env, o optimizeRunOptions, connect fu
 		case <-t.C:
 		}
 	}
-}
-
-// enforceOutcome is an enforcing cycle's verdict: an error when an action
-// failed or was not attempted.
-func enforceOutcome(c *autonomy.Cycle) error {
-	if c.Mode != registry.AutonomyEnforce {
-		return nil
-	}
-	notAttempted := c.Counts[string(autonomy.CodeNotAttempted)]
-	if c.Failed == 0 && notAttempted == 0 {
-		return nil
-	}
-	return fmt.Errorf("autonomy cycle %s: %d action(s) failed, %d not attempted", c.ID, c.Failed, notAttempted)
 }
 
 // printStreamed prints one cycle of a repeating run: one JSON line under
