@@ -1,10 +1,13 @@
 package cli
 
 import (
+	"bufio"
 	"bytes"
+	"encoding"
 	"encoding/json"
 	"fmt"
 	"io"
+	"reflect"
 	"strconv"
 	"strings"
 	"unicode"
@@ -19,20 +22,49 @@ import (
 
 // emit prints doc as the one JSON document of kind (doc must encode as a
 // JSON object without a kind field of its own, or be nil), or runs human. It
-// returns the first error writing stdout.
+// returns the first error writing stdout. Either form goes through one
+// buffer: a fleet-size table or list is written in large pieces, not a
+// write per line.
 func emit(env *Env, kind string, doc any, human func(t *text)) error {
+	w := bufio.NewWriterSize(env.Stdout, 64<<10)
 	if env.JSON {
-		return printJSONWithKind(env, kind, doc)
+		if err := printJSONWithKind(w, kind, doc); err != nil {
+			return err
+		}
+		return w.Flush()
 	}
-	t := &text{w: env.Stdout, width: terminalWidth(env)}
+	t := &text{w: w, width: terminalWidth(env)}
 	human(t)
+	if t.err == nil {
+		t.err = w.Flush()
+	}
 	return t.err
 }
 
-// printJSONWithKind writes doc, indented as printJSON does, with "kind" as
-// its first field. It encodes doc once and indents it once, with no copy
-// of the whole document in between: a fleet-size list is megabytes.
-func printJSONWithKind(env *Env, kind string, doc any) error {
+// printJSONWithKind writes doc, indented by two spaces a level, with "kind"
+// as its first field. A struct's list fields are encoded an element at a
+// time: a fleet-size list (20,000 rows, megabytes) never exists whole in
+// memory, only one row's encoding does. The bytes are the ones
+// json.MarshalIndent would write for doc with kind added first.
+func printJSONWithKind(w io.Writer, kind string, doc any) error {
+	o := newJSONOut(w)
+	k, _ := json.Marshal(kind)
+	o.write("{\n  \"kind\": ")
+	o.write(string(k))
+	if fields, ok := streamedFields(doc); ok {
+		for _, f := range fields {
+			o.write(",\n  ")
+			o.write(f.key)
+			o.write(": ")
+			if f.list.IsValid() {
+				o.list(f.list, 1)
+			} else {
+				o.value(f.value, 1)
+			}
+		}
+		o.write("\n}\n")
+		return o.finish(kind)
+	}
 	b, err := json.Marshal(doc)
 	if err != nil {
 		return fmt.Errorf("encode %s: %w", kind, err)
@@ -43,21 +75,191 @@ func printJSONWithKind(env *Env, kind string, doc any) error {
 	if len(b) < 2 || b[0] != '{' {
 		return fmt.Errorf("encode %s: not a JSON object", kind)
 	}
-	k, _ := json.Marshal(kind)
-	// Indentation roughly doubles a fleet-size list: one allocation.
-	out := make([]byte, 0, 2*len(b)+len(k)+32)
-	out = append(out, "{\n  \"kind\": "...)
-	out = append(out, k...)
 	if string(b) == "{}" {
-		out = append(out, "\n}\n"...)
+		o.write("\n}\n")
 	} else {
-		out = append(out, ",\n  "...)
+		o.write(",\n  ")
 		// b without its opening brace: its fields follow kind's.
-		out = indentJSON(out, b[1:], 1)
-		out = append(out, '\n')
+		o.out = indentJSON(o.out, b[1:], 1)
+		o.write("\n")
 	}
-	_, err = env.Stdout.Write(out)
-	return err
+	return o.finish(kind)
+}
+
+// jsonOut writes one indented document in pieces, keeping the first error.
+type jsonOut struct {
+	w   io.Writer
+	out []byte // indented bytes not yet written
+	buf bytes.Buffer
+	enc *json.Encoder
+	err error
+}
+
+func newJSONOut(w io.Writer) *jsonOut {
+	o := &jsonOut{w: w, out: make([]byte, 0, 64<<10)}
+	o.enc = json.NewEncoder(&o.buf)
+	return o
+}
+
+func (o *jsonOut) write(s string) {
+	o.out = append(o.out, s...)
+	o.flushIfFull()
+}
+
+func (o *jsonOut) flushIfFull() {
+	if len(o.out) >= 32<<10 {
+		o.flush()
+	}
+}
+
+func (o *jsonOut) flush() {
+	if o.err == nil && len(o.out) > 0 {
+		_, o.err = o.w.Write(o.out)
+	}
+	o.out = o.out[:0]
+}
+
+// value encodes v as json.Marshal would and appends it indented from depth.
+func (o *jsonOut) value(v any, depth int) {
+	if o.err != nil {
+		return
+	}
+	o.buf.Reset()
+	if err := o.enc.Encode(v); err != nil { // Encode adds a newline
+		o.err = err
+		return
+	}
+	o.out = indentJSON(o.out, bytes.TrimSuffix(o.buf.Bytes(), []byte("\n")), depth)
+	o.flushIfFull()
+}
+
+// list writes a non-empty slice an element at a time, as indentJSON would
+// lay it out. Elements are encoded through their address, as they are when
+// the slice is encoded whole (a slice's elements are addressable).
+func (o *jsonOut) list(l reflect.Value, depth int) {
+	o.write("[")
+	for i := 0; i < l.Len() && o.err == nil; i++ {
+		if i > 0 {
+			o.write(",")
+		}
+		o.out = append(o.out, '\n')
+		o.out = appendIndent(o.out, depth+1)
+		o.value(l.Index(i).Addr().Interface(), depth+1)
+	}
+	o.out = append(o.out, '\n')
+	o.out = appendIndent(o.out, depth)
+	o.write("]")
+}
+
+func (o *jsonOut) finish(kind string) error {
+	o.flush()
+	if o.err != nil {
+		return fmt.Errorf("encode %s: %w", kind, o.err)
+	}
+	return nil
+}
+
+func appendIndent(b []byte, depth int) []byte {
+	for i := 0; i < depth; i++ {
+		b = append(b, ' ', ' ')
+	}
+	return b
+}
+
+// streamedField is one top-level field of a document: its encoded key and
+// either a non-empty list written element by element, or a value.
+type streamedField struct {
+	key   string
+	list  reflect.Value
+	value any
+}
+
+// streamedFields lists doc's fields as encoding/json would encode them,
+// when doc is a struct (or a pointer to one) simple enough to be sure of
+// that: exported named fields, no embedded structs, no tag option other
+// than omitempty, no marshaler of its own. Otherwise ok is false and the
+// document is encoded whole.
+func streamedFields(doc any) (fields []streamedField, ok bool) {
+	v := reflect.ValueOf(doc)
+	for v.Kind() == reflect.Pointer && !v.IsNil() {
+		v = v.Elem()
+	}
+	if v.Kind() != reflect.Struct {
+		return nil, false
+	}
+	t := v.Type()
+	if t.Implements(marshalerType) || reflect.PointerTo(t).Implements(marshalerType) ||
+		t.Implements(textMarshalerType) || reflect.PointerTo(t).Implements(textMarshalerType) {
+		return nil, false
+	}
+	for i := 0; i < t.NumField(); i++ {
+		sf := t.Field(i)
+		if sf.Anonymous {
+			return nil, false
+		}
+		tag := sf.Tag.Get("json")
+		if !sf.IsExported() || tag == "-" {
+			continue
+		}
+		name, opts, _ := strings.Cut(tag, ",")
+		if opts != "" && opts != "omitempty" {
+			return nil, false
+		}
+		if name == "" {
+			name = sf.Name
+		}
+		if !plainKey(name) {
+			return nil, false
+		}
+		fv := v.Field(i)
+		if opts == "omitempty" && emptyJSON(fv) {
+			continue
+		}
+		f := streamedField{key: `"` + name + `"`}
+		if fv.Kind() == reflect.Slice && fv.Len() > 0 && fv.Type().Elem().Kind() != reflect.Uint8 {
+			f.list = fv
+		} else if fv.CanAddr() {
+			f.value = fv.Addr().Interface()
+		} else {
+			f.value = fv.Interface()
+		}
+		fields = append(fields, f)
+	}
+	return fields, true
+}
+
+var (
+	marshalerType     = reflect.TypeFor[json.Marshaler]()
+	textMarshalerType = reflect.TypeFor[encoding.TextMarshaler]()
+)
+
+// plainKey: a key encoding/json writes as it is (no escaping, a valid tag).
+func plainKey(s string) bool {
+	for _, c := range s {
+		if !(c == '_' || c == '-' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9') {
+			return false
+		}
+	}
+	return s != ""
+}
+
+// emptyJSON is encoding/json's test for omitempty.
+func emptyJSON(v reflect.Value) bool {
+	switch v.Kind() {
+	case reflect.Array, reflect.Map, reflect.Slice, reflect.String:
+		return v.Len() == 0
+	case reflect.Bool:
+		return !v.Bool()
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
+		return v.Int() == 0
+	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64, reflect.Uintptr:
+		return v.Uint() == 0
+	case reflect.Float32, reflect.Float64:
+		return v.Float() == 0
+	case reflect.Interface, reflect.Pointer:
+		return v.IsNil()
+	}
+	return false
 }
 
 // indentJSON appends src, compact JSON as json.Marshal writes it, to dst

@@ -1,11 +1,9 @@
 package cli
 
 import (
-	"fmt"
 	"io"
 	"os"
 	"strconv"
-	"strings"
 	"unicode/utf8"
 
 	"golang.org/x/term"
@@ -30,24 +28,51 @@ func terminalWidth(env *Env) int {
 // the last column is cut to fit it (at least 10 characters are kept).
 //
 // Every cell is escaped (escapeText): a cell is one line, whatever it holds.
+// The cells of rows are replaced by their escaped form.
 func printTable(w io.Writer, width int, header []string, rows [][]string) {
-	header, rows = escapeCells(header), escapeRows(rows)
+	header = escapeCells(header)
+	for _, r := range rows {
+		for i, c := range r {
+			r[i] = escapeText(c)
+		}
+	}
 	widths := make([]int, len(header))
-	for _, r := range append([][]string{header}, rows...) {
+	measure := func(r []string) {
 		for i := 0; i < len(widths)-1 && i < len(r); i++ {
 			widths[i] = max(widths[i], utf8.RuneCountInString(r[i]))
 		}
 	}
-	for _, r := range append([][]string{header}, rows...) {
-		var b strings.Builder
+	measure(header)
+	for _, r := range rows {
+		measure(r)
+	}
+	var line []byte
+	write := func(r []string) {
+		line = line[:0]
+		runes := 0
 		for i := range widths[:len(widths)-1] {
-			fmt.Fprintf(&b, "%-*s  ", widths[i], cell(r, i))
+			c := cell(r, i)
+			line = append(line, c...)
+			pad := widths[i] - utf8.RuneCountInString(c) + 2
+			for ; pad > 0; pad-- {
+				line = append(line, ' ')
+			}
+			runes += widths[i] + 2
 		}
-		last := []rune(cell(r, len(widths)-1))
-		if room := max(width-utf8.RuneCountInString(b.String()), 10); width > 0 && len(last) > room {
-			last = append(last[:room-1], '…')
+		last := cell(r, len(widths)-1)
+		if room := max(width-runes, 10); width > 0 && utf8.RuneCountInString(last) > room {
+			last = string([]rune(last)[:room-1]) + "…"
 		}
-		fmt.Fprintln(w, strings.TrimRight(b.String()+string(last), " "))
+		line = append(line, last...)
+		for len(line) > 0 && line[len(line)-1] == ' ' {
+			line = line[:len(line)-1]
+		}
+		line = append(line, '\n')
+		w.Write(line) //nolint:errcheck // a *text keeps its first error
+	}
+	write(header)
+	for _, r := range rows {
+		write(r)
 	}
 }
 
@@ -62,14 +87,6 @@ func escapeCells(r []string) []string {
 	out := make([]string, len(r))
 	for i, c := range r {
 		out[i] = escapeText(c)
-	}
-	return out
-}
-
-func escapeRows(rows [][]string) [][]string {
-	out := make([][]string, len(rows))
-	for i, r := range rows {
-		out[i] = escapeCells(r)
 	}
 	return out
 }
