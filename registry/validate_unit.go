@@ -112,7 +112,7 @@ func (v *validator) unitSettings(s *Service, os, p string) {
 	} {
 		linuxOnly(f.name, len(f.names) > 0)
 		for i, n := range f.names {
-			if !grammar(n, systemdFirst, systemdRest, MaxUnitNameBytes) || unitType(n) == "" {
+			if !grammar(n, systemdFirst, systemdRest, MaxUnitNameBytes) || dependencyType(n) == "" {
 				v.add(at(p, f.name, i), "%q is not a systemd unit name", n)
 			}
 		}
@@ -432,4 +432,19 @@ func fieldSet(s *Service, field, key string) bool {
 	}
 	// Lists, program and unit are always rendered from their fields.
 	return true
+}
+
+// dependencyUnitTypes are every systemd unit type: a dependency may name a
+// unit of any of them (After=dev-ttyUSB0.device, Wants=system-foo.slice),
+// even those stado never addresses on its own (SystemdUnitTypes).
+var dependencyUnitTypes = []string{".service", ".socket", ".device", ".mount", ".automount", ".swap", ".target", ".path", ".timer", ".slice", ".scope"}
+
+// dependencyType returns the suffix of n among dependencyUnitTypes, or "".
+func dependencyType(n string) string {
+	for _, s := range dependencyUnitTypes {
+		if strings.HasSuffix(n, s) && len(n) > len(s) {
+			return s
+		}
+	}
+	return ""
 }

@@ -147,14 +147,30 @@ var generatorDirs = []string{"/run/systemd/generator", "/run/systemd/generator.e
 // ParseUnitFile is ParseFile with drop-ins named by their paths, so a
 // blocker in one names its file.
 func ParseUnitFile(path string, data []byte, dropins []DropIn) (Parsed, error) {
+	return ParseUnit(path, "", data, dropins)
+}
+
+// ParseUnit is ParseUnitFile for the unit named unit, which the init
+// system loaded from the file at path: when path is a systemd template
+// (foo@.service) and unit one of its instances (foo@bar.service), the file
+// is read as that instance (ParseSystemdInstance) and the declaration's
+// UnitPath is the instance's own file beside the template; any other unit
+// (or "") reads the file as the unit its name says.
+func ParseUnit(path, unit string, data []byte, dropins []DropIn) (Parsed, error) {
 	var p Parsed
 	var err error
 	goos := registry.OSLinux
+	instance := false
 	if IsPlist(data) {
 		goos = registry.OSDarwin
 		p, err = parsePlistNamed(data, filepath.Base(path))
 	} else {
-		p, err = ParseSystemdFiles(data, filepath.Base(path), dropins)
+		file := filepath.Base(path)
+		if unit == "" || !InstanceOf(unit, file) {
+			unit = file
+		}
+		instance = unit != file
+		p, err = parseSystemd(data, file, unit, path, dropins)
 	}
 	if err != nil {
 		if se, ok := err.(*SyntaxError); ok && goos == registry.OSDarwin {
@@ -179,6 +195,9 @@ func ParseUnitFile(path string, data []byte, dropins []DropIn) (Parsed, error) {
 		}
 	}
 	p.Service.UnitPath = path
+	if instance {
+		p.Service.UnitPath = filepath.Join(filepath.Dir(path), p.Service.Unit)
+	}
 	return p, nil
 }
 

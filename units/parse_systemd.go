@@ -127,7 +127,29 @@ func ParseSystemd(data []byte, name string, dropins [][]byte) (Parsed, error) {
 // unit adoptable. The error is a *SyntaxError when a file cannot be read as
 // a unit at all.
 func ParseSystemdFiles(data []byte, name string, dropins []DropIn) (Parsed, error) {
-	entries, err := lexUnit(data, name)
+	return parseSystemd(data, name, name, "", dropins)
+}
+
+// ParseSystemdInstance reads the template file named template
+// ("foo@.service") with its drop-ins as the template's instance unit
+// ("foo@bar.service"): the specifiers that depend on the unit's name are
+// written out for that instance (see nameSpecifiers), so the declaration
+// renders into a plain unit file of the instance's name that systemd reads
+// as it reads the instance. A unit that is not an instance of template is
+// refused with a *SyntaxError.
+func ParseSystemdInstance(data []byte, template, unit string, dropins []DropIn) (Parsed, error) {
+	if !InstanceOf(unit, template) {
+		return Parsed{}, &SyntaxError{File: template, Reason: fmt.Sprintf("%s is not an instance of the template %s", unit, template)}
+	}
+	return parseSystemd(data, template, unit, "", dropins)
+}
+
+// parseSystemd reads the file named file (its path when known, for %y) as
+// the unit named unit: the file's own name, or an instance of the template
+// file.
+func parseSystemd(data []byte, file, unit, path string, dropins []DropIn) (Parsed, error) {
+	name := unit
+	entries, err := lexUnit(data, file)
 	if err != nil {
 		return Parsed{}, err
 	}
@@ -145,6 +167,23 @@ func ParseSystemdFiles(data []byte, name string, dropins []DropIn) (Parsed, erro
 		Scope:        registry.ScopeSystem,
 		UnitSettings: registry.UnitSettings{StadoDefaults: &f},
 	}}
+	// Specifiers that depend on the unit's name are written out for it
+	// (a template without an instance has nothing to write them out with).
+	skip := map[int]bool{}
+	if !IsTemplate(name) {
+		vals := nameSpecifierValues(name, path)
+		for i := range entries {
+			e := &entries[i]
+			v, bad := expandNameSpecifiers(e.value, vals)
+			if len(bad) > 0 {
+				p.block(e, e.key, strings.Join(bad, "; "),
+					"adopt an instance whose name needs no quoting, or write the value out")
+				skip[i] = true
+				continue
+			}
+			e.value = v
+		}
+	}
 	u := &p.Service.UnitSettings
 	var (
 		execStart []entry
@@ -154,6 +193,9 @@ func ParseSystemdFiles(data []byte, name string, dropins []DropIn) (Parsed, erro
 		env       = map[string]string{}
 	)
 	for i := range entries {
+		if skip[i] {
+			continue
+		}
 		e := &entries[i]
 		key := e.key
 		src[key] = e
@@ -219,11 +261,20 @@ func ParseSystemdFiles(data []byte, name string, dropins []DropIn) (Parsed, erro
 		}
 		p.finish()
 		return p, nil
-	case strings.Contains(name, "@"):
-		p.blockUnit(name, "unit", fmt.Sprintf("%s is a template: its command and settings depend on the instance name", name),
-			"copy it to a plain NAME.service with the instance written out")
+	case IsTemplate(name):
+		inst := InstanceName(name, "NAME")
+		p.blockUnit(file, "unit", fmt.Sprintf("%s is a template: its command and settings depend on the instance name", name),
+			fmt.Sprintf("adopt an instance (stado service adopt %s, or stado host unit parse FILE --instance NAME)", inst))
 	}
-	p.execStart(name, execStart)
+	execBlocked := false
+	for i := range skip {
+		if entries[i].section == "Service" && entries[i].key == "ExecStart" {
+			execBlocked = true // named already; not "no ExecStart="
+		}
+	}
+	if len(execStart) > 0 || !execBlocked {
+		p.execStart(file, execStart)
+	}
 	for key, e := range scalars {
 		p.scalar(key, e)
 	}
@@ -241,7 +292,7 @@ func ParseSystemdFiles(data []byte, name string, dropins []DropIn) (Parsed, erro
 			p.Service.Scope = registry.ScopeUser
 		}
 	}
-	p.checkDeclaration(registry.OSLinux, name, func(field string) (string, int) {
+	p.checkDeclaration(registry.OSLinux, file, func(field string) (string, int) {
 		base, sub, _ := strings.Cut(field, ".")
 		base, _, _ = strings.Cut(base, "[")
 		key := base

@@ -121,7 +121,7 @@ func TestParseSystemdNamesTheKindOfUnitItCannotRepresent(t *testing.T) {
 	cases := map[string]string{
 		"x.socket":   "socket unit",   // socket activation
 		"x.timer":    "not a service", // another kind of unit
-		"x@.service": "is a template", // instance-dependent command
+		"x@.service": "is a template", // instance-dependent command, no instance given
 	}
 	for name, want := range cases {
 		p, err := ParseSystemd([]byte("[Service]\nExecStart=/bin/true\n"), name, nil)
