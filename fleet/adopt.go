@@ -81,7 +81,8 @@ func (f *Fleet) Adopt(ctx context.Context, o AdoptOptions) (AdoptResult, error) 
 	if file == nil {
 		return res, refusal.New(refusal.NotFound, "unit %s on %s has no unit file to adopt", o.Unit, t.Name)
 	}
-	parsed, err := units.ParseUnitFile(file.Path, []byte(file.Content), file.DropIns)
+	// A template's instance is read as that instance, not as the template.
+	parsed, err := units.ParseUnit(file.Path, o.Unit, []byte(file.Content), file.DropIns)
 	if err != nil {
 		return res, fmt.Errorf("%s: adopt %s: %w", t.Name, o.Unit, err)
 	}

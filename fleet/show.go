@@ -91,7 +91,7 @@ func (f *Fleet) ShowOnHost(ctx context.Context, name, host string, showValues bo
 	truth.Verdict = &fr.Verdict
 	if fr.File != nil {
 		truth.File = fr.File
-		if p, perr := units.ParseUnitFile(fr.File.Path, []byte(fr.File.Content), fr.File.DropIns); perr == nil {
+		if p, perr := units.ParseUnit(fr.File.Path, fr.File.Unit, []byte(fr.File.Content), fr.File.DropIns); perr == nil {
 			truth.Complete, truth.Blockers = p.Complete, p.Blockers
 			if !showValues && len(p.Env) > 0 {
 				// The file's text holds the values: mask it as a whole.

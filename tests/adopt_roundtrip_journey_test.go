@@ -21,7 +21,10 @@ import (
 // written on host1 and as stado renders its adopted declaration on host2,
 // under the same name; neither is started (their programs need not exist),
 // and systemd's own reading of both (systemctl show) must agree property by
-// property, up to the normalisations docs/units.md lists.
+// property, up to the normalisations docs/units.md lists. A template is
+// installed as the template on host1 and compared as its instance
+// stado-corpus, which host2 reads from the rendering of the adopted
+// instance, a plain file of the instance's name.
 
 // roundTripProperties are the properties compared: what runs, as whom, where,
 // how it restarts and stops, its dependencies, limits and sandboxing.
@@ -41,70 +44,99 @@ var roundTripProperties = []string{
 var sortedWordProperties = map[string]bool{"Environment": true, "After": true, "Before": true, "Wants": true, "Requires": true, "Conflicts": true}
 
 type roundTripUnit struct {
-	name     string // the name both hosts install it under
+	name     string // the unit compared on both hosts
+	file     string // the file host1 installs the original as (a template for an instance)
 	source   string // corpus path
 	original []byte
 	dropins  []units.DropIn
 	rendered []byte
 }
 
+// roundTripInstance is the instance a corpus template is installed and
+// adopted as (units/corpus_test.go counts templates by the same instance).
+const roundTripInstance = "stado-corpus"
+
 func TestAdoptedCorpusUnitsShowTheSamePropertiesOnRealSystemd(t *testing.T) {
 	bed := testbed.Shared(t, 2)
 	h1, h2 := bed.Host(1), bed.Host(2)
 	root := filepath.Join(unitsRepoRoot(t), "units", "testdata", "corpus")
 
-	var all []roundTripUnit
+	var sources []string
 	err := filepath.WalkDir(root, func(path string, d os.DirEntry, err error) error {
-		if err != nil || d.IsDir() || !strings.HasSuffix(path, ".service") || strings.HasSuffix(filepath.Dir(path), ".d") {
-			return err
+		if err == nil && !d.IsDir() && strings.HasSuffix(path, ".service") && !strings.HasSuffix(filepath.Dir(path), ".d") {
+			sources = append(sources, path)
 		}
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sort.Strings(sources)
+	// Each unit is installed under a name of this journey's own, so no unit
+	// of the host (its sshd among them) is touched: stado-rt-NNN.service, a
+	// template as stado-rt-NNN@.service compared as its instance
+	// stado-rt-NNN@stado-corpus.service (an instance file keeps its
+	// instance). It is adopted under that name, so the specifiers of the
+	// name mean the same on both hosts.
+	var all []roundTripUnit
+	templates := 0
+	for i, path := range sources {
 		data, err := os.ReadFile(path)
 		if err != nil {
-			return err
+			t.Fatal(err)
 		}
 		var dropins []units.DropIn
 		if ents, err := os.ReadDir(path + ".d"); err == nil {
 			for _, e := range ents {
 				b, err := os.ReadFile(filepath.Join(path+".d", e.Name()))
 				if err != nil {
-					return err
+					t.Fatal(err)
 				}
 				dropins = append(dropins, units.DropIn{Path: filepath.Join(path+".d", e.Name()), Content: string(b)})
 			}
 		}
-		p, err := units.ParseUnitFile("/lib/systemd/system/"+filepath.Base(path), data, dropins)
+		base := filepath.Base(path)
+		file := fmt.Sprintf("stado-rt-%03d.service", i)
+		name := file
+		if at := strings.IndexByte(base, '@'); at >= 0 {
+			file = fmt.Sprintf("stado-rt-%03d%s", i, base[at:])
+			name = file
+			if units.IsTemplate(file) {
+				name = units.InstanceName(file, roundTripInstance)
+			}
+		}
+		p, err := units.ParseUnit("/etc/systemd/system/"+file, name, data, dropins)
 		if err != nil || !p.Complete {
-			return nil
+			continue
 		}
 		s := p.Service
 		s.UnitPath = ""
 		out, err := units.RenderSystemd(s)
 		if err != nil {
 			t.Errorf("%s: render: %v", path, err)
-			return nil
+			continue
+		}
+		if name != file {
+			templates++
 		}
 		rel, _ := filepath.Rel(root, path)
-		all = append(all, roundTripUnit{source: rel, original: data, dropins: dropins, rendered: out})
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
+		all = append(all, roundTripUnit{name: name, file: file, source: rel, original: data, dropins: dropins, rendered: out})
 	}
-	sort.Slice(all, func(i, j int) bool { return all[i].source < all[j].source })
 	if len(all) < 60 {
 		t.Fatalf("%d complete corpus units, want at least 60", len(all))
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 
-	// Install under names of this journey's own, so no unit of the host
-	// (its sshd among them) is touched.
 	var paths []string
 	for i := range all {
 		u := &all[i]
-		u.name = fmt.Sprintf("stado-rt-%03d.service", i)
-		path := "/etc/systemd/system/" + u.name
+		path := "/etc/systemd/system/" + u.file
+		rendered := "/etc/systemd/system/" + u.name
 		paths = append(paths, path)
+		if rendered != path {
+			paths = append(paths, rendered)
+		}
 		if err := bed.WriteFile(h1, path, u.original, 0o644); err != nil {
 			t.Fatal(err)
 		}
@@ -118,7 +150,7 @@ func TestAdoptedCorpusUnitsShowTheSamePropertiesOnRealSystemd(t *testing.T) {
 				}
 			}
 		}
-		if err := bed.WriteFile(h2, path, u.rendered, 0o644); err != nil {
+		if err := bed.WriteFile(h2, rendered, u.rendered, 0o644); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -155,6 +187,21 @@ func TestAdoptedCorpusUnitsShowTheSamePropertiesOnRealSystemd(t *testing.T) {
 			t.Errorf("%s: the original does not load on host1 (%s)", u.source, a["LoadState"])
 			continue
 		}
+		if u.name != u.file {
+			// host1 instantiates the template; host2 reads the instance's
+			// own file, stado's rendering.
+			fa, err := showProperties(ctx, bed, h1, u.name, "FragmentPath")
+			if err != nil {
+				t.Fatal(err)
+			}
+			fb, err := showProperties(ctx, bed, h2, u.name, "FragmentPath")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if fa["FragmentPath"] != "/etc/systemd/system/"+u.file || fb["FragmentPath"] != "/etc/systemd/system/"+u.name {
+				t.Errorf("%s: %s is loaded from %q on host1 and %q on host2, want the template and the instance's own file", u.source, u.name, fa["FragmentPath"], fb["FragmentPath"])
+			}
+		}
 		for _, p := range roundTripProperties {
 			// A kept %H (or %l) expands to each host's own name.
 			av := strings.ReplaceAll(a[p], h1.Name, "%H")
@@ -168,7 +215,7 @@ func TestAdoptedCorpusUnitsShowTheSamePropertiesOnRealSystemd(t *testing.T) {
 		}
 		compared++
 	}
-	t.Logf("%d adopted units compared on %d properties each: original on %s, stado's rendering on %s", compared, len(roundTripProperties), h1.Name, h2.Name)
+	t.Logf("%d adopted units (%d of them template instances) compared on %d properties each: original on %s, stado's rendering on %s", compared, templates, len(roundTripProperties), h1.Name, h2.Name)
 }
 
 // showProperties reads props of unit on h with systemctl show.
