@@ -2,7 +2,6 @@ package beacon
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"runtime"
 	"sort"
@@ -108,9 +107,14 @@ func decodeBeacons(objs []registry.Object) ([]*Beacon, []error) {
 // does not define. The error says why the beacon is unreadable.
 func DecodeBeacon(host string, value []byte) (*Beacon, error) {
 	var b Beacon
-	if err := json.Unmarshal(value, &b); err != nil {
+	if err := registry.DecodeStored(value, &b, false); err != nil {
 		return nil, err
 	}
+	return checkDecoded(host, &b)
+}
+
+// checkDecoded is DecodeBeacon's judgement of a decoded beacon.
+func checkDecoded(host string, b *Beacon) (*Beacon, error) {
 	if b.Kind != Kind || b.Version != FormatVersion {
 		return nil, fmt.Errorf("kind %q version %d is not %s version %d", b.Kind, b.Version, Kind, FormatVersion)
 	}
@@ -125,7 +129,7 @@ func DecodeBeacon(host string, value []byte) (*Beacon, error) {
 			}
 		}
 	}
-	return &b, nil
+	return b, nil
 }
 
 // knownState reports whether s is a verdict a beacon may publish.

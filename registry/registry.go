@@ -81,9 +81,7 @@ func decodeEnvelope(obj Object) (*Document, Meta, error) {
 		return nil, Meta{}, fmt.Errorf("read %s at revision %d: %w", obj.Key, obj.Revision, &ParseError{Source: obj.Key, Msg: fmt.Sprintf("stored document is %d bytes, the limit is %d (docs/limits.md)", len(obj.Value), MaxDocumentBytes)})
 	}
 	env := envelope{Document: presizedDocument(obj.Value)}
-	dec := json.NewDecoder(bytes.NewReader(obj.Value))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&env); err != nil {
+	if err := DecodeStored(obj.Value, &env, true); err != nil {
 		return nil, Meta{}, fmt.Errorf("read %s at revision %d: %w", obj.Key, obj.Revision, &ParseError{Source: obj.Key, Msg: err.Error()})
 	}
 	if env.Document == nil {

@@ -1,0 +1,88 @@
+package registry
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"reflect"
+	"testing"
+)
+
+// stdDecode is encoding/json's reading of value, the meaning DecodeStored
+// must keep.
+func stdDecode(value []byte, v any, strict bool) error {
+	dec := json.NewDecoder(bytes.NewReader(value))
+	if strict {
+		dec.DisallowUnknownFields()
+	}
+	return dec.Decode(v)
+}
+
+// storedEnvelopes are envelopes as a push stores them (every good test
+// document) and as someone writing the store by hand might leave them.
+func storedEnvelopes(t testing.TB) [][]byte {
+	var out [][]byte
+	files, _ := filepath.Glob("testdata/good/*")
+	for _, f := range files {
+		data, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		d, err := Parse(data, f)
+		if err != nil {
+			t.Fatalf("%s: %v", f, err)
+		}
+		b, err := json.Marshal(envelope{Meta: Meta{Writer: "w", Reason: "r", Revision: 3}, Document: d})
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, b)
+	}
+	return append(out,
+		[]byte(`{"meta":{},"document":{"version":1,"TARGETS":[{"Name":"h","os":"linux","Services":[{"name":"a","unit":"a.service","program":"/bin/a","args":["x"]}]}]}}`),
+		[]byte(`{"meta":{},"document":{"version":1,"targets":[{"name":"h","name":"i"}]}}`),
+		[]byte(`{"meta":{},"document":{"version":1,"bogus":true}}`),
+		[]byte(`{"meta":{},"document":{"version":"1"}}`),
+		[]byte(`{"meta":{},"document":{"version":1e400}}`),
+		[]byte(`{"meta":{},"document":{"version":1,"targets":[{"name":"a\ud800\xff\u00e9"}]}}`),
+		[]byte(`{"meta":{},"document":null}`),
+		[]byte(`{"meta":{},"document":{"version":1}} trailing`),
+		[]byte(`{"meta":{},"document":{"version":1,"targets":[{"services":[{"args":[1]}]}]}}`),
+		[]byte(`{"meta":`),
+		[]byte(``),
+		[]byte(`[]`),
+	)
+}
+
+// The faster decoder reads every stored envelope as encoding/json does:
+// the same document, and an error exactly where encoding/json has one.
+func TestStoredEnvelopesDecodeAsEncodingJSONDecodesThem(t *testing.T) {
+	for _, value := range storedEnvelopes(t) {
+		assertDecodesAsStd(t, value)
+	}
+}
+
+func assertDecodesAsStd(t *testing.T, value []byte) {
+	t.Helper()
+	var got, want envelope
+	gotErr := DecodeStored(value, &got, true)
+	wantErr := stdDecode(value, &want, true)
+	if (gotErr == nil) != (wantErr == nil) {
+		t.Fatalf("%q: error %v, encoding/json's %v", value, gotErr, wantErr)
+	}
+	if wantErr == nil && !reflect.DeepEqual(got, want) {
+		t.Fatalf("%q: decoded\n%+v\nencoding/json decoded\n%+v", value, got.Document, want.Document)
+	}
+}
+
+// Hostile stored bytes never crash the reader: they decode as
+// encoding/json decodes them, or are an error.
+func FuzzStoredEnvelopeDecodesAsEncodingJSON(f *testing.F) {
+	for _, value := range storedEnvelopes(f) {
+		f.Add(value)
+	}
+	f.Fuzz(func(t *testing.T, value []byte) {
+		assertDecodesAsStd(t, value)
+	})
+}
