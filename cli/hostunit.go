@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"strings"
 
 	"github.com/wisent/stado/fleet"
 	"github.com/wisent/stado/refusal"
@@ -172,6 +173,9 @@ func runHostUnitRender(_ context.Context, env *Env, opts hostUnitRenderOptions) 
 type hostUnitParseOptions struct {
 	File    string
 	Dropins string // directory of drop-ins; empty: FILE.d when it exists
+	// Instance reads a template FILE (NAME@.service) as its instance
+	// NAME@INSTANCE.service; empty reads FILE as the unit its name says.
+	Instance string
 }
 
 func newHostUnitParseCommand(env *Env) *ucli.Command {
@@ -179,28 +183,48 @@ func newHostUnitParseCommand(env *Env) *ucli.Command {
 		Name:      "parse",
 		Usage:     "print the declaration adopt would record from a unit file or property list",
 		ArgsUsage: "FILE",
-		UsageText: "stado host unit parse FILE [--dropins DIR] [--json]\n\n" +
+		UsageText: "stado host unit parse FILE [--dropins DIR] [--instance NAME] [--json]\n\n" +
 			"Reads a systemd unit (with the *.conf drop-ins of DIR, default FILE.d, in name\n" +
 			"order) or a launchd property list, XML or binary, on any OS. Prints a complete\n" +
 			"declaration, or the incomplete one with every blocker: the key, the file (a\n" +
 			"drop-in by its name) and line, and what would make the unit adoptable. --json\n" +
-			"gives the blockers as a list.\n\n" +
-			"example:\n   stado host unit parse /etc/systemd/system/brama.service --json",
-		Flags: []ucli.Flag{&ucli.StringFlag{Name: "dropins", Usage: "directory of *.conf drop-ins to apply"}},
+			"gives the blockers as a list. --instance reads a template (NAME@.service) as\n" +
+			"its instance NAME@INSTANCE.service, the specifiers of the unit's name written\n" +
+			"out for it, as service adopt does for an instance a host runs.\n\n" +
+			"example:\n   stado host unit parse /etc/systemd/system/brama.service --json\n" +
+			"   stado host unit parse /lib/systemd/system/postgresql@.service --instance 15-main",
+		Flags: []ucli.Flag{
+			&ucli.StringFlag{Name: "dropins", Usage: "directory of *.conf drop-ins to apply"},
+			&ucli.StringFlag{Name: "instance", Usage: "read a template FILE as this instance of it"},
+		},
 		Action: func(c *ucli.Context) error {
 			file, err := oneArg(c, "FILE")
 			if err != nil {
 				return err
 			}
-			return runHostUnitParse(c.Context, env, hostUnitParseOptions{File: file, Dropins: c.String("dropins")})
+			return runHostUnitParse(c.Context, env, hostUnitParseOptions{File: file, Dropins: c.String("dropins"), Instance: c.String("instance")})
 		},
 	}, true)
 }
 
 func runHostUnitParse(_ context.Context, env *Env, opts hostUnitParseOptions) error {
+	unit := ""
+	if opts.Instance != "" {
+		base := filepath.Base(opts.File)
+		if !units.IsTemplate(base) {
+			return usagef("--instance reads a template (NAME@.service); %s is not one", base)
+		}
+		unit = units.InstanceName(base, opts.Instance)
+		if err := registry.CheckUnitName(registry.OSLinux, unit); err != nil || strings.Count(opts.Instance, "@") > 0 {
+			return usagef("--instance %q does not make a systemd unit name: %s", opts.Instance, unit)
+		}
+	}
 	data, err := os.ReadFile(opts.File)
 	if err != nil {
 		return fmt.Errorf("read %s: %w", opts.File, err)
+	}
+	if unit != "" && units.IsPlist(data) {
+		return usagef("--instance reads a systemd template; %s is a property list", opts.File)
 	}
 	var dropins []units.DropIn
 	if !units.IsPlist(data) {
@@ -212,7 +236,7 @@ func runHostUnitParse(_ context.Context, env *Env, opts hostUnitParseOptions) er
 	if abs, err := filepath.Abs(path); err == nil {
 		path = abs
 	}
-	p, err := units.ParseUnitFile(path, data, dropins)
+	p, err := units.ParseUnit(path, unit, data, dropins)
 	if err != nil {
 		return err
 	}

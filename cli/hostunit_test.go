@@ -170,3 +170,42 @@ func TestHostUnitLogsRefusesNonPositiveLines(t *testing.T) {
 		t.Errorf("exit %d, want %d", code, ExitUsage)
 	}
 }
+
+// host unit parse --instance reads a template as one of its instances: a
+// complete declaration of the instance with its name written out; without
+// --instance the template names how to adopt one; --instance on a file that
+// is not a template, or an instance that makes no unit name, is a usage
+// refusal.
+func TestHostUnitParseReadsATemplateAsTheInstanceNamed(t *testing.T) {
+	dir := t.TempDir()
+	tmpl := filepath.Join(dir, "pg@.service")
+	if err := os.WriteFile(tmpl, []byte("[Unit]\nDescription=cluster %I\n[Service]\nExecStart=/usr/bin/pg_ctlcluster --skip-systemctl-redirect %i start\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, out, errOut := runStado(t, "host", "unit", "parse", tmpl, "--instance", "15-main", "--json")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	var p units.Parsed
+	if err := json.Unmarshal([]byte(out), &p); err != nil {
+		t.Fatal(err)
+	}
+	if !p.Complete || p.Service.Unit != "pg@15-main.service" || p.Service.Description != "cluster 15/main" ||
+		strings.Join(p.Service.Args, " ") != "--skip-systemctl-redirect 15-main start" {
+		t.Errorf("instance: %s", out)
+	}
+	code, out, _ = runStado(t, "host", "unit", "parse", tmpl)
+	if code != 0 || !strings.Contains(out, "is a template") || !strings.Contains(out, "--instance NAME") {
+		t.Errorf("bare template: exit %d\n%s", code, out)
+	}
+	plain := filepath.Join(dir, "plain.service")
+	if err := os.WriteFile(plain, []byte("[Service]\nExecStart=/bin/true\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, args := range [][]string{{plain, "--instance", "x"}, {tmpl, "--instance", "a/b"}, {tmpl, "--instance", "a b"}} {
+		code, _, errOut = runStado(t, append([]string{"host", "unit", "parse"}, args...)...)
+		if code != 2 || !strings.Contains(errOut, "--instance") {
+			t.Errorf("%q: exit %d, want a usage refusal naming --instance: %s", args, code, errOut)
+		}
+	}
+}
