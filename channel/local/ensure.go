@@ -41,6 +41,9 @@ func (h *Host) Ensure(ctx context.Context, req channel.EnsureRequest) (channel.E
 		return res, err
 	}
 	s.UnitPath = res.Path
+	// A product's unit keeps the installed fields its rendering does not
+	// declare, such as an operator's resource limits (units.KeepInstalled).
+	content = units.KeepInstalledAt(s, h.OS(), res.Path, content)
 	err = h.withManager(ctx, u.Scope, func(m units.Manager) error {
 		if req.Mode == channel.ModePlan {
 			return h.plan(ctx, m, s, content, &res)

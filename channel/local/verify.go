@@ -135,6 +135,7 @@ func (h *Host) checkFile(vs channel.VerifyService, c *channel.UnitCheck) {
 		c.Refusal = &channel.UnitRefusal{Code: refusal.Validation, Message: "render " + s.Unit + ": " + err.Error()}
 		return
 	}
+	content = units.KeepInstalled(s, h.OS(), content, old) // what ensure would write over it
 	if c.FileAbsent || string(old) != string(content) {
 		c.Drift = true
 		c.Diff = units.Diff(c.Path, string(old), string(content))
