@@ -40,7 +40,7 @@ var (
 	systemdFirst = chars("A-Za-z0-9_")
 	systemdRest  = chars("A-Za-z0-9:_.\\@-")
 	launchdFirst = chars("A-Za-z0-9")
-	launchdRest  = chars("A-Za-z0-9_-")
+	launchdRest  = chars("A-Za-z0-9_@-")
 )
 
 // CheckUnitName reports whether unit is a unit identity stado may name on a
@@ -50,7 +50,10 @@ var (
 // name@blue.service, never the bare template name@.service, which nothing
 // can start), on darwin a reverse-DNS launchd label (at least two
 // dot-separated parts, each a letter or digit followed by letters, digits,
-// '_' and '-'). Both are at most MaxUnitNameBytes. Any other os is refused.
+// '_', '-' and '@', as Homebrew's homebrew.mxcl.postgresql@14; a label with
+// '@' that ends in a systemd unit type, such as web@1.service, is refused as
+// the systemd instance it looks like). Both are at most MaxUnitNameBytes.
+// Any other os is refused.
 // The error is a *NameError. It is the rule for every unit the registry
 // declares, complete or not; a unit stado renders must also pass
 // CheckServiceUnit.
@@ -107,7 +110,11 @@ func checkLaunchdLabel(l string) error {
 		return nameErrorf(l, "launchd label is %d bytes, at most %d", len(l), MaxUnitNameBytes)
 	case !strings.Contains(l, ".") ||
 		!dotted(l, func(part string) bool { return grammar(part, launchdFirst, launchdRest, MaxUnitNameBytes) }):
-		return nameErrorf(l, "%q is not a reverse-DNS launchd label (such as com.example.name: dot-separated parts of letters, digits, '_' and '-', each starting with a letter or digit)", l)
+		return nameErrorf(l, "%q is not a reverse-DNS launchd label (such as com.example.name: dot-separated parts of letters, digits, '_', '-' and '@', each starting with a letter or digit)", l)
+	case strings.Contains(l, "@") && unitType(l) != "":
+		// '@' is inert in argv, paths and launchctl's domain/label targets;
+		// it is refused only where it would read as a systemd instance.
+		return nameErrorf(l, "%q is a systemd instance name, not a launchd label", l)
 	}
 	return nil
 }
