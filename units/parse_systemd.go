@@ -133,7 +133,7 @@ func ParseSystemdFiles(data []byte, name string, dropins []DropIn) (Parsed, erro
 // ParseSystemdInstance reads the template file named template
 // ("foo@.service") with its drop-ins as the template's instance unit
 // ("foo@bar.service"): the specifiers that depend on the unit's name are
-// written out for that instance (see nameSpecifiers), so the declaration
+// written out for that instance (see specifiers.go), so the declaration
 // renders into a plain unit file of the instance's name that systemd reads
 // as it reads the instance. A unit that is not an instance of template is
 // refused with a *SyntaxError.

@@ -8,8 +8,8 @@ import (
 
 // How adopt treats systemd's specifiers (systemd.unit(5), "Specifiers").
 //
-// The unit's name and file decide nameSpecifiers: %n %N %p %P %i %I %j %J
-// %f, and %y %Y when the file's path is known. Adopt expands them for the
+// The unit's name and file decide the name specifiers: %n %N %p %P %i %I
+// %j %J %f, and %y %Y when the file's path is known. Adopt expands them for the
 // unit being adopted (for a template's instance, foo@bar.service, with the
 // instance bar), in every assignment, so the declaration holds the values
 // systemd gives the instance and renders into a plain unit file of the
@@ -23,9 +23,6 @@ import (
 // in the rendered unit on the same host, so it is kept as written where a
 // field keeps text verbatim, and is a blocker only where a declaration
 // holds literal values (the program and its arguments, dependency lists).
-
-// nameSpecifiers are the specifiers that depend on the unit's name or file.
-const nameSpecifiers = "nNpPiIjJfyY"
 
 // unitName is a systemd unit name split into its parts.
 type unitName struct {
@@ -115,7 +112,7 @@ type specifierValue struct {
 	why   string // non-empty: the specifier cannot be expanded
 }
 
-// nameSpecifierValues returns what each of nameSpecifiers stands for in
+// nameSpecifierValues returns what each name specifier stands for in
 // the unit named unit read from the file at file (its path; "" leaves %y
 // and %Y unexpanded).
 func nameSpecifierValues(unit, file string) map[byte]specifierValue {
