@@ -55,12 +55,20 @@ func LoadView(ctx context.Context, st registry.Store, now time.Time, staleAfter 
 		}
 		reg <- loaded{doc: doc, meta: meta}
 	}()
-	objs, listErr := st.List(ctx, registry.BeaconPrefix)
-	var beacons []*Beacon
-	var causes []error
-	if listErr == nil {
-		beacons, causes = decodeBeacons(objs)
-	}
+	// Each beacon is decoded as it is read, on every processor the
+	// process may use, from a buffer its reader reuses.
+	var mu sync.Mutex
+	listErr := registry.Visit(ctx, st, registry.BeaconPrefix, runtime.GOMAXPROCS(0), func(o registry.Object) {
+		host := strings.TrimPrefix(o.Key, registry.BeaconPrefix)
+		b, err := DecodeBeacon(host, o.Value)
+		mu.Lock()
+		defer mu.Unlock()
+		if err != nil {
+			v.Unreadable[host] = err.Error()
+		} else {
+			v.Beacons[host] = b
+		}
+	})
 	r := <-reg
 	if r.err != nil {
 		return nil, r.err
@@ -69,35 +77,7 @@ func LoadView(ctx context.Context, st registry.Store, now time.Time, staleAfter 
 		return nil, fmt.Errorf("list beacons: %w", listErr)
 	}
 	v.Document, v.Meta = r.doc, r.meta
-	for i, o := range objs {
-		host := strings.TrimPrefix(o.Key, registry.BeaconPrefix)
-		if causes[i] != nil {
-			v.Unreadable[host] = causes[i].Error()
-			continue
-		}
-		v.Beacons[host] = beacons[i]
-	}
 	return v, nil
-}
-
-// decodeBeacons decodes every stored beacon, on as many goroutines as the
-// process may run at once; result i belongs to objs[i].
-func decodeBeacons(objs []registry.Object) ([]*Beacon, []error) {
-	beacons, causes := make([]*Beacon, len(objs)), make([]error, len(objs))
-	workers := min(runtime.GOMAXPROCS(0), max(1, len(objs)/64))
-	var wg sync.WaitGroup
-	for w := 0; w < workers; w++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := w; i < len(objs); i += workers {
-				host := strings.TrimPrefix(objs[i].Key, registry.BeaconPrefix)
-				beacons[i], causes[i] = DecodeBeacon(host, objs[i].Value)
-			}
-		}()
-	}
-	wg.Wait()
-	return beacons, causes
 }
 
 // DecodeBeacon reads the beacon stored for host. It refuses a document

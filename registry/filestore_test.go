@@ -120,5 +120,10 @@ func TestFileStoreRefusesCorruptObjectFile(t *testing.T) {
 		if err == nil || errors.Is(err, registry.ErrNotFound) || !strings.Contains(err.Error(), "corrupt") {
 			t.Errorf("%s: Get err = %v, want a corrupt-object error", name, err)
 		}
+		// a visit stops at it too, naming the file
+		err = st.Visit(ctx, "", 2, func(registry.Object) {})
+		if err == nil || !strings.Contains(err.Error(), "corrupt") || !strings.Contains(err.Error(), p) {
+			t.Errorf("%s: Visit err = %v, want a corrupt-object error naming %s", name, err, p)
+		}
 	}
 }

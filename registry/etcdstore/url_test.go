@@ -129,6 +129,15 @@ func TestValueEncodingRoundTrips(t *testing.T) {
 			t.Errorf("%s: round trip gives %d bytes, %v; want %d bytes", name, len(dec), err, len(v))
 		}
 	}
+	// A compressed value sized from its gzip trailer: a trailer that lies
+	// (here: 4 GiB) is refused by gzip's own check, after a buffer no larger
+	// than deflate can expand the stored bytes to.
+	large, _ := encodeValue(bytes.Repeat([]byte("registry "), CompressAbove))
+	lying := append([]byte(nil), large...)
+	copy(lying[len(lying)-4:], []byte{0xff, 0xff, 0xff, 0xff})
+	if _, err := decodeValue(lying); err == nil {
+		t.Error("a value whose gzip trailer lies about its size was read")
+	}
 	// Stored forms that are not ours to read back.
 	for name, b := range map[string][]byte{
 		"marker-no-encoding": []byte(valueMarker),

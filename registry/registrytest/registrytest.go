@@ -13,6 +13,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -171,6 +172,50 @@ func Run(t *testing.T, open func(t *testing.T) registry.Store) {
 		none, err := st.List(ctx, "nothing/")
 		if err != nil || len(none) != 0 {
 			t.Fatalf("List nothing/ = %v, %v; want empty", objKeys(none), err)
+		}
+	})
+
+	t.Run("VisitHandsOnExactlyWhatListReturns", func(t *testing.T) {
+		st := fresh(t)
+		for i := 0; i < 250; i++ { // several pages of any backend's
+			mustCAS(t, st, fmt.Sprintf("beacons/h%03d", i), strings.Repeat(strconv.Itoa(i), 50), 0)
+		}
+		mustCAS(t, st, "beaconsx", "not under the prefix", 0)
+		mustCAS(t, st, "other/k", "elsewhere", 0)
+		if err := st.Delete(ctx, "beacons/h007"); err != nil {
+			t.Fatal(err)
+		}
+		listed, err := st.List(ctx, "beacons/")
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := map[string]string{}
+		for _, o := range listed {
+			want[o.Key] = fmt.Sprintf("%d %s", o.Revision, o.Value)
+		}
+		for _, workers := range []int{1, 4} {
+			var mu sync.Mutex
+			got := map[string]string{}
+			err := registry.Visit(ctx, st, "beacons/", workers, func(o registry.Object) {
+				v := fmt.Sprintf("%d %s", o.Revision, o.Value) // Value is only valid now
+				mu.Lock()
+				defer mu.Unlock()
+				if _, twice := got[o.Key]; twice {
+					t.Errorf("%s handed on twice", o.Key)
+				}
+				got[o.Key] = v
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(got) != 249 || fmt.Sprint(got) != fmt.Sprint(want) {
+				t.Fatalf("%d workers: visited %d objects, listed %d, or they differ", workers, len(got), len(want))
+			}
+		}
+		done, cancel := context.WithCancel(ctx)
+		cancel()
+		if err := registry.Visit(done, st, "beacons/", 2, func(registry.Object) {}); err == nil {
+			t.Error("a visit with an ended context reported no error")
 		}
 	})
 
