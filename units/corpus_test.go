@@ -127,8 +127,8 @@ func TestCorpusServiceUnitsAdoptCompleteOrNameEveryBlocker(t *testing.T) {
 			t.Logf("incomplete %s: %s", u.path, p.Reason)
 		}
 	}
-	t.Logf("%d of %d service units adopt complete (%.1f %%); %d of them are templates or instances (a template adopted as its instance %s): %d complete",
-		complete, services, 100*float64(complete)/float64(services), templates, corpusInstance, templatesComplete)
+	t.Logf("%d of %d service units adopt complete (%.1f %%); %d of the %d are templates or instance files (a template adopted as its instance %s), %d of them complete",
+		complete, services, 100*float64(complete)/float64(services), templates, services, corpusInstance, templatesComplete)
 	if services < 60 || float64(complete) < 0.85*float64(services) {
 		t.Errorf("%d of %d service units adopt complete; want at least 85 %% of at least 60", complete, services)
 	}
