@@ -5,9 +5,11 @@ import (
 	"net"
 	"net/url"
 	"path"
+	"runtime"
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"unicode/utf8"
 )
 
@@ -128,11 +130,12 @@ func (v *validator) document(d *Document) {
 		v.add("service_resolver.refresh_seconds", "must be greater than 0, got %d", d.ServiceResolver.RefreshSeconds)
 	}
 	v.autonomy(&d.Autonomy)
+	perTarget, perLimits := v.targetsEach(d.Targets)
 	targets := make(map[string]int, len(d.Targets))
 	for i := range d.Targets {
 		t := &d.Targets[i]
 		p := "targets[" + strconv.Itoa(i) + "]"
-		v.target(t, p)
+		v.out = append(v.out, perTarget[i]...)
 		if t.Name == "" {
 			continue
 		}
@@ -203,7 +206,42 @@ func (v *validator) document(d *Document) {
 			seen[c] = true
 		}
 	}
-	v.documentLimits(d) // validate_limits.go
+	v.documentLimits(d, perLimits) // validate_limits.go
+}
+
+// targetsEach checks every target on its own: its fields and services
+// (target) and its limits (targetLimits), giving each target's violations
+// in document order. A fleet-size document is split among the processors
+// the process may use; every read of the stored registry validates it.
+func (v *validator) targetsEach(ts []Target) (perTarget, perLimits [][]Violation) {
+	perTarget, perLimits = make([][]Violation, len(ts)), make([][]Violation, len(ts))
+	check := func(from, to int) {
+		w := &validator{}
+		for i := from; i < to; i++ {
+			p := "targets[" + strconv.Itoa(i) + "]"
+			w.out = nil
+			w.target(&ts[i], p)
+			perTarget[i] = w.out
+			w.out = nil
+			w.targetLimits(&ts[i], p)
+			perLimits[i] = w.out
+		}
+	}
+	workers := min(runtime.GOMAXPROCS(0), len(ts)/64)
+	if workers < 2 {
+		check(0, len(ts))
+		return perTarget, perLimits
+	}
+	var wg sync.WaitGroup
+	for k := 0; k < workers; k++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			check(k*len(ts)/workers, (k+1)*len(ts)/workers)
+		}()
+	}
+	wg.Wait()
+	return perTarget, perLimits
 }
 
 // declares reports whether t declares a service named name, or of product name.

@@ -48,7 +48,7 @@ func CheckDocumentSize(data []byte, source string) error {
 
 // documentLimits checks the document against the limits above and against what
 // the render, the channel and the host refuse, naming each field.
-func (v *validator) documentLimits(d *Document) {
+func (v *validator) documentLimits(d *Document, perTarget [][]Violation) {
 	if d == nil {
 		return
 	}
@@ -56,17 +56,20 @@ func (v *validator) documentLimits(d *Document) {
 		v.add("targets", "%d targets, the limit is %d", len(d.Targets), MaxTargets)
 	}
 	for i := range d.Targets {
-		t := &d.Targets[i]
-		p := "targets[" + strconv.Itoa(i) + "]"
-		if len(t.Name) > MaxTargetNameBytes {
-			v.add(p+".name", "%d bytes, at most %d: the host publishes its beacon under %s<name>, a store key of at most %d bytes", len(t.Name), MaxTargetNameBytes, BeaconPrefix, MaxKeyLength)
-		}
-		if len(t.Services) > MaxServicesPerTarget {
-			v.add(p+".services", "%d services, the limit per target is %d", len(t.Services), MaxServicesPerTarget)
-		}
-		for j := range t.Services {
-			v.serviceLimits(&t.Services[j], t.OS, at(p, "services", j))
-		}
+		v.out = append(v.out, perTarget[i]...)
+	}
+}
+
+// targetLimits checks one target, at path p, against the size limits.
+func (v *validator) targetLimits(t *Target, p string) {
+	if len(t.Name) > MaxTargetNameBytes {
+		v.add(p+".name", "%d bytes, at most %d: the host publishes its beacon under %s<name>, a store key of at most %d bytes", len(t.Name), MaxTargetNameBytes, BeaconPrefix, MaxKeyLength)
+	}
+	if len(t.Services) > MaxServicesPerTarget {
+		v.add(p+".services", "%d services, the limit per target is %d", len(t.Services), MaxServicesPerTarget)
+	}
+	for j := range t.Services {
+		v.serviceLimits(&t.Services[j], t.OS, at(p, "services", j))
 	}
 }
 
@@ -85,12 +88,12 @@ func (v *validator) serviceLimits(s *Service, os, p string) {
 	total := len(s.Program)
 	for i, a := range s.Args {
 		total += len(a) + 1
-		ap := p + ".args[" + strconv.Itoa(i) + "]"
+		ap := func() string { return p + ".args[" + strconv.Itoa(i) + "]" }
 		switch {
 		case len(a) > MaxArgBytes:
-			v.add(ap, "%d bytes, at most %d: Linux refuses to start a program with a longer argument", len(a), MaxArgBytes)
+			v.add(ap(), "%d bytes, at most %d: Linux refuses to start a program with a longer argument", len(a), MaxArgBytes)
 		case controlOtherThanTab(a) != "" && argProblem(a) == "":
-			v.add(ap, "holds the control character %s; no unit format can carry it as it is", controlOtherThanTab(a))
+			v.add(ap(), "holds the control character %s; no unit format can carry it as it is", controlOtherThanTab(a))
 		}
 	}
 	if len(s.Env) > MaxEnv {
@@ -99,13 +102,12 @@ func (v *validator) serviceLimits(s *Service, os, p string) {
 	for _, k := range sortedEnvNames(s.Env) {
 		val := s.Env[k]
 		total += len(k) + len(val) + 2
-		ep := p + ".env." + k
 		switch {
 		case len(k)+1+len(val) > MaxArgBytes:
-			v.add(ep, "%s=VALUE is %d bytes, at most %d: Linux refuses to start a program with a longer variable", k, len(k)+1+len(val), MaxArgBytes)
+			v.add(p+".env."+k, "%s=VALUE is %d bytes, at most %d: Linux refuses to start a program with a longer variable", k, len(k)+1+len(val), MaxArgBytes)
 		case controlOtherThanTab(val) != "" && !hasControl(val):
 			// NUL and line breaks are reported by the main rules.
-			v.add(ep, "value holds the control character %s; no unit format can carry it as it is", controlOtherThanTab(val))
+			v.add(p+".env."+k, "value holds the control character %s; no unit format can carry it as it is", controlOtherThanTab(val))
 		}
 	}
 	if total > MaxCommandBytes {

@@ -2,6 +2,8 @@ package registry_test
 
 import (
 	"errors"
+	"fmt"
+	"runtime"
 	"strings"
 	"testing"
 
@@ -123,5 +125,45 @@ func TestOversizedDocumentsAreRefusedBeforeParsing(t *testing.T) {
 				t.Fatalf("err %v, want the size refusal", err)
 			}
 		})
+	}
+}
+
+// A fleet-size document is checked target by target on several
+// processors, and its violations still come in document order: each
+// target's own, its duplicate name, the directory, then the limits.
+func TestViolationsOfAFleetSizeDocumentComeInDocumentOrder(t *testing.T) {
+	d := &registry.Document{Version: 1}
+	for i := 0; i < 300; i++ {
+		d.Targets = append(d.Targets, registry.Target{Name: fmt.Sprintf("host%03d", i), OS: registry.OSLinux,
+			Services: []registry.Service{{Name: "a", Unit: "a.service", Program: "/bin/a", Args: []string{"x"}}}})
+	}
+	d.Targets[5].OS = "plan9"
+	d.Targets[150].Services[0].Unit = `a\.service`
+	d.Targets[151].Name = "host005"
+	d.Targets[299].Services[0].Args = []string{"ok", strings.Repeat("x", registry.MaxArgBytes+1)}
+	d.Targets[7].Services[0].Args = []string{"\x1b"}
+	err := registry.Validate(d)
+	var ve *registry.ValidationError
+	if !errors.As(err, &ve) {
+		t.Fatalf("Validate = %v, want a *ValidationError", err)
+	}
+	var paths []string
+	for _, v := range ve.Violations {
+		paths = append(paths, v.Path)
+	}
+	want := []string{
+		"targets[5].os",
+		"targets[151].name",
+		"targets[7].services[0].args[0]",
+		"targets[150].services[0].unit",
+		"targets[299].services[0].args[1]",
+	}
+	if fmt.Sprint(paths) != fmt.Sprint(want) {
+		t.Errorf("violations at\n%s\nwant\n%s\n(%v)", strings.Join(paths, "\n"), strings.Join(want, "\n"), err)
+	}
+	// checked on one processor, the violations are the same
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
+	if one := registry.Validate(d); one.Error() != err.Error() {
+		t.Errorf("on one processor:\n%v\non several:\n%v", one, err)
 	}
 }
