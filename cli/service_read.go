@@ -36,9 +36,14 @@ func loadView(ctx context.Context, env *Env, stale time.Duration) (*beacon.View,
 	return v, err
 }
 
+// viewHeap is the heap a fleet-wide read is given in huge pages: a view of
+// 1,000 hosts × 20 services peaks near 80 MiB.
+const viewHeap = 128 << 20
+
 // loadViewCatalog is loadView with the store's catalog (the shipped one
 // when the store holds none), which says each row's source.
 func loadViewCatalog(ctx context.Context, env *Env, stale time.Duration) (*beacon.View, *catalog.Catalog, error) {
+	preferHugePages(viewHeap)
 	st, err := openStore(ctx, env)
 	if err != nil {
 		return nil, nil, err

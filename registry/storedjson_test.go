@@ -3,6 +3,7 @@ package registry
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -52,6 +53,9 @@ func storedEnvelopes(t testing.TB) [][]byte {
 		[]byte(`{"meta":`),
 		[]byte(``),
 		[]byte(`[]`),
+		[]byte(envelopeOf(`{"name":"a"} {"name":"b"}`)),
+		[]byte(`{"meta":{},"document":{"version":1,"targets":[`+targetList(3)+`],"Targets":[]}}`),
+		[]byte(`{"meta":{},"document":{"targets":[{"name":"a"},null,7,{"services":[{"name":"s"}]}],"version":1}}`),
 	)
 }
 
@@ -65,6 +69,7 @@ func TestStoredEnvelopesDecodeAsEncodingJSONDecodesThem(t *testing.T) {
 
 func assertDecodesAsStd(t *testing.T, value []byte) {
 	t.Helper()
+	assertEnvelopeDecodesAsStd(t, value)
 	var got, want envelope
 	gotErr := DecodeStored(value, &got, true)
 	wantErr := stdDecode(value, &want, true)
@@ -85,4 +90,40 @@ func FuzzStoredEnvelopeDecodesAsEncodingJSON(f *testing.F) {
 	f.Fuzz(func(t *testing.T, value []byte) {
 		assertDecodesAsStd(t, value)
 	})
+}
+
+// assertEnvelopeDecodesAsStd: the envelope decoder (split into targets
+// whenever the layout allows, however few) reads the document encoding/json
+// reads, and fails exactly where it fails or finds no document.
+func assertEnvelopeDecodesAsStd(t *testing.T, value []byte) {
+	t.Helper()
+	defer func(n int) { splitAbove = n }(splitAbove)
+	splitAbove = 1
+	got, _, gotErr := decodeEnvelope(Object{Key: RegistryKey, Value: value, Revision: 1})
+	var want envelope
+	wantErr := stdDecode(value, &want, true)
+	if wantErr == nil && want.Document == nil {
+		wantErr = errors.New("no document")
+	}
+	if (gotErr == nil) != (wantErr == nil) {
+		t.Fatalf("%q: decodeEnvelope error %v, encoding/json's %v", value, gotErr, wantErr)
+	}
+	if wantErr == nil && !reflect.DeepEqual(got, want.Document) {
+		t.Fatalf("%q: decodeEnvelope read\n%+v\nencoding/json read\n%+v", value, got, want.Document)
+	}
+}
+
+// A stored fleet is decoded target by target; the shapes a split could
+// misread are decoded whole.
+func TestFleetSizeEnvelopesAreDecodedTargetByTarget(t *testing.T) {
+	fleet := []byte(`{"meta":{"writer":"w"},"document":{"version":1,"targets":[` + targetList(100) + `]}}`)
+	if _, ok := decodeSplit(fleet, scanEnvelope(fleet)); !ok {
+		t.Error("a stored fleet of 100 targets was not decoded target by target")
+	}
+	for _, odd := range []string{`{"name":"a"} {"name":"b"}`, `{"name":"a"},`, `{"name":"a"} 7`, `{"name":"a","bogus":1}`, `7`} {
+		value := []byte(envelopeOf(odd))
+		if _, ok := decodeSplit(value, scanEnvelope(value)); ok {
+			t.Errorf("targets holding %s were decoded apart", odd)
+		}
+	}
 }
