@@ -80,13 +80,9 @@ func decodeEnvelope(obj Object) (*Document, Meta, error) {
 	if len(obj.Value) > MaxDocumentBytes+64<<10 {
 		return nil, Meta{}, fmt.Errorf("read %s at revision %d: %w", obj.Key, obj.Revision, &ParseError{Source: obj.Key, Msg: fmt.Sprintf("stored document is %d bytes, the limit is %d (docs/limits.md)", len(obj.Value), MaxDocumentBytes)})
 	}
-	layout := scanEnvelope(obj.Value)
-	env, ok := decodeSplit(obj.Value, layout)
-	if !ok {
-		env = envelope{Document: layout.presized()}
-		if err := DecodeStored(obj.Value, &env, true); err != nil {
-			return nil, Meta{}, fmt.Errorf("read %s at revision %d: %w", obj.Key, obj.Revision, &ParseError{Source: obj.Key, Msg: err.Error()})
-		}
+	env := envelope{Document: presizedDocument(obj.Value)}
+	if err := DecodeStored(obj.Value, &env, true); err != nil {
+		return nil, Meta{}, fmt.Errorf("read %s at revision %d: %w", obj.Key, obj.Revision, &ParseError{Source: obj.Key, Msg: err.Error()})
 	}
 	if env.Document == nil {
 		return nil, Meta{}, fmt.Errorf("read %s at revision %d: %w", obj.Key, obj.Revision, &ParseError{Source: obj.Key, Msg: "envelope has no document"})

@@ -92,13 +92,11 @@ func FuzzStoredEnvelopeDecodesAsEncodingJSON(f *testing.F) {
 	})
 }
 
-// assertEnvelopeDecodesAsStd: the envelope decoder (split into targets
-// whenever the layout allows, however few) reads the document encoding/json
-// reads, and fails exactly where it fails or finds no document.
+// assertEnvelopeDecodesAsStd: the envelope decoder reads the document
+// encoding/json reads, and fails exactly where it fails or finds no
+// document.
 func assertEnvelopeDecodesAsStd(t *testing.T, value []byte) {
 	t.Helper()
-	defer func(n int) { splitAbove = n }(splitAbove)
-	splitAbove = 1
 	got, _, gotErr := decodeEnvelope(Object{Key: RegistryKey, Value: value, Revision: 1})
 	var want envelope
 	wantErr := stdDecode(value, &want, true)
@@ -110,20 +108,5 @@ func assertEnvelopeDecodesAsStd(t *testing.T, value []byte) {
 	}
 	if wantErr == nil && !reflect.DeepEqual(got, want.Document) {
 		t.Fatalf("%q: decodeEnvelope read\n%+v\nencoding/json read\n%+v", value, got, want.Document)
-	}
-}
-
-// A stored fleet is decoded target by target; the shapes a split could
-// misread are decoded whole.
-func TestFleetSizeEnvelopesAreDecodedTargetByTarget(t *testing.T) {
-	fleet := []byte(`{"meta":{"writer":"w"},"document":{"version":1,"targets":[` + targetList(100) + `]}}`)
-	if _, ok := decodeSplit(fleet, scanEnvelope(fleet)); !ok {
-		t.Error("a stored fleet of 100 targets was not decoded target by target")
-	}
-	for _, odd := range []string{`{"name":"a"} {"name":"b"}`, `{"name":"a"},`, `{"name":"a"} 7`, `{"name":"a","bogus":1}`, `7`} {
-		value := []byte(envelopeOf(odd))
-		if _, ok := decodeSplit(value, scanEnvelope(value)); ok {
-			t.Errorf("targets holding %s were decoded apart", odd)
-		}
 	}
 }
