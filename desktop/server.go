@@ -32,9 +32,9 @@ var staticFS embed.FS
 // token is missing or wrong, or a state-changing request lacks the CSRF
 // token (or comes from another origin).
 const (
-	CodeTokenRequired = "token_required"
-	CodeCSRFRefused   = "csrf_refused"
-	CodeHostRefused   = "host_header_refused"
+	CodeTokenRequired = string(refusal.TokenRequired)
+	CodeCSRFRefused   = string(refusal.CSRFRefused)
+	CodeHostRefused   = string(refusal.HostHeaderRefused)
 )
 
 // CookieName is the cookie that carries the access token after the first

@@ -109,6 +109,11 @@ const (
 	NotAttempted  Code = "not_attempted"  // the cycle stopped before this action
 	NotAuthorized Code = "not_authorized" // enforce without the registry's authorization, or past its caps
 	LeaseHeld     Code = "lease_held"     // another enforcer holds the store's lease
+
+	// The desktop page, before any work (docs/desktop.md).
+	TokenRequired     Code = "token_required"      // the access token is missing or wrong
+	CSRFRefused       Code = "csrf_refused"        // a state-changing request without the page's CSRF token, or from another origin
+	HostHeaderRefused Code = "host_header_refused" // a Host header that is not a loopback address
 )
 
 var known = map[Code]bool{}
@@ -128,6 +133,7 @@ func init() {
 		NeedsAttention, AnsweringUnsuccessful, AnsweringStood, RegisterUnreadable, ListenFailed, HostRefusal,
 		CallerNotAllowed, Unreadable, Held,
 		Unreachable, NoEvidence, Inconclusive, CrashLoop, NotAttempted, NotAuthorized, LeaseHeld,
+		TokenRequired, CSRFRefused, HostHeaderRefused,
 	} {
 		known[c] = true
 	}
