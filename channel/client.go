@@ -3,7 +3,9 @@ package channel
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/wisent/stado/refusal"
 	"github.com/wisent/stado/registry"
@@ -71,7 +73,21 @@ func (c *Client) Ensure(ctx context.Context, req EnsureRequest) (EnsureResult, e
 	}
 	cmd := Command{Verb: VerbEnsure, Scope: req.Service.EffectiveScope(), Units: []string{req.Service.Unit}, Mode: req.Mode}
 	err = c.call(ctx, cmd, body, &res)
+	if req.Serving != nil && refusedServing(err) {
+		// A host whose stado predates the serving read in ensure refuses
+		// the field before doing anything: ask again without it, and the
+		// write half reads the port itself.
+		req.Serving = nil
+		return c.Ensure(ctx, req)
+	}
 	return res, err
+}
+
+// refusedServing reports whether err is a host refusing an ensure request
+// for its serving field (a stado older than that field).
+func refusedServing(err error) bool {
+	var r *Refusal
+	return errors.As(err, &r) && r.Code == CodeInvalidContent && strings.Contains(r.Message, `unknown field "serving"`)
 }
 
 // UnitInstall implements Host.

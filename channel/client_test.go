@@ -18,6 +18,7 @@ import (
 	"reflect"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -447,6 +448,36 @@ func TestEnsureIsOneRemoteExecutionCarryingTheDeclaration(t *testing.T) {
 	}
 	if n := f.srv.commands.Load(); n != 1 {
 		t.Fatalf("%d remote executions, want 1", n)
+	}
+}
+
+// A host whose stado predates the serving read in ensure refuses the
+// field; the client asks again without it, and the ensure goes through.
+func TestEnsureAsksAgainWithoutTheServingReadWhenTheHostPredatesIt(t *testing.T) {
+	f := newFixture(t)
+	host := &recordingHost{}
+	var refused atomic.Int32
+	f.srv.setHandler(func(cmd string, stdin io.Reader, stdout, stderr io.Writer) int {
+		body, _ := io.ReadAll(stdin)
+		if bytes.Contains(body, []byte(`"serving"`)) { // what an older stado answers
+			refused.Add(1)
+			writeDoc(stdout, RefusalDocument{Kind: KindRefusal, Protocol: ProtocolVersion, Verb: VerbEnsure, Code: string(CodeInvalidContent),
+				Message: `ensure request on stdin is not a request document: json: unknown field "serving"`})
+			return ExitRefused
+		}
+		return Serve(context.Background(), cmd, bytes.NewReader(body), stdout, stderr, host)
+	})
+	pool := NewPool(f.dialer())
+	defer pool.Close()
+	c := &Client{Pool: pool, Target: f.srv.target("web1")}
+	req := EnsureRequest{OS: "linux", Mode: ModeApply, Settle: time.Second, Serving: &ServingPort{Port: 8080}}
+	req.Service.Name, req.Service.Unit, req.Service.Program = "api", "api.service", "/usr/bin/api"
+	res, err := c.Ensure(context.Background(), req)
+	if err != nil || !res.Confirmed || res.Serving != nil {
+		t.Fatalf("ensure %+v, %v", res, err)
+	}
+	if refused.Load() != 1 || len(host.Calls()) != 1 {
+		t.Fatalf("%d refusals and host calls %+v, want one of each", refused.Load(), host.Calls())
 	}
 }
 

@@ -317,6 +317,9 @@ func TestServeRefusesAnEnsureRequestThatDisagreesWithItsWords(t *testing.T) {
 		{"unknown field", "ensure system a.service apply", `{"service":{"name":"a","unit":"a.service"},"mode":"apply","shell":"sh"}`, refusal.InvalidContent},
 		// a unit path outside the unit directories
 		{"path", "ensure system a.service apply", `{"service":{"name":"a","unit":"a.service","unit_path":"/tmp/a.service","program":"/bin/a"},"mode":"apply"}`, refusal.InvalidPath},
+		// a serving read of no port, or of one past 65535
+		{"serving port 0", "ensure system a.service apply", `{"service":{"name":"a","unit":"a.service","program":"/bin/a"},"mode":"apply","serving":{"port":0}}`, refusal.InvalidPort},
+		{"serving port 70000", "ensure system a.service apply", `{"service":{"name":"a","unit":"a.service","program":"/bin/a"},"mode":"apply","serving":{"port":70000,"address":"127.0.0.1"}}`, refusal.InvalidPort},
 		// nothing on stdin
 		{"empty", "ensure system a.service apply", "", refusal.InvalidContent},
 		// a mode that is neither

@@ -75,6 +75,18 @@ type EnsureRequest struct {
 	Wait   time.Duration `json:"wait"`
 	// Mode is ModeApply or ModePlan.
 	Mode string `json:"mode"`
+	// Serving, for a service with a directory entry on this host, asks the
+	// host to read who listens on that port once the unit is confirmed, in
+	// the same call (EnsureResult.Serving): the write half's serving wait
+	// starts from that reading instead of a round trip of its own.
+	Serving *ServingPort `json:"serving,omitempty"`
+}
+
+// ServingPort is the directory port a service answers on, and its declared
+// listen address ("" means any).
+type ServingPort struct {
+	Port    int    `json:"port"`
+	Address string `json:"address,omitempty"`
 }
 
 // Bounds of an ensure's timing.
@@ -107,6 +119,10 @@ type EnsureResult struct {
 	Logs      []string `json:"logs,omitempty"`
 	// Diff is the unit file's change, old to new (plan mode only).
 	Diff string `json:"diff,omitempty"`
+	// Serving is the host's verify reading of the unit and its directory
+	// port, taken right after the unit was confirmed; only in apply mode,
+	// when the request asked for it and the reading could be taken.
+	Serving *UnitCheck `json:"serving,omitempty"`
 }
 
 // InstallRequest writes a unit file. Path may be empty: the host places the

@@ -170,6 +170,8 @@ func decodeEnsure(c Command, body []byte) (EnsureRequest, error) {
 		return req, refusef(refusal.InvalidDuration, "settle %s is outside 0 to %s", req.Settle, MaxSettle)
 	case req.Wait < 0 || req.Wait > MaxWait:
 		return req, refusef(refusal.InvalidDuration, "wait %s is outside 0 to %s", req.Wait, MaxWait)
+	case req.Serving != nil && (req.Serving.Port < 1 || req.Serving.Port > 65535):
+		return req, refusef(CodeInvalidPort, "serving port %s of %s is not a whole number from 1 to 65535", strconv.Itoa(req.Serving.Port), req.Service.Unit)
 	}
 	if req.Service.UnitPath != "" {
 		if err := checkUnitPath(c.Scope, c.Unit(), req.Service.UnitPath); err != nil {

@@ -202,7 +202,11 @@ func (f *Fleet) ensureOne(ctx context.Context, p ensurePlan, reason string, o En
 	if o.DryRun {
 		mode = channel.ModePlan
 	}
-	res, err := h.Ensure(ctx, channel.EnsureRequest{OS: t.OS, Service: s, Settle: o.Settle, Wait: o.Wait, Mode: mode})
+	req := channel.EnsureRequest{OS: t.OS, Service: s, Settle: o.Settle, Wait: o.Wait, Mode: mode}
+	if port, ok := f.servingPort(t, s); ok && !o.DryRun {
+		req.Serving = &port // the first serving read travels with the ensure
+	}
+	res, err := h.Ensure(ctx, req)
 	if err != nil {
 		return r, err
 	}
@@ -240,7 +244,7 @@ func (f *Fleet) ensureOne(ctx context.Context, p ensurePlan, reason string, o En
 		r.Logs = res.Logs
 		return r, &FailingError{Host: t.Name, Verdict: res.Verdict}
 	}
-	return r, f.ensureServing(ctx, h, p, o, &r)
+	return r, f.ensureServing(ctx, h, p, o, &r, res.Serving)
 }
 
 // planLines says in words what apply would do.

@@ -106,22 +106,37 @@ func (f *Fleet) WaitServing(ctx context.Context, o ServingOptions) (*ServingResu
 	if err != nil {
 		return nil, err
 	}
-	return waitServing(ctx, h, t.Name, req, o)
+	return waitServing(ctx, h, t.Name, req, o, nil)
 }
 
 // servingFor is WaitServing's read for one declared service on an already
 // reached host (the ensure hook), when it has a directory entry there; nil,
 // nil when it has none.
-func (f *Fleet) servingFor(ctx context.Context, h channel.Host, t registry.Target, s registry.Service, o ServingOptions) (*ServingResult, error) {
-	e, ok := f.Doc.DirectoryEntryOn(s.Name, t.Name)
+// first, when not nil, is a reading the host already took (in the ensure
+// call) and stands for the first read.
+func (f *Fleet) servingFor(ctx context.Context, h channel.Host, t registry.Target, s registry.Service, o ServingOptions, first *channel.UnitCheck) (*ServingResult, error) {
+	port, ok := f.servingPort(t, s)
 	if !ok {
 		return nil, nil
 	}
-	req := channel.VerifyRequest{OS: t.OS, Services: []channel.VerifyService{{Service: s, Port: e.Port, Address: f.Doc.ListenAddress(e)}}}
-	return waitServing(ctx, h, t.Name, req, o)
+	req := channel.VerifyRequest{OS: t.OS, Services: []channel.VerifyService{{Service: s, Port: port.Port, Address: port.Address}}}
+	return waitServing(ctx, h, t.Name, req, o, first)
 }
 
-func waitServing(ctx context.Context, h channel.Host, host string, req channel.VerifyRequest, o ServingOptions) (*ServingResult, error) {
+// servingPort is the directory port of s on t, when it has one there.
+func (f *Fleet) servingPort(t registry.Target, s registry.Service) (channel.ServingPort, bool) {
+	e, ok := f.Doc.DirectoryEntryOn(s.Name, t.Name)
+	if !ok {
+		return channel.ServingPort{}, false
+	}
+	return channel.ServingPort{Port: e.Port, Address: f.Doc.ListenAddress(e)}, true
+}
+
+// waitServing reads until the unit serves its port, refuses, or the
+// timeout passes. A first reading the host already took is used as the
+// first read when it is of this service and port; every other read is a
+// verify call.
+func waitServing(ctx context.Context, h channel.Host, host string, req channel.VerifyRequest, o ServingOptions, first *channel.UnitCheck) (*ServingResult, error) {
 	now, after := o.Now, o.After
 	if now == nil {
 		now = time.Now
@@ -145,8 +160,17 @@ func waitServing(ctx context.Context, h channel.Host, host string, req channel.V
 	var elsewhere string
 	var elsewhereSince time.Time
 	lagReads := 0
+	if first != nil && (first.Unit != vs.Service.Unit || first.Port != vs.Port || first.Address != vs.Address) {
+		first = nil // a reading of something else: read again
+	}
 	for {
-		res, err := h.Verify(ctx, req)
+		var res channel.VerifyResult
+		var err error
+		if first != nil {
+			res, first = channel.VerifyResult{Units: []channel.UnitCheck{*first}}, nil
+		} else {
+			res, err = h.Verify(ctx, req)
+		}
 		r.Reads++
 		r.ElapsedMS = now().Sub(start).Milliseconds()
 		if err != nil {
@@ -341,8 +365,8 @@ func (e *ServingError) Error() string {
 // ensureServing is ensure's last read: a service with a directory port on
 // the host must own it (WaitServing's read, bounded by the ensure's wait)
 // before ensure reports success.
-func (f *Fleet) ensureServing(ctx context.Context, h channel.Host, p ensurePlan, o EnsureOptions, r *EnsureOutcome) error {
-	sr, err := f.servingFor(ctx, h, p.target, p.service, ServingOptions{Timeout: o.Wait})
+func (f *Fleet) ensureServing(ctx context.Context, h channel.Host, p ensurePlan, o EnsureOptions, r *EnsureOutcome, first *channel.UnitCheck) error {
+	sr, err := f.servingFor(ctx, h, p.target, p.service, ServingOptions{Timeout: o.Wait}, first)
 	if sr == nil && err == nil {
 		return nil
 	}

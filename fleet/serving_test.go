@@ -197,3 +197,76 @@ func TestServingWaitsForReadyWhereAProtocolIsDeclared(t *testing.T) {
 		}
 	}
 }
+
+// ensuringHost confirms every ensure and answers it with a scripted serving
+// reading (nil: none); verify reads follow the embedded script.
+type ensuringHost struct {
+	scriptedHost
+	inEnsure *channel.UnitCheck
+	ensured  []channel.EnsureRequest
+}
+
+func (h *ensuringHost) Ensure(_ context.Context, req channel.EnsureRequest) (channel.EnsureResult, error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.ensured = append(h.ensured, req)
+	res := channel.EnsureResult{Unit: req.Service.Unit, Install: units.ActionUnchanged, Run: channel.RunNone, Verdict: running, Confirmed: true}
+	if req.Serving != nil && h.inEnsure != nil {
+		c := *h.inEnsure
+		c.Unit, c.Port, c.Address = req.Service.Unit, req.Serving.Port, req.Serving.Address
+		res.Serving = &c
+	}
+	return res, nil
+}
+
+func ensureOn(t *testing.T, h *ensuringHost, name string, dry bool) fleet.EnsureOutcome {
+	t.Helper()
+	list, err := servingFleet(t, h).Ensure(context.Background(), fleet.EnsureOptions{Name: name, Hosts: []string{"host1"}, DryRun: dry, Settle: time.Second}, nil)
+	if err != nil || len(list) != 1 {
+		t.Fatalf("ensure %s: %d outcomes, %v", name, len(list), err)
+	}
+	return list[0]
+}
+
+// A service with a directory port has its first serving read taken by the
+// host inside the ensure call: when it already serves, ensure makes no
+// call of its own after the ensure.
+func TestEnsureTakesTheFirstServingReadInTheSameCall(t *testing.T) {
+	h := &ensuringHost{inEnsure: &channel.UnitCheck{Verdict: running, Listeners: ownPort, UnitSockets: []channel.UnitSocket{{Address: "127.0.1.1", Port: 8080, PID: 77}}}}
+	h.script = []channel.UnitCheck{{Verdict: running}}
+	r := ensureOn(t, h, "api", false)
+	if r.Serving == nil || !r.Serving.Serving || r.Serving.Reads != 1 || r.Serving.Listen != "127.0.1.1:8080" {
+		t.Fatalf("serving %+v, want served from the ensure's own reading", r.Serving)
+	}
+	if h.reads != 0 {
+		t.Errorf("%d verify calls after the ensure, want none", h.reads)
+	}
+	if s := h.ensured[0].Serving; s == nil || s.Port != 8080 || s.Address != "127.0.1.1" {
+		t.Errorf("the ensure asked for serving %+v, want the directory's port and address", s)
+	}
+}
+
+// A first reading that does not serve yet is where the wait starts: the
+// write half reads again until the port is the unit's.
+func TestEnsureWaitsOnFromAFirstReadingThatDoesNotServeYet(t *testing.T) {
+	h := &ensuringHost{inEnsure: &channel.UnitCheck{Verdict: starting}}
+	h.script = []channel.UnitCheck{{Verdict: running, Listeners: ownPort, UnitSockets: []channel.UnitSocket{{Address: "127.0.1.1", Port: 8080, PID: 77}}}}
+	r := ensureOn(t, h, "api", false)
+	if r.Serving == nil || !r.Serving.Serving || r.Serving.Reads != 2 || h.reads != 1 {
+		t.Fatalf("serving %+v after %d verify calls, want served on the second read", r.Serving, h.reads)
+	}
+}
+
+// Only an applied ensure of a service with a directory port asks for the
+// reading: not one without a port, not a dry run.
+func TestEnsureAsksForAServingReadOnlyWhereThereIsAPortToRead(t *testing.T) {
+	h := &ensuringHost{}
+	h.script = []channel.UnitCheck{{Verdict: running}}
+	ensureOn(t, h, "worker", false)
+	ensureOn(t, h, "api", true)
+	for _, req := range h.ensured {
+		if req.Serving != nil {
+			t.Errorf("ensure of %s (mode %s) asked for a serving read of %+v", req.Service.Unit, req.Mode, req.Serving)
+		}
+	}
+}

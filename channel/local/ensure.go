@@ -50,6 +50,16 @@ func (h *Host) Ensure(ctx context.Context, req channel.EnsureRequest) (channel.E
 		}
 		return h.apply(ctx, m, s, content, req, &res)
 	})
+	if err == nil && req.Mode == channel.ModeApply && res.Confirmed && req.Serving != nil {
+		// The serving read the write half would make next, in this call.
+		// A reading that cannot be taken is left out: the caller reads
+		// again itself.
+		vr, verr := h.Verify(ctx, channel.VerifyRequest{OS: req.OS, Services: []channel.VerifyService{
+			{Service: req.Service, Port: req.Serving.Port, Address: req.Serving.Address}}})
+		if verr == nil && len(vr.Units) == 1 {
+			res.Serving = &vr.Units[0]
+		}
+	}
 	return res, err
 }
 

@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/wisent/stado/catalog"
 	"github.com/wisent/stado/channel"
@@ -68,5 +69,27 @@ func TestEnsureOfTheHostProcessKeepsTheInstalledLimits(t *testing.T) {
 	}
 	if u := v.Units[0]; u.Drift {
 		t.Errorf("verify reads drift over the kept limits:\n%s", u.Diff)
+	}
+}
+
+// An applied, confirmed ensure that asks for its serving read answers it
+// in the same call, as verify reads the unit and its port; a plan does not.
+func TestEnsureAnswersItsServingReadInTheSameCall(t *testing.T) {
+	home := t.TempDir()
+	mem := unitstest.NewMemory(home)
+	h := &local.Host{GOOS: "linux", Home: home, Manager: func(context.Context, string) (units.Manager, func(), error) { return mem, func() {}, nil }}
+	req := channel.EnsureRequest{OS: "linux", Mode: channel.ModeApply, Settle: time.Millisecond, Serving: &channel.ServingPort{Port: 18399, Address: "127.0.0.1"}}
+	req.Service.Name, req.Service.Unit, req.Service.Program = "api", "api.service", "/usr/local/bin/api"
+	res, err := h.Ensure(context.Background(), req)
+	if err != nil || !res.Confirmed {
+		t.Fatalf("ensure %+v, %v", res, err)
+	}
+	c := res.Serving
+	if c == nil || c.Unit != "api.service" || c.Port != 18399 || c.Address != "127.0.0.1" || c.Verdict.PID == 0 || c.Drift {
+		t.Fatalf("serving reading %+v, want the unit's verify reading with its port", c)
+	}
+	req.Mode = channel.ModePlan
+	if res, err := h.Ensure(context.Background(), req); err != nil || res.Serving != nil {
+		t.Errorf("a plan answered serving %+v (%v)", res.Serving, err)
 	}
 }
