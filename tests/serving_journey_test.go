@@ -126,6 +126,25 @@ func TestServingWaitProvesTheDeclaredPortOrRefusesWithTheEvidence(t *testing.T) 
 		if code != 0 || !strings.Contains(out, "serves "+h.Addr+":18301: pid ") {
 			t.Errorf("text: exit %d\n%s", code, out)
 		}
+		// ensure of a unit that serves: the serving read came with the
+		// ensure call, and none followed it
+		code, out, errOut = w.run(t, "service", "ensure", "sj-listens", "--host", h.Name, "--json")
+		var doc struct {
+			Results []struct {
+				OK      bool `json:"ok"`
+				Serving *struct {
+					Serving bool   `json:"serving"`
+					Listen  string `json:"listen"`
+					Reads   int    `json:"reads"`
+				} `json:"serving"`
+			} `json:"results"`
+		}
+		if err := json.Unmarshal([]byte(out), &doc); code != 0 || err != nil || len(doc.Results) != 1 {
+			t.Fatalf("ensure: exit %d %v\n%s\n%s", code, err, out, errOut)
+		}
+		if r := doc.Results[0]; !r.OK || r.Serving == nil || !r.Serving.Serving || r.Serving.Reads != 1 || r.Serving.Listen != h.Addr+":18301" {
+			t.Errorf("ensure's serving read: %+v, want served on the reading the ensure call took\n%s", r.Serving, out)
+		}
 	})
 	t.Run("exits 3", func(t *testing.T) {
 		code, out, errOut := w.run(t, "service", "serving", "sj-exits", "--host", h.Name, "--wait", "--timeout", "20s", "--json")
