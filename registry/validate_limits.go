@@ -14,8 +14,10 @@ import (
 // that the render, the channel or the host would refuse later.
 const (
 	// MaxDocumentBytes bounds a registry document as text (YAML or JSON)
-	// and as stored; it is checked before the document is parsed.
-	MaxDocumentBytes = 16 << 20
+	// and as stored; it is checked before the document is parsed. It
+	// admits the largest fleet the other limits are meant for in its common
+	// shape: 10,000 targets of 20 services is 28 MB as stored.
+	MaxDocumentBytes = 32 << 20
 	// MaxTargets bounds the targets of a document.
 	MaxTargets = 10_000
 	// MaxServicesPerTarget bounds the services of one target.
