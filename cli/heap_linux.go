@@ -1,7 +1,9 @@
 package cli
 
 import (
+	"os"
 	"runtime"
+	"strings"
 	"sync"
 	"syscall"
 	"unsafe"
@@ -21,7 +23,18 @@ const hugePageSize = 2 << 20
 // decoding that follows fills the advised range. Where the kernel refuses
 // the advice nothing changes. Only the first call in a process acts: the
 // advice is for a fresh heap.
-func preferHugePages(n int) { hugeOnce.Do(func() { adviseHeap(n) }) }
+//
+// Under strict overcommit (vm.overcommit_memory 2) the advice is skipped:
+// there the kernel counts the dropped allocation against the machine's
+// commit limit, and a refused mapping ends a Go process.
+func preferHugePages(n int) {
+	hugeOnce.Do(func() {
+		if mode, err := os.ReadFile("/proc/sys/vm/overcommit_memory"); err == nil && strings.TrimSpace(string(mode)) == "2" {
+			return
+		}
+		adviseHeap(n)
+	})
+}
 
 var hugeOnce sync.Once
 
