@@ -14,6 +14,7 @@ import (
 	"github.com/wisent/stado/beacon"
 	"github.com/wisent/stado/catalog"
 	"github.com/wisent/stado/channel"
+	"github.com/wisent/stado/hugeheap"
 	"github.com/wisent/stado/repair"
 )
 
@@ -43,7 +44,7 @@ const viewHeap = 128 << 20
 // loadViewCatalog is loadView with the store's catalog (the shipped one
 // when the store holds none), which says each row's source.
 func loadViewCatalog(ctx context.Context, env *Env, stale time.Duration) (*beacon.View, *catalog.Catalog, error) {
-	preferHugePages(viewHeap)
+	hugeheap.Prefer(viewHeap)
 	st, err := openStore(ctx, env)
 	if err != nil {
 		return nil, nil, err

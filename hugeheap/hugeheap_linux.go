@@ -1,4 +1,8 @@
-package cli
+// Package hugeheap advises a short-lived process's heap for transparent
+// huge pages before it decodes a fleet's worth of data. It is process
+// memory policy, not host inspection, and imports only the standard
+// library.
+package hugeheap
 
 import (
 	"os"
@@ -12,7 +16,7 @@ import (
 // hugePageSize is the size of the transparent huge pages asked for.
 const hugePageSize = 2 << 20
 
-// preferHugePages makes the next n bytes the heap grows into transparent
+// Prefer makes the next n bytes the heap grows into transparent
 // huge pages, where the kernel offers them on request (THP "madvise", the
 // Debian default). A read of the whole fleet decodes tens of megabytes into
 // a fresh process: faulting that in 4 KiB pages cost more than decoding it
@@ -27,7 +31,7 @@ const hugePageSize = 2 << 20
 // Under strict overcommit (vm.overcommit_memory 2) the advice is skipped:
 // there the kernel counts the dropped allocation against the machine's
 // commit limit, and a refused mapping ends a Go process.
-func preferHugePages(n int) {
+func Prefer(n int) {
 	hugeOnce.Do(func() {
 		if mode, err := os.ReadFile("/proc/sys/vm/overcommit_memory"); err == nil && strings.TrimSpace(string(mode)) == "2" {
 			return
