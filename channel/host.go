@@ -123,6 +123,19 @@ type EnsureResult struct {
 	// port, taken right after the unit was confirmed; only in apply mode,
 	// when the request asked for it and the reading could be taken.
 	Serving *UnitCheck `json:"serving,omitempty"`
+	// SetAside are the host's drop-ins that repeated commands the
+	// declaration already runs and held nothing else: each was renamed
+	// (in plan mode: would be) so systemd no longer applies it.
+	SetAside []SetAsideDropIn `json:"set_aside,omitempty"`
+}
+
+// SetAsideDropIn is one drop-in ensure set aside: Path is where it was, To
+// the name it was given in the same directory, which systemd does not read
+// (only *.conf is), so its text stays on the host.
+type SetAsideDropIn struct {
+	Path string   `json:"path"`
+	To   string   `json:"to"`
+	Keys []string `json:"keys"` // the directives whose commands it repeated
 }
 
 // InstallRequest writes a unit file. Path may be empty: the host places the

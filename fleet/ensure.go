@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -56,6 +57,10 @@ type EnsureOutcome struct {
 	// Serving is the serving read of a service with a directory port on
 	// the host, made before ensure reports success (fleet/serving.go).
 	Serving *ServingResult `json:"serving,omitempty"`
+	// SetAside are the host's drop-ins that repeated the declaration's
+	// commands and held nothing else, renamed so systemd no longer applies
+	// them (under a dry run: that would be).
+	SetAside []channel.SetAsideDropIn `json:"set_aside,omitempty"`
 }
 
 // ensurePlan is what ensure will do on one host, decided from the registry
@@ -210,7 +215,7 @@ func (f *Fleet) ensureOne(ctx context.Context, p ensurePlan, reason string, o En
 	if err != nil {
 		return r, err
 	}
-	r.Install, r.Run, r.Path, r.Diff = res.Install, res.Run, res.Path, res.Diff
+	r.Install, r.Run, r.Path, r.Diff, r.SetAside = res.Install, res.Run, res.Path, res.Diff, res.SetAside
 	v := res.Verdict
 	r.Verdict = &v
 	if o.DryRun {
@@ -251,6 +256,9 @@ func (f *Fleet) ensureOne(ctx context.Context, p ensurePlan, reason string, o En
 func planLines(p ensurePlan, res channel.EnsureResult) []string {
 	s := p.service
 	plan := []string{fmt.Sprintf("unit-install %s %s (%s)", s.Unit, res.Path, res.Install)}
+	for _, d := range res.SetAside {
+		plan = append(plan, fmt.Sprintf("set aside drop-in %s as %s (the declaration holds it)", d.Path, filepath.Base(d.To)))
+	}
 	if p.fromCatalog {
 		plan = append(plan, fmt.Sprintf("record declaration %s on %s from catalog product %s", s.Name, p.target.Name, s.Product))
 	}

@@ -2,6 +2,7 @@ package fleet
 
 import (
 	"fmt"
+	"path/filepath"
 	"strings"
 
 	"github.com/wisent/stado/channel"
@@ -109,7 +110,12 @@ func (r EnsureOutcome) Lines() []string {
 	if r.Recorded {
 		line += fmt.Sprintf(", declaration recorded at registry revision %d", r.Revision)
 	}
-	return []string{line}
+	out := []string{line}
+	for _, d := range r.SetAside {
+		out = append(out, fmt.Sprintf("  set aside drop-in %s as %s: the declaration holds it, and it repeated %s",
+			d.Path, filepath.Base(d.To), strings.Join(d.Keys, ", ")))
+	}
+	return out
 }
 
 // Lines of one host's restart.

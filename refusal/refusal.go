@@ -32,6 +32,7 @@ const (
 	TargetNotEmpty        Code = "target_not_empty"       // a target still declares services
 	StoreUnwritable       Code = "store_unwritable"       // the store refused the write
 	Usage                 Code = "usage"                  // the command line is wrong
+	DropInConflict        Code = "dropin_conflict"        // a host drop-in repeats the declaration's commands and cannot be set aside
 
 	// The host channel's grammar and the host's own checks.
 	EmptyCommand       Code = "empty_command"
@@ -121,7 +122,7 @@ var known = map[Code]bool{}
 func init() {
 	for _, c := range []Code{
 		Validation, Conflict, NotFound, Ambiguous, AlreadyDeclared, DeclarationIncomplete, RecoveryUnit,
-		TargetNotEmpty, StoreUnwritable, Usage,
+		TargetNotEmpty, StoreUnwritable, Usage, DropInConflict,
 		EmptyCommand, ForbiddenCharacter, UnbalancedQuote, PathTraversal, TooLong, UnknownVerb,
 		InvalidArguments, InvalidScope, InvalidUnit, InvalidPath, InvalidLines, InvalidPort, InvalidStep,
 		InvalidEnv, InvalidContent, ContentTooLarge, InvalidDuration, ProtocolMismatch, OSMismatch,

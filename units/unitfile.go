@@ -208,3 +208,17 @@ func ReadDropIns(file, dir string) ([][]byte, error) {
 	}
 	return out, nil
 }
+
+// Reloader is implemented by Managers that can make the init system read
+// its unit files and drop-ins again.
+type Reloader interface {
+	Reload(ctx context.Context) error
+}
+
+// Reload is systemd's daemon-reload over D-Bus.
+func (m *Systemd) Reload(ctx context.Context) error {
+	if err := m.conn.ReloadContext(ctx); err != nil {
+		return fmt.Errorf("daemon-reload: %w", err)
+	}
+	return nil
+}

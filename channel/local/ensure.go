@@ -45,6 +45,13 @@ func (h *Host) Ensure(ctx context.Context, req channel.EnsureRequest) (channel.E
 	// declare, such as an operator's resource limits (units.KeepInstalled).
 	content = units.KeepInstalledAt(s, h.OS(), res.Path, content)
 	err = h.withManager(ctx, u.Scope, func(m units.Manager) error {
+		// Drop-ins that would repeat the file's commands are decided on
+		// before anything is written (dropins.go).
+		aside, err := h.dropInsToSetAside(ctx, m, s, content)
+		if err != nil {
+			return err
+		}
+		res.SetAside = aside
 		if req.Mode == channel.ModePlan {
 			return h.plan(ctx, m, s, content, &res)
 		}
@@ -82,15 +89,16 @@ func (h *Host) plan(ctx context.Context, m units.Manager, s registry.Service, co
 		res.Install = units.ActionUpdated
 	}
 	res.Diff = units.Diff(res.Path, string(old), string(content))
-	res.Run = runAction(res.Install, v)
+	res.Run = runAction(res.Install, len(res.SetAside) > 0, v)
 	res.Confirmed = res.Run == channel.RunNone
 	return nil
 }
 
-// runAction is what a unit needs after its file was installed with action.
-func runAction(install string, v units.Verdict) string {
+// runAction is what a unit needs after its file was installed with action
+// and, when setAside, drop-ins of it were set aside.
+func runAction(install string, setAside bool, v units.Verdict) string {
 	switch {
-	case install == units.ActionUnchanged && running(v):
+	case install == units.ActionUnchanged && !setAside && running(v):
 		return channel.RunNone
 	case v.State == units.StateActive:
 		return channel.RunRestarted
@@ -107,11 +115,23 @@ func (h *Host) apply(ctx context.Context, m units.Manager, s registry.Service, c
 		return err
 	}
 	res.Install = inst.Action
+	if len(res.SetAside) > 0 {
+		done, err := setAside(res.SetAside)
+		res.SetAside = done
+		if err != nil {
+			return err
+		}
+		if r, ok := m.(units.Reloader); ok {
+			if err := r.Reload(ctx); err != nil {
+				return err
+			}
+		}
+	}
 	before, err := m.Show(ctx, s.Unit)
 	if err != nil {
 		return err
 	}
-	res.Run = runAction(inst.Action, before)
+	res.Run = runAction(inst.Action, len(res.SetAside) > 0, before)
 	switch res.Run {
 	case channel.RunNone:
 		res.Verdict, res.Confirmed = before, true

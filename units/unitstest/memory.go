@@ -49,6 +49,7 @@ type memUnit struct {
 
 var _ units.Manager = (*Memory)(nil)
 var _ units.FileLocator = (*Memory)(nil)
+var _ units.Reloader = (*Memory)(nil)
 
 // NewMemory returns an empty Memory whose user units live below home.
 func NewMemory(home string) *Memory {
@@ -209,12 +210,28 @@ func (m *Memory) ListLoaded(context.Context) ([]string, error) {
 	return names, nil
 }
 
-// UnitFiles implements units.FileLocator.
+// UnitFiles implements units.FileLocator. A loaded unit's drop-ins are
+// the *.conf files of the directory beside its file (PATH.d), in name
+// order, as systemd reads that one directory.
 func (m *Memory) UnitFiles(_ context.Context, unit string) (string, []string, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if u, ok := m.units[unit]; ok {
-		return u.path, nil, nil
+	u, ok := m.units[unit]
+	if !ok {
+		return "", nil, nil
 	}
-	return "", nil, nil
+	dropins, err := filepath.Glob(filepath.Join(u.path+".d", "*.conf"))
+	if err != nil {
+		return "", nil, err
+	}
+	sort.Strings(dropins)
+	return u.path, dropins, nil
+}
+
+// Reload implements units.Reloader; it counts the call.
+func (m *Memory) Reload(context.Context) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.Calls["Reload"]++
+	return nil
 }

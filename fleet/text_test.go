@@ -1,0 +1,31 @@
+package fleet
+
+import (
+	"reflect"
+	"testing"
+
+	"github.com/wisent/stado/channel"
+	"github.com/wisent/stado/registry"
+	"github.com/wisent/stado/units"
+)
+
+// An ensure that set drop-ins aside says so under its host's line, each
+// drop-in with the name it was given and what it repeated.
+func TestEnsureLinesNameEachDropInSetAside(t *testing.T) {
+	r := EnsureOutcome{Host: "web1", OK: true, Unit: "web.service", Install: units.ActionUnchanged, Run: channel.RunRestarted,
+		Path: "/etc/systemd/system/web.service", Verdict: &units.Verdict{State: units.StateActive, PID: 42},
+		SetAside: []channel.SetAsideDropIn{{Path: "/etc/systemd/system/web.service.d/override.conf",
+			To: "/etc/systemd/system/web.service.d/override.conf.stado-merged", Keys: []string{"ExecStartPre", "ExecStop"}}}}
+	want := []string{
+		"web1: web.service unchanged (/etc/systemd/system/web.service), restarted, active pid 42",
+		"  set aside drop-in /etc/systemd/system/web.service.d/override.conf as override.conf.stado-merged: the declaration holds it, and it repeated ExecStartPre, ExecStop",
+	}
+	if got := r.Lines(); !reflect.DeepEqual(got, want) {
+		t.Errorf("got\n%q\nwant\n%q", got, want)
+	}
+	plan := planLines(ensurePlan{service: registry.Service{Name: "web", Unit: "web.service"}}, channel.EnsureResult{Install: units.ActionUnchanged, Run: channel.RunRestarted,
+		Path: r.Path, SetAside: r.SetAside})
+	if len(plan) < 2 || plan[1] != "set aside drop-in /etc/systemd/system/web.service.d/override.conf as override.conf.stado-merged (the declaration holds it)" {
+		t.Errorf("plan: %q", plan)
+	}
+}
