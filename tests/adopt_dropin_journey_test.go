@@ -1,15 +1,12 @@
 package tests
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/wisent/stado/channel"
-	"github.com/wisent/stado/registry"
 	"github.com/wisent/stado/tests/testbed"
 )
 
@@ -28,49 +25,19 @@ func TestEnsureOfAnAdoptedUnitSetsAsideTheOverrideItsDeclarationHolds(t *testing
 	const unit, port = "stado-wj-dropin.service", 18198
 	dir := "/etc/systemd/system/" + unit + ".d"
 	ctx := journeyCtx(t)
-	cleanupUnits(t, w.bed, []testbed.Host{h}, unit)
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-		defer cancel()
-		_, _, _ = w.bed.Exec(ctx, h, "rm", "-rf", dir)
-		_, _, _ = w.bed.Exec(ctx, h, "systemctl", "daemon-reload")
-	})
 	w.push(t, []testbed.Host{h})
 	body := fmt.Sprintf("[Unit]\nDescription=sample with an override\n\n[Service]\nExecStartPre=/bin/true\nExecStart=%s --addr %s:%d\nRestart=always\n\n[Install]\nWantedBy=multi-user.target\n", sampleProgram, h.Addr, port)
 	const override = "[Service]\nExecStartPre=/bin/echo override\nLimitNOFILE=4096\n"
-	if err := w.bed.WriteFile(h, "/etc/systemd/system/"+unit, []byte(body), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	if _, stderr, err := w.bed.Exec(ctx, h, "mkdir", "-p", dir); err != nil {
-		t.Fatalf("mkdir: %v %s", err, stderr)
-	}
-	if err := w.bed.WriteFile(h, dir+"/override.conf", []byte(override), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	for _, argv := range [][]string{{"systemctl", "daemon-reload"}, {"systemctl", "start", unit}} {
-		if _, stderr, err := w.bed.Exec(ctx, h, argv...); err != nil {
-			t.Fatalf("%v: %v %s", argv, err, stderr)
-		}
-	}
+	startHandWrittenUnit(t, w, h, unit, []handWritten{{"/etc/systemd/system/" + unit, body}, {dir + "/override.conf", override}})
 
-	code, out, errOut := w.run(t, "service", "adopt", unit, "--host", h.Name, "--json")
-	if code != 0 {
-		t.Fatalf("adopt: exit %d\n%s\n%s", code, out, errOut)
-	}
-	var adopted struct {
-		Complete bool             `json:"complete"`
-		Service  registry.Service `json:"service"`
-	}
-	if err := json.Unmarshal([]byte(out), &adopted); err != nil {
-		t.Fatal(err)
-	}
-	if s := adopted.Service; !adopted.Complete || strings.Join(s.ExecStartPre, "|") != "/bin/true|/bin/echo override" || s.Limits["nofile"].Soft != "4096" {
+	complete, adopted, out := adoptThroughTheBinary(t, w, h, unit)
+	if !complete || strings.Join(adopted.ExecStartPre, "|") != "/bin/true|/bin/echo override" || adopted.Limits["nofile"].Soft != "4096" {
 		t.Fatalf("adopt did not merge the override: %s", out)
 	}
 
 	ensure := func() []channel.SetAsideDropIn {
 		t.Helper()
-		code, out, errOut := w.run(t, "service", "ensure", adopted.Service.Name, "--host", h.Name, "--json")
+		code, out, errOut := w.run(t, "service", "ensure", adopted.Name, "--host", h.Name, "--json")
 		if code != 0 {
 			t.Fatalf("ensure: exit %d\n%s\n%s", code, out, errOut)
 		}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"path"
 	"strings"
 	"testing"
 	"time"
@@ -24,44 +25,18 @@ func TestAdoptOfATemplateInstanceRecordsTheInstanceAndEnsureRunsItFromItsOwnFile
 	h := w.bed.Host(2)
 	const template, instance, port = "stado-wj-tmpl@.service", "stado-wj-tmpl@18197.service", 18197
 	ctx := journeyCtx(t)
-	cleanupUnits(t, w.bed, []testbed.Host{h}, instance)
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-		defer cancel()
-		_, _, _ = w.bed.Exec(ctx, h, "rm", "-f", "/etc/systemd/system/"+template)
-		_, _, _ = w.bed.Exec(ctx, h, "systemctl", "daemon-reload")
-	})
 	w.push(t, []testbed.Host{h})
 	body := fmt.Sprintf("[Unit]\nDescription=sample on port %%i (%%n)\n\n[Service]\nExecStart=%s --addr %s:%%i\nRestart=always\n\n[Install]\nWantedBy=multi-user.target\n", sampleProgram, h.Addr)
-	if err := w.bed.WriteFile(h, "/etc/systemd/system/"+template, []byte(body), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	if _, stderr, err := w.bed.Exec(ctx, h, "systemctl", "daemon-reload"); err != nil {
-		t.Fatalf("daemon-reload: %v %s", err, stderr)
-	}
-	if _, stderr, err := w.bed.Exec(ctx, h, "systemctl", "start", instance); err != nil {
-		t.Fatalf("start %s: %v %s", instance, err, stderr)
-	}
+	startHandWrittenUnit(t, w, h, instance, []handWritten{{"/etc/systemd/system/" + template, body}})
 
-	code, out, errOut := w.run(t, "service", "adopt", instance, "--host", h.Name, "--json")
-	if code != 0 {
-		t.Fatalf("adopt: exit %d\n%s\n%s", code, out, errOut)
-	}
-	var res struct {
-		Complete bool             `json:"complete"`
-		Service  registry.Service `json:"service"`
-	}
-	if err := json.Unmarshal([]byte(out), &res); err != nil {
-		t.Fatal(err)
-	}
+	complete, s, out := adoptThroughTheBinary(t, w, h, instance)
 	addr := fmt.Sprintf("%s:%d", h.Addr, port)
-	s := res.Service
-	if !res.Complete || s.Unit != instance || s.Name != "stado-wj-tmpl@18197" || s.Program != sampleProgram ||
+	if !complete || s.Unit != instance || s.Name != "stado-wj-tmpl@18197" || s.Program != sampleProgram ||
 		strings.Join(s.Args, " ") != "--addr "+addr || s.Description != "sample on port 18197 ("+instance+")" || s.UnitPath != "" {
 		t.Fatalf("adopt of the instance: %s", out)
 	}
 
-	code, out, errOut = w.run(t, "service", "ensure", "stado-wj-tmpl@18197", "--host", h.Name, "--json")
+	code, out, errOut := w.run(t, "service", "ensure", "stado-wj-tmpl@18197", "--host", h.Name, "--json")
 	if code != 0 {
 		t.Fatalf("ensure of the adopted instance: exit %d\n%s\n%s", code, out, errOut)
 	}
@@ -87,4 +62,63 @@ func TestAdoptOfATemplateInstanceRecordsTheInstanceAndEnsureRunsItFromItsOwnFile
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
+}
+
+// handWritten is a file an operator wrote on a host: path and content.
+type handWritten struct{ path, content string }
+
+// startHandWrittenUnit writes files on h as an operator would (a missing
+// directory is made), reloads systemd and starts unit. Cleanup stops the
+// unit and removes the files and the directories it made.
+func startHandWrittenUnit(t *testing.T, w *writeBed, h testbed.Host, unit string, files []handWritten) {
+	t.Helper()
+	ctx := journeyCtx(t)
+	cleanupUnits(t, w.bed, []testbed.Host{h}, unit)
+	var made []string
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		for _, f := range files {
+			_, _, _ = w.bed.Exec(ctx, h, "rm", "-f", f.path)
+		}
+		for _, d := range made {
+			_, _, _ = w.bed.Exec(ctx, h, "rm", "-rf", d)
+		}
+		_, _, _ = w.bed.Exec(ctx, h, "systemctl", "daemon-reload")
+	})
+	for _, f := range files {
+		dir := path.Dir(f.path)
+		if _, _, err := w.bed.Exec(ctx, h, "test", "-d", dir); err != nil {
+			if _, stderr, err := w.bed.Exec(ctx, h, "mkdir", "-p", dir); err != nil {
+				t.Fatalf("mkdir %s: %v %s", dir, err, stderr)
+			}
+			made = append(made, dir)
+		}
+		if err := w.bed.WriteFile(h, f.path, []byte(f.content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, argv := range [][]string{{"systemctl", "daemon-reload"}, {"systemctl", "start", unit}} {
+		if _, stderr, err := w.bed.Exec(ctx, h, argv...); err != nil {
+			t.Fatalf("%v: %v %s", argv, err, stderr)
+		}
+	}
+}
+
+// adoptThroughTheBinary runs service adopt UNIT --host H --json and reads
+// its verdict and declaration; out is what it printed.
+func adoptThroughTheBinary(t *testing.T, w *writeBed, h testbed.Host, unit string) (complete bool, s registry.Service, out string) {
+	t.Helper()
+	code, out, errOut := w.run(t, "service", "adopt", unit, "--host", h.Name, "--json")
+	if code != 0 {
+		t.Fatalf("adopt: exit %d\n%s\n%s", code, out, errOut)
+	}
+	var res struct {
+		Complete bool             `json:"complete"`
+		Service  registry.Service `json:"service"`
+	}
+	if err := json.Unmarshal([]byte(out), &res); err != nil {
+		t.Fatal(err)
+	}
+	return res.Complete, res.Service, out
 }
