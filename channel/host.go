@@ -129,14 +129,29 @@ type EnsureResult struct {
 	SetAside []SetAsideDropIn `json:"set_aside,omitempty"`
 }
 
-// SetAsideDropIn is one drop-in ensure set aside: Path is where it was, To
-// the name it was given in the same directory, which systemd does not read
-// (only *.conf is), so its text stays on the host.
+// SetAsideDropIn is one drop-in ensure set aside, its text kept on the host.
 type SetAsideDropIn struct {
-	Path string   `json:"path"`
+	Path string `json:"path"`
+	// How is SetAsideRenamed or SetAsideMasked.
+	How string `json:"how"`
+	// To is the drop-in's new name in its own directory (renamed), or the
+	// link to /dev/null of the same name in the unit's own drop-in
+	// directory that systemd reads in its place, for this unit only
+	// (masked).
 	To   string   `json:"to"`
 	Keys []string `json:"keys"` // the directives whose commands it repeated
 }
+
+// How a drop-in was set aside.
+const (
+	// SetAsideRenamed: a drop-in in the unit's own directory under the
+	// operator's configuration was renamed to a name systemd does not
+	// read (only *.conf is read).
+	SetAsideRenamed = "renamed"
+	// SetAsideMasked: a drop-in other units share (a template's, a name
+	// prefix's) or a package's was left as it is and masked for this unit.
+	SetAsideMasked = "masked"
+)
 
 // InstallRequest writes a unit file. Path may be empty: the host places the
 // unit in its scope's directory.

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"path/filepath"
 	"strings"
 	"time"
 
@@ -257,7 +256,7 @@ func planLines(p ensurePlan, res channel.EnsureResult) []string {
 	s := p.service
 	plan := []string{fmt.Sprintf("unit-install %s %s (%s)", s.Unit, res.Path, res.Install)}
 	for _, d := range res.SetAside {
-		plan = append(plan, fmt.Sprintf("set aside drop-in %s as %s (the declaration holds it)", d.Path, filepath.Base(d.To)))
+		plan = append(plan, setAsideWords(d)+" (the declaration holds it)")
 	}
 	if p.fromCatalog {
 		plan = append(plan, fmt.Sprintf("record declaration %s on %s from catalog product %s", s.Name, p.target.Name, s.Product))

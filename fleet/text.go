@@ -112,8 +112,7 @@ func (r EnsureOutcome) Lines() []string {
 	}
 	out := []string{line}
 	for _, d := range r.SetAside {
-		out = append(out, fmt.Sprintf("  set aside drop-in %s as %s: the declaration holds it, and it repeated %s",
-			d.Path, filepath.Base(d.To), strings.Join(d.Keys, ", ")))
+		out = append(out, fmt.Sprintf("  %s: the declaration holds it, and it repeated %s", setAsideWords(d), strings.Join(d.Keys, ", ")))
 	}
 	return out
 }
@@ -208,4 +207,12 @@ func (h HostTruth) Lines() []string {
 		}
 	}
 	return out
+}
+
+// setAsideWords says how a drop-in was set aside.
+func setAsideWords(d channel.SetAsideDropIn) string {
+	if d.How == channel.SetAsideMasked {
+		return fmt.Sprintf("masked drop-in %s for this unit (%s links to /dev/null)", d.Path, d.To)
+	}
+	return fmt.Sprintf("set aside drop-in %s as %s", d.Path, filepath.Base(d.To))
 }

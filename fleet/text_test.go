@@ -14,11 +14,14 @@ import (
 func TestEnsureLinesNameEachDropInSetAside(t *testing.T) {
 	r := EnsureOutcome{Host: "web1", OK: true, Unit: "web.service", Install: units.ActionUnchanged, Run: channel.RunRestarted,
 		Path: "/etc/systemd/system/web.service", Verdict: &units.Verdict{State: units.StateActive, PID: 42},
-		SetAside: []channel.SetAsideDropIn{{Path: "/etc/systemd/system/web.service.d/override.conf",
-			To: "/etc/systemd/system/web.service.d/override.conf.stado-merged", Keys: []string{"ExecStartPre", "ExecStop"}}}}
+		SetAside: []channel.SetAsideDropIn{{Path: "/etc/systemd/system/web.service.d/override.conf", How: channel.SetAsideRenamed,
+			To: "/etc/systemd/system/web.service.d/override.conf.stado-merged", Keys: []string{"ExecStartPre", "ExecStop"}},
+			{Path: "/etc/systemd/system/web@.service.d/pre.conf", How: channel.SetAsideMasked,
+				To: "/etc/systemd/system/web@1.service.d/pre.conf", Keys: []string{"ExecStartPre"}}}}
 	want := []string{
 		"web1: web.service unchanged (/etc/systemd/system/web.service), restarted, active pid 42",
 		"  set aside drop-in /etc/systemd/system/web.service.d/override.conf as override.conf.stado-merged: the declaration holds it, and it repeated ExecStartPre, ExecStop",
+		"  masked drop-in /etc/systemd/system/web@.service.d/pre.conf for this unit (/etc/systemd/system/web@1.service.d/pre.conf links to /dev/null): the declaration holds it, and it repeated ExecStartPre",
 	}
 	if got := r.Lines(); !reflect.DeepEqual(got, want) {
 		t.Errorf("got\n%q\nwant\n%q", got, want)

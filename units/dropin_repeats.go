@@ -159,24 +159,25 @@ func uniq[T comparable](in []T) []T {
 }
 
 // DropInsOf reads the drop-ins the init system applies to unit, in the
-// order it applies them; none where the init system has none (launchd) or
-// cannot say where it loads units from.
-func DropInsOf(ctx context.Context, m Manager, unit string) ([]DropIn, error) {
+// order it applies them, and the file it loaded the unit from: "" when it
+// holds none (systemd then reports no drop-ins either, although a drop-in
+// directory may wait for the unit's file), or when the init system has no
+// drop-ins (launchd) or cannot say where it loads units from.
+func DropInsOf(ctx context.Context, m Manager, unit string) (fragment string, dropins []DropIn, err error) {
 	loc, ok := m.(FileLocator)
 	if !ok {
-		return nil, nil
+		return "", nil, nil
 	}
-	_, paths, err := loc.UnitFiles(ctx, unit)
+	fragment, paths, err := loc.UnitFiles(ctx, unit)
 	if err != nil {
-		return nil, err
+		return "", nil, err
 	}
-	var out []DropIn
 	for _, p := range paths {
 		b, err := readBounded(p)
 		if err != nil {
-			return nil, fmt.Errorf("read the drop-ins of %s: %w", unit, err)
+			return "", nil, fmt.Errorf("read the drop-ins of %s: %w", unit, err)
 		}
-		out = append(out, DropIn{Path: p, Content: string(b)})
+		dropins = append(dropins, DropIn{Path: p, Content: string(b)})
 	}
-	return out, nil
+	return fragment, dropins, nil
 }

@@ -22,55 +22,70 @@ const setAsideSuffix = ".stado-merged"
 // dropInsToSetAside finds the drop-ins systemd applies to s's unit that
 // would repeat commands of content (the file ensure writes), which is what
 // a drop-in adopt merged into the declaration does once the declaration is
-// written into the unit's own file. Each one the declaration wholly holds,
-// in a directory the operator owns (/etc/systemd, the user's
-// ~/.config/systemd), is returned to be set aside, with the name it will
-// get. Any other is refused before anything is written: setting it aside
-// would lose a setting, or it belongs to a package.
-func (h *Host) dropInsToSetAside(ctx context.Context, m units.Manager, s registry.Service, content []byte) ([]channel.SetAsideDropIn, error) {
+// written into the unit's own file. Each one the declaration wholly holds
+// is returned with how it will be set aside: one in the unit's own
+// drop-in directory under the operator's configuration is renamed; any
+// other (a template's or a name prefix's, which other units share, or a
+// package's) is masked for this unit alone. A drop-in that also says what
+// the declaration lacks, or that sits where systemd reads before the
+// unit's own directory, is refused before anything is written. loaded
+// reports whether systemd holds a file for the unit: when it holds none
+// it reports no drop-ins either, and apply looks again after the install.
+func (h *Host) dropInsToSetAside(ctx context.Context, m units.Manager, s registry.Service, content []byte) (aside []channel.SetAsideDropIn, loaded bool, err error) {
 	if h.OS() != registry.OSLinux {
-		return nil, nil
+		return nil, true, nil
 	}
-	dropins, err := units.DropInsOf(ctx, m, s.Unit)
-	if err != nil || len(dropins) == 0 {
-		return nil, err
+	fragment, dropins, err := units.DropInsOf(ctx, m, s.Unit)
+	if err != nil {
+		return nil, false, err
 	}
-	var out []channel.SetAsideDropIn
+	own := filepath.Join(h.configUnitDir(s), s.Unit+".d")
 	taken := map[string]bool{}
 	for _, r := range units.DropInsRepeating(content, s.Unit, dropins) {
 		keys := strings.Join(r.Keys, ", ")
-		if !r.Held {
-			return nil, &refusal.Error{Code: refusal.DropInConflict,
+		switch {
+		case !r.Held:
+			return nil, false, &refusal.Error{Code: refusal.DropInConflict,
 				Message: fmt.Sprintf("drop-in %s repeats commands of %s that the declaration of %s already runs, and also changes %s, which the declaration does not hold",
 					r.Path, keys, s.Name, strings.Join(r.Differs, ", ")),
 				Hint:    "adopt the unit again so the declaration holds the drop-in's settings, or remove the repeated lines from the drop-in",
 				Details: r}
-		}
-		if !h.operatorOwns(r.Path) {
-			return nil, &refusal.Error{Code: refusal.DropInConflict,
-				Message: fmt.Sprintf("drop-in %s repeats commands of %s that the declaration of %s already runs, and it belongs to a package or the runtime, so stado does not rename it",
-					r.Path, keys, s.Name),
-				Hint: fmt.Sprintf("mask it with a link of the same name to /dev/null: ln -s /dev/null %s",
-					filepath.Join(h.configUnitDir(s), filepath.Base(filepath.Dir(r.Path)), filepath.Base(r.Path))),
+		case readBeforeOwnDir(r.Path):
+			return nil, false, &refusal.Error{Code: refusal.DropInConflict,
+				Message: fmt.Sprintf("drop-in %s repeats commands of %s that the declaration of %s already runs, and systemd reads its directory before %s, so stado can neither rename nor mask it",
+					r.Path, keys, s.Name, own),
+				Hint:    "remove the repeated lines from the drop-in",
 				Details: r}
+		case filepath.Dir(r.Path) == own:
+			to, err := freeName(r.Path, taken)
+			if err != nil {
+				return nil, false, err
+			}
+			taken[to] = true
+			aside = append(aside, channel.SetAsideDropIn{Path: r.Path, How: channel.SetAsideRenamed, To: to, Keys: r.Keys})
+		default:
+			to := filepath.Join(own, filepath.Base(r.Path))
+			if _, err := os.Lstat(to); !errors.Is(err, fs.ErrNotExist) {
+				return nil, false, fmt.Errorf("mask drop-in %s for %s: %s is in the way", r.Path, s.Unit, to)
+			}
+			aside = append(aside, channel.SetAsideDropIn{Path: r.Path, How: channel.SetAsideMasked, To: to, Keys: r.Keys})
 		}
-		to, err := freeName(r.Path, taken)
-		if err != nil {
-			return nil, err
-		}
-		taken[to] = true
-		out = append(out, channel.SetAsideDropIn{Path: r.Path, To: to, Keys: r.Keys})
 	}
-	return out, nil
+	return aside, fragment != "", nil
 }
 
-// operatorOwns reports whether path is in a unit directory the host's
-// operator writes (not a package's, not the runtime's).
-func (h *Host) operatorOwns(path string) bool {
-	if strings.HasPrefix(path, "/etc/systemd/") {
-		return true
+// readBeforeOwnDir reports whether path is in a directory systemd reads
+// before the operator's unit directory (/etc/systemd/system, or
+// ~/.config/systemd/user), where neither a rename under stado's rules nor a
+// same-named mask reaches: the .control directories of set-property, the
+// transient units, the early generators.
+func readBeforeOwnDir(path string) bool {
+	for _, d := range []string{"/systemd/system.control/", "/systemd/user.control/", "/systemd/transient/", "/systemd/generator.early/"} {
+		if strings.Contains(path, d) {
+			return true
+		}
 	}
-	return h.Home != "" && strings.HasPrefix(path, filepath.Join(h.Home, ".config", "systemd")+"/")
+	return false
 }
 
 // configUnitDir is where the operator's units of s's scope live.
@@ -103,18 +118,32 @@ func freeName(path string, taken map[string]bool) (string, error) {
 	return "", fmt.Errorf("set aside %s: 100 earlier set-aside copies are in the way", path)
 }
 
-// setAside renames each drop-in to its new name without replacing anything
-// there: a link under the new name, then the old name removed. It returns
-// the ones set aside, all of them unless the error says otherwise.
+// setAside sets each drop-in aside as its How says, replacing nothing: a
+// rename is a link under the new name and then the old name removed; a
+// mask is a new link to /dev/null. It returns the ones set aside, all of
+// them unless the error says otherwise.
 func setAside(list []channel.SetAsideDropIn) ([]channel.SetAsideDropIn, error) {
 	for i, d := range list {
-		if err := os.Link(d.Path, d.To); err != nil {
-			return list[:i], fmt.Errorf("set aside drop-in %s: %w", d.Path, err)
-		}
-		if err := os.Remove(d.Path); err != nil {
-			_ = os.Remove(d.To)
+		if err := setAsideOne(d); err != nil {
 			return list[:i], fmt.Errorf("set aside drop-in %s: %w", d.Path, err)
 		}
 	}
 	return list, nil
+}
+
+func setAsideOne(d channel.SetAsideDropIn) error {
+	if d.How == channel.SetAsideMasked {
+		if err := os.MkdirAll(filepath.Dir(d.To), 0o755); err != nil {
+			return err
+		}
+		return os.Symlink(os.DevNull, d.To)
+	}
+	if err := os.Link(d.Path, d.To); err != nil {
+		return err
+	}
+	if err := os.Remove(d.Path); err != nil {
+		_ = os.Remove(d.To)
+		return err
+	}
+	return nil
 }

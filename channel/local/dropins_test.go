@@ -5,6 +5,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"reflect"
 	"testing"
 
 	"github.com/wisent/stado/channel"
@@ -71,8 +72,8 @@ func TestEnsureSetsAsideADropInTheDeclarationHolds(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []channel.SetAsideDropIn{{Path: dropPath, To: dropPath + ".stado-merged", Keys: []string{"ExecStartPre"}}}
-	if len(plan.SetAside) != 1 || plan.SetAside[0].To != want[0].To || plan.Run != channel.RunRestarted {
+	want := []channel.SetAsideDropIn{{Path: dropPath, How: channel.SetAsideRenamed, To: dropPath + ".stado-merged", Keys: []string{"ExecStartPre"}}}
+	if !reflect.DeepEqual(plan.SetAside, want) || plan.Run != channel.RunRestarted {
 		t.Errorf("plan: set aside %+v, run %s; want %+v and a restart", plan.SetAside, plan.Run, want)
 	}
 	if _, err := os.Stat(dropPath); err != nil {
@@ -83,7 +84,7 @@ func TestEnsureSetsAsideADropInTheDeclarationHolds(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(res.SetAside) != 1 || res.SetAside[0].To != want[0].To || res.Run != channel.RunRestarted || !res.Confirmed {
+	if !reflect.DeepEqual(res.SetAside, want) || res.Run != channel.RunRestarted || !res.Confirmed {
 		t.Errorf("apply: %+v", res)
 	}
 	if _, err := os.Stat(dropPath); !errors.Is(err, os.ErrNotExist) {
@@ -106,9 +107,10 @@ func TestEnsureSetsAsideADropInTheDeclarationHolds(t *testing.T) {
 }
 
 // A drop-in that repeats the declaration's commands is refused, with
-// nothing written, when setting it aside would lose something: it also
-// sets what the declaration lacks, or it lives in a package's directory.
-// Drop-ins that repeat nothing are left alone.
+// nothing written, when setting it aside would lose something (it also
+// sets what the declaration lacks) or cannot work (systemd reads its
+// directory before the unit's own). Drop-ins that repeat nothing are left
+// alone.
 func TestEnsureRefusesADropInItCannotSetAsideWithoutLoss(t *testing.T) {
 	cases := []struct {
 		name    string
@@ -118,7 +120,7 @@ func TestEnsureRefusesADropInItCannotSetAsideWithoutLoss(t *testing.T) {
 	}{
 		{"the declaration lacks the drop-in's limit", "", func(s *registry.Service) { delete(s.Limits, "nofile") }, true},
 		{"the declaration holds another limit", "", func(s *registry.Service) { s.Limits["nofile"] = registry.Limit{Soft: "1024", Hard: "1024"} }, true},
-		{"a package's drop-in", "usr/lib/systemd/user", nil, true},
+		{"a directory systemd reads before the unit's own", "etc/systemd/system.control", nil, true},
 		{"the declaration never ran the command", "", func(s *registry.Service) { s.ExecStartPre = s.ExecStartPre[:1] }, false},
 		{"the declaration holds it", "", nil, false},
 	}
@@ -147,5 +149,66 @@ func TestEnsureRefusesADropInItCannotSetAsideWithoutLoss(t *testing.T) {
 				t.Errorf("the unit file %s was written before the refusal", installed)
 			}
 		})
+	}
+}
+
+// A drop-in other units share (a template's) or a package's is not
+// touched: ensure masks it for this unit alone with a link to /dev/null of
+// the same name in the unit's own drop-in directory.
+func TestEnsureMasksASharedOrPackagedDropInForThisUnitOnly(t *testing.T) {
+	h, _, s, _, dropPath := dropInHost(t, "usr/lib/systemd/user")
+	res, err := ensureIn(h, s, channel.ModeApply)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mask := filepath.Join(h.Home, ".config/systemd/user/web.service.d/override.conf")
+	if len(res.SetAside) != 1 || res.SetAside[0].How != channel.SetAsideMasked || res.SetAside[0].To != mask {
+		t.Fatalf("set aside %+v, want the package's drop-in masked at %s", res.SetAside, mask)
+	}
+	if target, err := os.Readlink(mask); err != nil || target != os.DevNull {
+		t.Errorf("mask %s: %q %v", mask, target, err)
+	}
+	if b, _ := os.ReadFile(dropPath); string(b) != dropInOverride {
+		t.Errorf("the package's drop-in changed: %q", b)
+	}
+	if again, err := ensureIn(h, s, channel.ModeApply); err != nil || len(again.SetAside) != 0 || again.Run != channel.RunNone {
+		t.Errorf("second ensure: %+v %v", again, err)
+	}
+}
+
+// systemd reports no drop-ins for a unit it holds no file for, although a
+// drop-in directory may wait for it: ensure looks again once it installed
+// the file, sets aside what repeats, and when it must refuse, takes the new
+// file away again.
+func TestEnsureOfANewUnitLooksAtItsWaitingDropInsAfterTheInstall(t *testing.T) {
+	for _, conflict := range []bool{false, true} {
+		h, _, s, unitPath, dropPath := dropInHost(t, "")
+		mem := unitstest.NewMemory(h.Home) // holds no unit yet
+		h.Manager = func(context.Context, string) (units.Manager, func(), error) { return mem, func() {}, nil }
+		if err := os.Remove(unitPath); err != nil {
+			t.Fatal(err)
+		}
+		if conflict {
+			delete(s.Limits, "nofile")
+		}
+		res, err := ensureIn(h, s, channel.ModeApply)
+		if conflict {
+			if code, _ := refusal.CodeOf(err); code != refusal.DropInConflict {
+				t.Fatalf("got %v, want %s", err, refusal.DropInConflict)
+			}
+			if _, err := os.Stat(unitPath); !errors.Is(err, os.ErrNotExist) {
+				t.Errorf("the refused ensure left its new file behind: %v", err)
+			}
+			continue
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(res.SetAside) != 1 || res.SetAside[0].How != channel.SetAsideRenamed || res.Install != units.ActionInstalled || !res.Confirmed {
+			t.Errorf("ensure of a new unit: %+v", res)
+		}
+		if _, err := os.Stat(dropPath); !errors.Is(err, os.ErrNotExist) {
+			t.Errorf("the waiting drop-in is still read: %v", err)
+		}
 	}
 }

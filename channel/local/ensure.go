@@ -47,7 +47,7 @@ func (h *Host) Ensure(ctx context.Context, req channel.EnsureRequest) (channel.E
 	err = h.withManager(ctx, u.Scope, func(m units.Manager) error {
 		// Drop-ins that would repeat the file's commands are decided on
 		// before anything is written (dropins.go).
-		aside, err := h.dropInsToSetAside(ctx, m, s, content)
+		aside, loaded, err := h.dropInsToSetAside(ctx, m, s, content)
 		if err != nil {
 			return err
 		}
@@ -55,7 +55,7 @@ func (h *Host) Ensure(ctx context.Context, req channel.EnsureRequest) (channel.E
 		if req.Mode == channel.ModePlan {
 			return h.plan(ctx, m, s, content, &res)
 		}
-		return h.apply(ctx, m, s, content, req, &res)
+		return h.apply(ctx, m, s, content, req, loaded, &res)
 	})
 	if err == nil && req.Mode == channel.ModeApply && res.Confirmed && req.Serving != nil {
 		// The serving read the write half would make next, in this call.
@@ -109,12 +109,26 @@ func runAction(install string, setAside bool, v units.Verdict) string {
 
 func running(v units.Verdict) bool { return v.State == units.StateActive && v.PID > 0 }
 
-func (h *Host) apply(ctx context.Context, m units.Manager, s registry.Service, content []byte, req channel.EnsureRequest, res *channel.EnsureResult) error {
+func (h *Host) apply(ctx context.Context, m units.Manager, s registry.Service, content []byte, req channel.EnsureRequest, loaded bool, res *channel.EnsureResult) error {
 	inst, err := m.Install(ctx, s, content)
 	if err != nil {
 		return err
 	}
 	res.Install = inst.Action
+	if !loaded && inst.Action == units.ActionInstalled {
+		// systemd reported no drop-ins for a unit it held no file for: now
+		// that it holds one, a waiting drop-in directory applies. A refusal
+		// takes the new file away again, which is all this ensure wrote.
+		aside, _, err := h.dropInsToSetAside(ctx, m, s, content)
+		if err != nil {
+			if rerr := m.Remove(ctx, s); rerr != nil {
+				return errors.Join(err, rerr)
+			}
+			res.Install = ""
+			return err
+		}
+		res.SetAside = aside
+	}
 	if len(res.SetAside) > 0 {
 		done, err := setAside(res.SetAside)
 		res.SetAside = done
