@@ -269,6 +269,8 @@ func planOne(cat *catalog.Catalog, host string, s registry.Service, b *beacon.Ro
 		r.Action, r.Plan = ActionRestore, fmt.Sprintf("would create %s from the declaration and start %s", orUnitPath(c.Path), s.Unit)
 	case c.Drift:
 		r.Action, r.Plan = ActionReinstall, fmt.Sprintf("would install the declared bytes at %s and restart %s", orUnitPath(c.Path), s.Unit)
+	case len(c.RepeatingDropIns) > 0:
+		r.Action, r.Plan = ActionReinstall, fmt.Sprintf("would set aside %s, which repeats commands of the declaration, and restart %s", strings.Join(c.RepeatingDropIns, ", "), s.Unit)
 	case c.State == units.StateInactive || c.State == units.StateFailed || c.State == units.StateMissing:
 		r.Action, r.Plan = ActionStart, "would start "+s.Unit
 	case crashLoop:

@@ -41,6 +41,8 @@ func TestPlanDecidesEachServiceFromItsEvidence(t *testing.T) {
 	flapping.Evidence.Starts = 40
 	failingOnce := check("a", units.StateFailing)
 	failingOnce.Evidence.Starts, failingOnce.Evidence.LastExit = 1, 2
+	repeating := check("a", units.StateActive)
+	repeating.RepeatingDropIns = []string{"/etc/systemd/system/a.service.d/override.conf"}
 	unread := check("a", "")
 	unread.Refusal = &channel.UnitRefusal{Code: "failure", Message: "read the unit: boom"}
 	incomplete := svc("a")
@@ -62,6 +64,8 @@ func TestPlanDecidesEachServiceFromItsEvidence(t *testing.T) {
 			host: reach(check("a", units.StateInactive)), action: ActionStart},
 		{name: "bytes edited: reinstall", decl: svc("a"), beacon: ptr(freshRow("h", "a", units.StateActive)),
 			host: reach(drift), action: ActionReinstall},
+		{name: "a drop-in repeats its commands: reinstall, which sets it aside", decl: svc("a"), beacon: ptr(freshRow("h", "a", units.StateActive)),
+			host: reach(repeating), action: ActionReinstall, contain: "would set aside /etc/systemd/system/a.service.d/override.conf"},
 		{name: "sshd stopped: unreachable naming the stage", decl: svc("a"), beacon: ptr(freshRow("h", "a", units.StateActive)),
 			host: fleet.HostVerify{Host: "h", Stage: fleet.StageConnect, Error: &fleet.HostError{Message: "dial tcp 127.0.1.5:22: connect: connection refused"}},
 			code: string(CodeUnreachable), contain: "stage connect"},

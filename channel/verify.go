@@ -55,6 +55,10 @@ type UnitCheck struct {
 	// change from the installed file to the rendering.
 	Drift bool   `json:"drift,omitempty"`
 	Diff  string `json:"diff,omitempty"`
+	// RepeatingDropIns are drop-ins systemd applies to the unit that repeat
+	// commands of the declaration's rendering, so the unit runs them twice
+	// (the next ensure sets them aside, or refuses).
+	RepeatingDropIns []string `json:"repeating_dropins,omitempty"`
 	// Logs are the unit's last lines when it runs no process after it ran
 	// (failed, failing, or stopped with a nonzero exit), oldest first.
 	Logs []string `json:"logs,omitempty"`

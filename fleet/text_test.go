@@ -2,6 +2,7 @@ package fleet
 
 import (
 	"reflect"
+	"slices"
 	"testing"
 
 	"github.com/wisent/stado/channel"
@@ -30,5 +31,23 @@ func TestEnsureLinesNameEachDropInSetAside(t *testing.T) {
 		Path: r.Path, SetAside: r.SetAside})
 	if len(plan) < 2 || plan[1] != "set aside drop-in /etc/systemd/system/web.service.d/override.conf as override.conf.stado-merged (the declaration holds it)" {
 		t.Errorf("plan: %q", plan)
+	}
+}
+
+// A service whose drop-in repeats its commands is not clean, and verify's
+// text names the drop-in.
+func TestVerifyCountsARepeatingDropInAsNotClean(t *testing.T) {
+	s := ServiceVerify{Service: "web", Unit: "web.service", Path: "/etc/systemd/system/web.service", Loaded: true,
+		State: units.StateActive, Evidence: units.Verdict{State: units.StateActive, PID: 7}}
+	if !s.Clean() {
+		t.Fatal("an active unit as declared is not clean")
+	}
+	s.RepeatingDropIns = []string{"/etc/systemd/system/web.service.d/override.conf"}
+	if s.Clean() {
+		t.Error("a unit whose drop-in repeats its commands reads clean")
+	}
+	want := "    drop-in /etc/systemd/system/web.service.d/override.conf repeats commands the declaration already runs (service ensure sets it aside)"
+	if lines := s.Lines(); !slices.Contains(lines, want) {
+		t.Errorf("verify lines %q lack %q", lines, want)
 	}
 }

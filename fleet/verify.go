@@ -79,6 +79,10 @@ type ServiceVerify struct {
 	// rendered.
 	Drift bool   `json:"drift,omitempty"`
 	Diff  string `json:"diff,omitempty"`
+	// RepeatingDropIns are drop-ins on the host that repeat commands of
+	// the declaration's rendering, so the unit runs them twice; ensure sets
+	// them aside (docs/units.md).
+	RepeatingDropIns []string `json:"repeating_dropins,omitempty"`
 	// Port is the service's directory port on this host (0: none), Address
 	// the declared listen address, PortState one of PortOwned,
 	// PortElsewhere, PortFree ("" without a port), PortOwners every
@@ -96,9 +100,10 @@ type ServiceVerify struct {
 }
 
 // Clean is true when the service is active, its file holds the rendered
-// bytes and its port (if any) is its own, with nothing refused.
+// bytes with no drop-in repeating its commands, and its port (if any) is
+// its own, with nothing refused.
 func (s ServiceVerify) Clean() bool {
-	return s.State == units.StateActive && !s.Drift && !s.FileAbsent && s.Refusal == nil &&
+	return s.State == units.StateActive && !s.Drift && !s.FileAbsent && s.Refusal == nil && len(s.RepeatingDropIns) == 0 &&
 		(s.Port == 0 || s.PortState == PortOwned)
 }
 
@@ -207,7 +212,7 @@ func (f *Fleet) verifyOne(ctx context.Context, t registry.Target, name string) (
 func serviceVerify(c channel.UnitCheck) ServiceVerify {
 	sv := ServiceVerify{Service: c.Service, Unit: c.Unit, Scope: c.Scope, Path: c.Path,
 		Loaded: c.Verdict.State != units.StateMissing && c.Verdict.State != "", State: c.Verdict.State,
-		Evidence: c.Verdict, Logs: c.Logs, FileAbsent: c.FileAbsent, Drift: c.Drift, Diff: c.Diff,
+		Evidence: c.Verdict, Logs: c.Logs, FileAbsent: c.FileAbsent, Drift: c.Drift, Diff: c.Diff, RepeatingDropIns: c.RepeatingDropIns,
 		Port: c.Port, Address: c.Address, UnitSockets: c.UnitSockets, Refusal: c.Refusal}
 	if c.Port > 0 {
 		sv.PortState, sv.PortOwners = PortOwnership(c.Unit, c.Address, c.Listeners)
@@ -347,6 +352,9 @@ func (s ServiceVerify) Lines() []string {
 		add("unit file: drifted from the declaration at %s", s.Path)
 	case s.Refusal == nil:
 		add("unit file: as declared")
+	}
+	for _, d := range s.RepeatingDropIns {
+		add("drop-in %s repeats commands the declaration already runs (service ensure sets it aside)", d)
 	}
 	if s.Port > 0 {
 		at := hostPort(s.Address, s.Port)

@@ -35,6 +35,10 @@ func TestEnsureOfAnAdoptedUnitSetsAsideTheOverrideItsDeclarationHolds(t *testing
 	if !complete || strings.Join(adopted.ExecStartPre, "|") != "/bin/true|/bin/echo override" || adopted.Limits["nofile"].Soft != "4096" {
 		t.Fatalf("adopt did not merge the override: %s", out)
 	}
+	if code, out, _ := w.run(t, "service", "verify", adopted.Name, "--host", h.Name, "--json"); code == 0 ||
+		!strings.Contains(out, `"repeating_dropins": [`) || !strings.Contains(out, dir+"/override.conf") {
+		t.Errorf("verify before the ensure (exit %d) does not name the repeating override:\n%s", code, out)
+	}
 	aside := ensureSettingAside(t, w, h, adopted.Name)
 	if len(aside) != 1 || aside[0].How != channel.SetAsideRenamed || aside[0].Path != dir+"/override.conf" || aside[0].To != dir+"/override.conf.stado-merged" {
 		t.Fatalf("ensure set aside %+v, want the override renamed", aside)
@@ -48,6 +52,9 @@ func TestEnsureOfAnAdoptedUnitSetsAsideTheOverrideItsDeclarationHolds(t *testing
 	}
 	if again := ensureSettingAside(t, w, h, adopted.Name); len(again) != 0 {
 		t.Errorf("a second ensure set aside %+v", again)
+	}
+	if code, out, errOut := w.run(t, "service", "verify", adopted.Name, "--host", h.Name); code != 0 {
+		t.Errorf("verify after the ensure: exit %d\n%s\n%s", code, out, errOut)
 	}
 }
 

@@ -212,3 +212,33 @@ func TestEnsureOfANewUnitLooksAtItsWaitingDropInsAfterTheInstall(t *testing.T) {
 		}
 	}
 }
+
+// verify names a drop-in that repeats the declaration's commands, and the
+// service is not clean until an ensure set it aside.
+func TestVerifyNamesADropInThatRepeatsTheDeclaredCommands(t *testing.T) {
+	h, _, s, unitPath, dropPath := dropInHost(t, "")
+	rendered, err := units.Render(s, "linux", h.Home)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(unitPath, rendered, 0o644); err != nil { // as an earlier stado left it
+		t.Fatal(err)
+	}
+	read := func() channel.UnitCheck {
+		t.Helper()
+		v, err := h.Verify(context.Background(), channel.VerifyRequest{OS: "linux", Services: []channel.VerifyService{{Service: s}}})
+		if err != nil || len(v.Units) != 1 {
+			t.Fatalf("verify: %v %+v", err, v)
+		}
+		return v.Units[0]
+	}
+	if c := read(); !reflect.DeepEqual(c.RepeatingDropIns, []string{dropPath}) || c.Drift {
+		t.Errorf("before the ensure: repeating %v, drift %v; want the override named and no drift", c.RepeatingDropIns, c.Drift)
+	}
+	if _, err := ensureIn(h, s, channel.ModeApply); err != nil {
+		t.Fatal(err)
+	}
+	if c := read(); len(c.RepeatingDropIns) != 0 {
+		t.Errorf("after the ensure: repeating %v", c.RepeatingDropIns)
+	}
+}

@@ -32,6 +32,7 @@ func (h *Host) Verify(ctx context.Context, req channel.VerifyRequest) (channel.V
 	}
 	byScope := map[string][]int{}
 	var scopes []string
+	rendered := make([][]byte, len(req.Services))
 	for i, vs := range req.Services {
 		s := vs.Service
 		c := &res.Units[i]
@@ -40,7 +41,7 @@ func (h *Host) Verify(ctx context.Context, req channel.VerifyRequest) (channel.V
 			scopes = append(scopes, c.Scope)
 		}
 		byScope[c.Scope] = append(byScope[c.Scope], i)
-		h.checkFile(vs, c)
+		rendered[i] = h.checkFile(vs, c)
 	}
 	for _, scope := range scopes {
 		idx := byScope[scope]
@@ -58,6 +59,9 @@ func (h *Host) Verify(ctx context.Context, req channel.VerifyRequest) (channel.V
 					res.Units[i].Verdict = vs[k]
 				}
 				c := &res.Units[i]
+				if err := h.readRepeatingDropIns(ctx, m, rendered[i], c); err != nil {
+					return err
+				}
 				if ranAndStopped(c.Verdict) {
 					if ls, err := m.Logs(ctx, c.Unit, verifyLogLines); err == nil {
 						c.Logs = ls
@@ -107,15 +111,34 @@ func ranAndStopped(v units.Verdict) bool {
 	return false
 }
 
+// readRepeatingDropIns names in c the drop-ins systemd applies to the unit
+// that repeat commands of rendered (what ensure writes), which the next
+// ensure sets aside or refuses (dropins.go). Nothing is read for a unit
+// with no rendering or that systemd does not hold.
+func (h *Host) readRepeatingDropIns(ctx context.Context, m units.Manager, rendered []byte, c *channel.UnitCheck) error {
+	if rendered == nil || h.OS() != registry.OSLinux || c.Verdict.State == units.StateMissing {
+		return nil
+	}
+	_, dropins, err := units.DropInsOf(ctx, m, c.Unit)
+	if err != nil {
+		return err
+	}
+	for _, r := range units.DropInsRepeating(rendered, c.Unit, dropins) {
+		c.RepeatingDropIns = append(c.RepeatingDropIns, r.Path)
+	}
+	return nil
+}
+
 // checkFile compares the unit file at the declaration's path with what the
-// declaration renders on this host.
-func (h *Host) checkFile(vs channel.VerifyService, c *channel.UnitCheck) {
+// declaration renders on this host, and returns that rendering (nil when
+// there is none to compare).
+func (h *Host) checkFile(vs channel.VerifyService, c *channel.UnitCheck) []byte {
 	s := vs.Service
 	u := channel.UnitRef{Scope: c.Scope, Unit: s.Unit}
 	c.Path = units.UnitPath(s, h.OS(), h.Home)
 	if err := h.checkPath(u, c.Path); err != nil {
 		c.Refusal = channel.RefusalOf(err)
-		return
+		return nil
 	}
 	old, err := os.ReadFile(c.Path)
 	switch {
@@ -123,23 +146,24 @@ func (h *Host) checkFile(vs channel.VerifyService, c *channel.UnitCheck) {
 		c.FileAbsent, old = true, nil
 	case err != nil:
 		c.Refusal = channel.RefusalOf(err)
-		return
+		return nil
 	}
 	if s.Incomplete() {
 		c.Refusal = channel.RefusalOf(&units.IncompleteError{Service: s.Name, Unit: s.Unit, Reason: s.IncompleteReason})
 		c.Drift = c.FileAbsent
-		return
+		return nil
 	}
 	content, err := units.Render(s, h.OS(), h.Home)
 	if err != nil {
 		c.Refusal = &channel.UnitRefusal{Code: refusal.Validation, Message: "render " + s.Unit + ": " + err.Error()}
-		return
+		return nil
 	}
 	content = units.KeepInstalled(s, h.OS(), content, old) // what ensure would write over it
 	if c.FileAbsent || string(old) != string(content) {
 		c.Drift = true
 		c.Diff = units.Diff(c.Path, string(old), string(content))
 	}
+	return content
 }
 
 // readReady runs the declaration's protocol executable's ready operation
