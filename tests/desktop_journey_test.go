@@ -145,6 +145,24 @@ func read[T any](t *testing.T, ctx context.Context, d time.Duration, what string
 	return v
 }
 
+// readUntil reads the text of the element sel until it holds every one of
+// wants or d passes, and returns the last text read.
+func readUntil(t *testing.T, ctx context.Context, d time.Duration, what, sel string, wants ...string) string {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	for {
+		text := read(t, ctx, 10*time.Second, what, chromedp.Text(css(sel)))
+		missing := false
+		for _, w := range wants {
+			missing = missing || !strings.Contains(text, w)
+		}
+		if !missing || time.Now().After(deadline) {
+			return text
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
 func failPage(t *testing.T, ctx context.Context, what string, err error) {
 	t.Helper()
 	hctx, c := context.WithTimeout(ctx, 5*time.Second)
@@ -309,7 +327,11 @@ func TestDesktopJourneyAnOperatorReadsTheFleetInARealBrowser(t *testing.T) {
 	within(t, bctx, 90*time.Second, "the failing row and the 503 row", chromedp.Navigate(pageURL),
 		chromedp.WaitVisible(css(`tr.row[data-service="dj-crashy"][data-mark="failing"]`)),
 		chromedp.WaitVisible(css(`tr.row[data-service="dj-sealed"][data-mark="attention"] .body`)))
-	crashy := read(t, bctx, 10*time.Second, "the failing row", chromedp.Text(css(`tr.row[data-service="dj-crashy"]`)))
+	// A crash loop's row flips to active for the moment its program runs,
+	// and the page redraws every second: read until a redraw shows it
+	// failing again.
+	crashy := readUntil(t, bctx, 30*time.Second, "the failing row", `tr.row[data-service="dj-crashy"]`,
+		"failing", "exit 3", "stderr: dj-crashy is dying")
 	sealed := read(t, bctx, 10*time.Second, "the 503 row", chromedp.Text(css(`tr.row[data-service="dj-sealed"]`)))
 	for _, want := range []string{"failing", "exit 3", "stderr: dj-crashy is dying"} {
 		if !strings.Contains(crashy, want) {
