@@ -533,6 +533,12 @@ func TestAPeerRunningAsAnotherUIDIsRefusedOnTheKernelsWord(t *testing.T) {
 	}
 	os.Chmod(bin, 0o755)
 	k := startKeeper(t, KeeperConfig{})
+	// The keeper answers before it has narrowed its socket to 0600; a
+	// loosening made before that would be undone.
+	waitUntil(t, "the keeper narrows its socket", func() bool {
+		st, err := os.Stat(k.socket)
+		return err == nil && st.Mode().Perm() == 0o600
+	})
 	// permissions a mistake could leave: only the peer check stands
 	os.Chmod(filepath.Dir(filepath.Dir(k.socket)), 0o711)
 	os.Chmod(filepath.Dir(k.socket), 0o711)

@@ -115,9 +115,11 @@ proc_start() { # pid -> sets PSTART to its start time (field 22 of /proc/pid/sta
   [ "$1" = Z ] || PSTART=${20}
 }
 is_ours() { # pidfile startfile -> 0 if that exact process is still alive
-  local pid start
-  [ -s "$1" ] && [ -s "$2" ] || return 1
-  read -r pid < "$1"; read -r start < "$2"
+  local pid= start=
+  # a launcher that ends removes its files: between the test and the read
+  # they may be gone, which means the process is gone too
+  { read -r pid < "$1" && read -r start < "$2"; } 2>/dev/null || return 1
+  [ -n "$pid" ] && [ -n "$start" ] || return 1
   proc_start "$pid"
   [ -n "$PSTART" ] && [ "$PSTART" = "$start" ]
 }
