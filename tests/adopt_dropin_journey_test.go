@@ -56,6 +56,24 @@ func TestEnsureOfAnAdoptedUnitSetsAsideTheOverrideItsDeclarationHolds(t *testing
 	if code, out, errOut := w.run(t, "service", "verify", adopted.Name, "--host", h.Name); code != 0 {
 		t.Errorf("verify after the ensure: exit %d\n%s\n%s", code, out, errOut)
 	}
+
+	// A drop-in that repeats a declared command and also sets what the
+	// declaration lacks is refused, naming it, and stays as it is.
+	const extra = "[Service]\nExecStartPre=/bin/true\nNice=5\n"
+	if err := w.bed.WriteFile(h, dir+"/extra.conf", []byte(extra), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, stderr, err := w.bed.Exec(journeyCtx(t), h, "systemctl", "daemon-reload"); err != nil {
+		t.Fatalf("daemon-reload: %v %s", err, stderr)
+	}
+	code, out, errOut := w.run(t, "service", "ensure", adopted.Name, "--host", h.Name, "--json")
+	if code != 3 || !strings.Contains(out+errOut, `"dropin_conflict"`) || !strings.Contains(out+errOut, dir+"/extra.conf") ||
+		!strings.Contains(out+errOut, "adopt the unit again") {
+		t.Errorf("ensure over a drop-in that repeats a command and sets Nice=: exit %d, want 3, dropin_conflict naming it and the fix\n%s\n%s", code, out, errOut)
+	}
+	if kept, err := w.bed.ReadFile(h, dir+"/extra.conf"); err != nil || string(kept) != extra {
+		t.Errorf("the refused drop-in changed (%v): %q", err, kept)
+	}
 }
 
 // TestEnsureOfAnAdoptedInstanceMasksItsTemplatesDropInForItAlone adopts

@@ -19,6 +19,11 @@ import (
 // systemd reads only *.conf, so the file stays, unread.
 const setAsideSuffix = ".stado-merged"
 
+// conflictFix is what makes a refused drop-in go through. A host's
+// refusal crosses the channel as its code and message, so the message
+// carries it too.
+const conflictFix = "adopt the unit again so the declaration holds the drop-in's settings, or remove the repeated lines from the drop-in"
+
 // dropInsToSetAside finds the drop-ins systemd applies to s's unit that
 // would repeat commands of content (the file ensure writes), which is what
 // a drop-in adopt merged into the declaration does once the declaration is
@@ -46,13 +51,13 @@ func (h *Host) dropInsToSetAside(ctx context.Context, m units.Manager, s registr
 		switch {
 		case !r.Held:
 			return nil, false, &refusal.Error{Code: refusal.DropInConflict,
-				Message: fmt.Sprintf("drop-in %s repeats commands of %s that the declaration of %s already runs, and also changes %s, which the declaration does not hold",
-					r.Path, keys, s.Name, strings.Join(r.Differs, ", ")),
-				Hint:    "adopt the unit again so the declaration holds the drop-in's settings, or remove the repeated lines from the drop-in",
+				Message: fmt.Sprintf("drop-in %s repeats commands of %s that the declaration of %s already runs, and also changes %s, which the declaration does not hold: %s",
+					r.Path, keys, s.Name, strings.Join(r.Differs, ", "), conflictFix),
+				Hint:    conflictFix,
 				Details: r}
 		case readBeforeOwnDir(r.Path):
 			return nil, false, &refusal.Error{Code: refusal.DropInConflict,
-				Message: fmt.Sprintf("drop-in %s repeats commands of %s that the declaration of %s already runs, and systemd reads its directory before %s, so stado can neither rename nor mask it",
+				Message: fmt.Sprintf("drop-in %s repeats commands of %s that the declaration of %s already runs, and systemd reads its directory before %s, so stado can neither rename nor mask it: remove the repeated lines from the drop-in",
 					r.Path, keys, s.Name, own),
 				Hint:    "remove the repeated lines from the drop-in",
 				Details: r}
