@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"strings"
 	"testing"
 
 	"github.com/wisent/stado/channel"
@@ -240,5 +241,25 @@ func TestVerifyNamesADropInThatRepeatsTheDeclaredCommands(t *testing.T) {
 	}
 	if c := read(); len(c.RepeatingDropIns) != 0 {
 		t.Errorf("after the ensure: repeating %v", c.RepeatingDropIns)
+	}
+}
+
+// A drop-in verify cannot read leaves its list empty; the host's reading
+// is still answered.
+func TestVerifyAnswersWhenADropInCannotBeRead(t *testing.T) {
+	h, _, s, _, dropPath := dropInHost(t, "")
+	huge := filepath.Join(filepath.Dir(dropPath), "huge.conf")
+	if err := os.WriteFile(huge, make([]byte, units.MaxFileBytes+1), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	v, err := h.Verify(context.Background(), channel.VerifyRequest{OS: "linux", Services: []channel.VerifyService{{Service: s}}})
+	if err != nil || len(v.Units) != 1 {
+		t.Fatalf("verify: %v %+v", err, v)
+	}
+	if c := v.Units[0]; len(c.RepeatingDropIns) != 0 || c.Verdict.State != units.StateActive {
+		t.Errorf("verify over an unreadable drop-in: %+v", c)
+	}
+	if _, err := ensureIn(h, s, channel.ModeApply); err == nil || !strings.Contains(err.Error(), "huge.conf") {
+		t.Errorf("ensure over an unreadable drop-in: %v, want an error naming it", err)
 	}
 }

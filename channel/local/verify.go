@@ -59,9 +59,7 @@ func (h *Host) Verify(ctx context.Context, req channel.VerifyRequest) (channel.V
 					res.Units[i].Verdict = vs[k]
 				}
 				c := &res.Units[i]
-				if err := h.readRepeatingDropIns(ctx, m, rendered[i], c); err != nil {
-					return err
-				}
+				h.readRepeatingDropIns(ctx, m, rendered[i], c)
 				if ranAndStopped(c.Verdict) {
 					if ls, err := m.Logs(ctx, c.Unit, verifyLogLines); err == nil {
 						c.Logs = ls
@@ -114,19 +112,21 @@ func ranAndStopped(v units.Verdict) bool {
 // readRepeatingDropIns names in c the drop-ins systemd applies to the unit
 // that repeat commands of rendered (what ensure writes), which the next
 // ensure sets aside or refuses (dropins.go). Nothing is read for a unit
-// with no rendering or that systemd does not hold.
-func (h *Host) readRepeatingDropIns(ctx context.Context, m units.Manager, rendered []byte, c *channel.UnitCheck) error {
+// with no rendering or that systemd does not hold. Drop-ins that cannot be
+// read (one past units.MaxFileBytes, one removed meanwhile) leave the list
+// empty rather than the whole host's reading unanswered: ensure, which
+// reads them again before it writes, says why.
+func (h *Host) readRepeatingDropIns(ctx context.Context, m units.Manager, rendered []byte, c *channel.UnitCheck) {
 	if rendered == nil || h.OS() != registry.OSLinux || c.Verdict.State == units.StateMissing {
-		return nil
+		return
 	}
 	_, dropins, err := units.DropInsOf(ctx, m, c.Unit)
 	if err != nil {
-		return err
+		return
 	}
 	for _, r := range units.DropInsRepeating(rendered, c.Unit, dropins) {
 		c.RepeatingDropIns = append(c.RepeatingDropIns, r.Path)
 	}
-	return nil
 }
 
 // checkFile compares the unit file at the declaration's path with what the
