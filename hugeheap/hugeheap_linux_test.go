@@ -5,6 +5,8 @@ import (
 	"os"
 	"strings"
 	"testing"
+
+	"github.com/wisent/stado/tests/testbed"
 )
 
 // The heap a fleet-wide read grows into is advised for huge pages: the
@@ -12,7 +14,7 @@ import (
 func TestFleetReadHeapIsAdvisedForHugePages(t *testing.T) {
 	mode, err := os.ReadFile("/sys/kernel/mm/transparent_hugepage/enabled")
 	if err != nil || strings.Contains(string(mode), "[never]") {
-		t.Skipf("this kernel offers no transparent huge pages (%q, %v): the advice is refused and changes nothing", mode, err)
+		testbed.Unavailable(t, "this kernel offers no transparent huge pages (%q, %v): the advice is refused and changes nothing", mode, err)
 	}
 	beg, end := adviseHeap(16 << 20)
 	if beg == 0 || end <= beg {

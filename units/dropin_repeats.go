@@ -39,6 +39,9 @@ var execListKeys = []string{"ExecStartPre", "ExecStartPost", "ExecReload", "Exec
 // sets, so it is left out. A rendering or drop-in that cannot be read as a
 // unit is left out too; systemd says what is wrong with it.
 func DropInsRepeating(rendering []byte, unit string, dropins []DropIn) []RepeatingDropIn {
+	if len(dropins) == 0 {
+		return nil // most units: nothing to parse
+	}
 	base, err := ParseSystemdFiles(rendering, unit, nil)
 	if err != nil {
 		return nil
@@ -172,12 +175,9 @@ func DropInsOf(ctx context.Context, m Manager, unit string) (fragment string, dr
 	if err != nil {
 		return "", nil, err
 	}
-	for _, p := range paths {
-		b, err := readBounded(p)
-		if err != nil {
-			return "", nil, fmt.Errorf("read the drop-ins of %s: %w", unit, err)
-		}
-		dropins = append(dropins, DropIn{Path: p, Content: string(b)})
+	dropins, err = readDropInPaths(paths)
+	if err != nil {
+		return "", nil, fmt.Errorf("read the drop-ins of %s: %w", unit, err)
 	}
 	return fragment, dropins, nil
 }

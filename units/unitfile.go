@@ -103,14 +103,24 @@ func ReadUnitFile(ctx context.Context, m Manager, unit, home string, now time.Ti
 		return nil, err
 	}
 	f := &UnitFile{Unit: unit, Path: path, Content: string(content), Home: home, Read: now.UTC()}
-	for _, d := range dropins {
-		b, err := readBounded(d)
+	if f.DropIns, err = readDropInPaths(dropins); err != nil {
+		return nil, err
+	}
+	return f, nil
+}
+
+// readDropInPaths reads each drop-in at paths, in order, bounded by
+// MaxFileBytes.
+func readDropInPaths(paths []string) ([]DropIn, error) {
+	var out []DropIn
+	for _, p := range paths {
+		b, err := readBounded(p)
 		if err != nil {
 			return nil, err
 		}
-		f.DropIns = append(f.DropIns, DropIn{Path: d, Content: string(b)})
+		out = append(out, DropIn{Path: p, Content: string(b)})
 	}
-	return f, nil
+	return out, nil
 }
 
 func readBounded(path string) ([]byte, error) {

@@ -44,8 +44,7 @@ func (h *Host) dropInsToSetAside(ctx context.Context, m units.Manager, s registr
 	if err != nil {
 		return nil, false, err
 	}
-	own := filepath.Join(h.configUnitDir(s), s.Unit+".d")
-	taken := map[string]bool{}
+	own := filepath.Join(registry.UnitDir(registry.OSLinux, s.EffectiveScope(), h.Home), s.Unit+".d")
 	for _, r := range units.DropInsRepeating(content, s.Unit, dropins) {
 		keys := strings.Join(r.Keys, ", ")
 		switch {
@@ -62,11 +61,10 @@ func (h *Host) dropInsToSetAside(ctx context.Context, m units.Manager, s registr
 				Hint:    "remove the repeated lines from the drop-in",
 				Details: r}
 		case filepath.Dir(r.Path) == own:
-			to, err := freeName(r.Path, taken)
+			to, err := freeName(r.Path)
 			if err != nil {
 				return nil, false, err
 			}
-			taken[to] = true
 			aside = append(aside, channel.SetAsideDropIn{Path: r.Path, How: channel.SetAsideRenamed, To: to, Keys: r.Keys})
 		default:
 			to := filepath.Join(own, filepath.Base(r.Path))
@@ -93,24 +91,13 @@ func readBeforeOwnDir(path string) bool {
 	return false
 }
 
-// configUnitDir is where the operator's units of s's scope live.
-func (h *Host) configUnitDir(s registry.Service) string {
-	if s.EffectiveScope() == registry.ScopeUser && h.Home != "" {
-		return filepath.Join(h.Home, ".config", "systemd", "user")
-	}
-	return "/etc/systemd/system"
-}
-
 // freeName is the first of path.stado-merged, path.stado-merged-2, … that
-// neither exists nor is already taken.
-func freeName(path string, taken map[string]bool) (string, error) {
+// does not exist.
+func freeName(path string) (string, error) {
 	for i := 1; i <= 100; i++ {
 		to := path + setAsideSuffix
 		if i > 1 {
 			to += fmt.Sprintf("-%d", i)
-		}
-		if taken[to] {
-			continue
 		}
 		_, err := os.Lstat(to)
 		if errors.Is(err, fs.ErrNotExist) {
