@@ -27,7 +27,7 @@ const CycleKind = "stado.autonomy.cycle"
 // its evidence and, in enforce mode, the caps, the lease holder and each
 // action's result.
 type Cycle struct {
-	Kind             string    `json:"kind"`
+	Kind             string    `json:"kind,omitempty"` // set in the stored record
 	ID               string    `json:"id"`
 	Mode             string    `json:"mode"`
 	Start            time.Time `json:"start"`
@@ -84,11 +84,14 @@ func Save(ctx context.Context, st registry.Store, c *Cycle, limit int) error {
 	if limit <= 0 {
 		limit = HistoryLimit
 	}
-	c.Kind = CycleKind
 	if c.ID == "" {
 		c.ID = strings.TrimPrefix(cycleKey(c.Start), CyclePrefix)
 	}
-	b, err := json.Marshal(c)
+	// The stored record names its kind; c itself is left without one, so a
+	// printer that puts the kind first does not write it twice.
+	stored := *c
+	stored.Kind = CycleKind
+	b, err := json.Marshal(&stored)
 	if err != nil {
 		return fmt.Errorf("record the cycle: %w", err)
 	}

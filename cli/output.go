@@ -53,6 +53,9 @@ func printJSONWithKind(w io.Writer, kind string, doc any) error {
 	o.write(string(k))
 	if fields, ok := streamedFields(doc); ok {
 		for _, f := range fields {
+			if f.key == `"kind"` {
+				return fmt.Errorf("encode %s: the document carries a kind of its own", kind)
+			}
 			o.write(",\n  ")
 			o.write(f.key)
 			o.write(": ")
