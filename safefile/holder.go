@@ -21,11 +21,18 @@ import (
 // id; macOS: the kernel's start timeval), compared exactly, so a pid the
 // kernel gave to a newer process is not taken for the holder. Started is
 // the same moment as a wall-clock time, for people.
+//
+// PIDNS is the pid namespace the pid is counted in (Linux: the link text of
+// /proc/self/ns/pid, "pid:[4026531836]"; empty where there is none). Two
+// processes that share the store's directory may live in different pid
+// namespaces (a container, a testbed host), where pid 1 of one is not pid 1
+// of the other: a holder recorded in another namespace is never judged.
 type Holder struct {
 	PID     int       `json:"pid"`
 	Start   string    `json:"start"`
 	Started time.Time `json:"started,omitzero"`
 	Host    string    `json:"host"`
+	PIDNS   string    `json:"pidns,omitempty"`
 	Since   time.Time `json:"since"` // when the holder took the lock
 }
 
@@ -40,12 +47,15 @@ func (h Holder) String() string {
 	if h.Host != "" {
 		s += " on " + h.Host
 	}
+	if h.PIDNS != "" && h.PIDNS != selfHolder().PIDNS {
+		s += " in pid namespace " + h.PIDNS
+	}
 	return s
 }
 
 // same reports whether h and o record the same holder taking the lock.
 func (h Holder) same(o Holder) bool {
-	return h.PID == o.PID && h.Start == o.Start && h.Host == o.Host && h.Since.Equal(o.Since)
+	return h.PID == o.PID && h.Start == o.Start && h.Host == o.Host && h.PIDNS == o.PIDNS && h.Since.Equal(o.Since)
 }
 
 // Liveness is what this host can say about a recorded holder.
@@ -63,6 +73,10 @@ const (
 	// HolderUnknown: this host cannot read process start times, so only a
 	// missing pid could prove the holder gone.
 	HolderUnknown
+	// HolderOtherNamespace: the record counts its pid in another pid
+	// namespace than this process's (or, written by an older stado, names
+	// none): the pid here may be any process, or none, so nothing is judged.
+	HolderOtherNamespace
 )
 
 // Judge says whether h still runs, as seen from this host (hostname). A
@@ -70,6 +84,9 @@ const (
 func (h Holder) Judge() Liveness {
 	if self := selfHolder(); h.Host != "" && self.Host != "" && h.Host != self.Host {
 		return HolderElsewhere
+	}
+	if self := selfHolder(); self.PIDNS != h.PIDNS {
+		return HolderOtherNamespace
 	}
 	start, _, err := processStart(h.PID)
 	switch {
@@ -94,6 +111,7 @@ func selfHolder() Holder {
 		self.PID = os.Getpid()
 		self.Start, self.Started, _ = processStart(self.PID)
 		self.Host, _ = os.Hostname()
+		self.PIDNS = pidNamespace()
 	})
 	return self
 }

@@ -31,3 +31,6 @@ func processStart(pid int) (string, time.Time, error) {
 	return strconv.FormatInt(int64(tv.Sec), 10) + "." + strconv.FormatInt(int64(tv.Usec), 10),
 		time.Unix(int64(tv.Sec), int64(tv.Usec)*1000).UTC(), nil
 }
+
+// pidNamespace is "": this system has no pid namespaces.
+func pidNamespace() string { return "" }

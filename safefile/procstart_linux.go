@@ -79,3 +79,13 @@ func processStart(pid int) (string, time.Time, error) {
 	}
 	return id + "/" + strconv.FormatUint(ticks, 10), started, nil
 }
+
+// pidNamespace names this process's pid namespace: the text of the
+// /proc/self/ns/pid link ("pid:[4026531836]"), or "" when it cannot be read.
+func pidNamespace() string {
+	ns, err := os.Readlink("/proc/self/ns/pid")
+	if err != nil {
+		return ""
+	}
+	return ns
+}

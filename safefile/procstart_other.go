@@ -21,3 +21,6 @@ func processStart(pid int) (string, time.Time, error) {
 	}
 	return "", time.Time{}, nil
 }
+
+// pidNamespace is "": this system has no pid namespaces.
+func pidNamespace() string { return "" }

@@ -80,6 +80,12 @@ func InspectLock(path string, now time.Time) (LockReport, error) {
 			r.State, r.Note = LockStale, "held, but its holder "+h.String()+" is gone"
 		case HolderElsewhere:
 			r.State, r.Note = LockElsewhere, "held by "+h.String()+", another host, which this host cannot judge"
+		case HolderOtherNamespace:
+			if h.PIDNS == "" {
+				r.State, r.Note = LockUnjudged, "held by "+h.String()+", whose record names no pid namespace (an older stado wrote it), so its pid cannot be judged here"
+			} else {
+				r.State, r.Note = LockUnjudged, "held by "+h.String()+", another pid namespace than this one ("+selfHolder().PIDNS+"), which this process cannot judge"
+			}
 		default:
 			r.State, r.Note = LockUnjudged, "held by "+h.String()+", whose start time this host cannot read"
 		}
