@@ -81,7 +81,9 @@ func runDesktop(c *ucli.Context, env *Env, o desktopOptions) error {
 		return err
 	}
 	if o.Open {
-		openBrowser(ctx, env, url)
+		// the browser's argv is readable by every user: it gets a
+		// one-time address, never the token
+		openBrowser(ctx, env, srv.OpenURL(ln))
 	}
 	return srv.Serve(ctx, ln)
 }

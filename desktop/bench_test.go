@@ -34,7 +34,7 @@ func benchGet(b *testing.B, store registry.Store, path string) {
 	do := func() int {
 		req := httptest.NewRequest(http.MethodGet, path, nil)
 		req.Host = "127.0.0.1:7480"
-		req.AddCookie(&http.Cookie{Name: desktop.CookieName, Value: srv.Token()})
+		req.AddCookie(&http.Cookie{Name: desktop.CookieName("0"), Value: srv.Token()})
 		w := httptest.NewRecorder()
 		h.ServeHTTP(w, req)
 		if w.Code != 200 {
@@ -89,7 +89,7 @@ func BenchmarkDesktopJudgeRows1000x20(b *testing.B) {
 	for b.Loop() {
 		req := httptest.NewRequest(http.MethodGet, "/rows", nil)
 		req.Host = "127.0.0.1:7480"
-		req.AddCookie(&http.Cookie{Name: desktop.CookieName, Value: srv.Token()})
+		req.AddCookie(&http.Cookie{Name: desktop.CookieName("0"), Value: srv.Token()})
 		w := httptest.NewRecorder()
 		h.ServeHTTP(w, req)
 		if w.Code != 200 {

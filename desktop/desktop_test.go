@@ -323,7 +323,7 @@ func TestTheTableRefreshesWhenTheStoreChanges(t *testing.T) {
 	base := "http://" + ln.Addr().String()
 	get := func(path string) string {
 		req, _ := http.NewRequest(http.MethodGet, base+path, nil)
-		req.AddCookie(&http.Cookie{Name: desktop.CookieName, Value: srv.Token()})
+		req.AddCookie(&http.Cookie{Name: desktop.CookieName(portOf(t, base)), Value: srv.Token()})
 		res, err := http.DefaultClient.Do(req)
 		if err != nil {
 			t.Fatal(err)

@@ -38,8 +38,21 @@ const (
 )
 
 // CookieName is the cookie that carries the access token after the first
-// visit of the printed URL.
-const CookieName = "stado_desktop"
+// visit of the printed URL, for the page listening on port. The port is in
+// the name: a browser sends a loopback cookie to every port of the host, so
+// two pages (or a page and another loopback service) must not share one.
+func CookieName(port string) string { return "stado_desktop_" + port }
+
+// cookieFor names the cookie of the page a request reached, by the port it
+// arrived on.
+func cookieFor(r *http.Request) string {
+	if a, ok := r.Context().Value(http.LocalAddrContextKey).(net.Addr); ok {
+		if _, port, err := net.SplitHostPort(a.String()); err == nil {
+			return CookieName(port)
+		}
+	}
+	return CookieName("0")
+}
 
 // CSRFHeader is the header a state-changing request carries the page's CSRF
 // token in (a form field named csrf works too).
@@ -68,7 +81,24 @@ type Config struct {
 	Token string
 	// LogLines is the default log window of the logs operation (default 50).
 	LogLines int
+	// MaxConns bounds the connections the page keeps open (default 64). At
+	// the bound a new connection first evicts an idle one that never showed
+	// the token, then any idle one, so whoever holds the token is served.
+	MaxConns int
+	// HeaderTimeout bounds reading a request's header (default 5 s) and
+	// IdleTimeout a kept connection's silence (default 60 s).
+	HeaderTimeout, IdleTimeout time.Duration
 }
+
+// The page's other bounds: reading a whole request, and writing an answer
+// (a changes poll waits 25 s; a logs or restart operation rides SSH).
+const (
+	readTimeout  = 30 * time.Second
+	writeTimeout = 2 * time.Minute
+	// onceTTL is how long the one-time address --open hands the browser
+	// stays good.
+	onceTTL = 2 * time.Minute
+)
 
 // Server is one desktop page. It is safe for concurrent use.
 type Server struct {
@@ -81,6 +111,10 @@ type Server struct {
 
 	mu   sync.Mutex
 	snap *snapshot
+
+	onceMu  sync.Mutex
+	once    string    // the one-time code of OpenURL; "" once used
+	onceEnd time.Time // when it stops being good
 }
 
 // New returns the page over cfg. The error is a refusal for a config
@@ -103,6 +137,15 @@ func New(cfg Config) (*Server, error) {
 	}
 	if cfg.LogLines <= 0 {
 		cfg.LogLines = 50
+	}
+	if cfg.MaxConns <= 0 {
+		cfg.MaxConns = 64
+	}
+	if cfg.HeaderTimeout <= 0 {
+		cfg.HeaderTimeout = 5 * time.Second
+	}
+	if cfg.IdleTimeout <= 0 {
+		cfg.IdleTimeout = 60 * time.Second
 	}
 	s := &Server{cfg: cfg, token: cfg.Token, csrf: randomToken()}
 	if s.token == "" {
@@ -135,6 +178,29 @@ func (s *Server) URL(ln net.Listener) string {
 	return "http://" + ln.Addr().String() + "/?token=" + url.QueryEscape(s.token)
 }
 
+// OpenURL is an address for a browser's command line, which every user of
+// the machine can read: it carries a one-time code instead of the token.
+// The first request with the code gets the cookie; the code is then dead,
+// and so is any code older than two minutes. A new call replaces the code.
+func (s *Server) OpenURL(ln net.Listener) string {
+	code := randomToken()
+	s.onceMu.Lock()
+	s.once, s.onceEnd = code, s.cfg.Now().Add(onceTTL)
+	s.onceMu.Unlock()
+	return "http://" + ln.Addr().String() + "/?once=" + url.QueryEscape(code)
+}
+
+// takeOnce reports whether code is the live one-time code, and kills it.
+func (s *Server) takeOnce(code string) bool {
+	s.onceMu.Lock()
+	defer s.onceMu.Unlock()
+	if !equal(code, s.once) || s.cfg.Now().After(s.onceEnd) {
+		return false
+	}
+	s.once = ""
+	return true
+}
+
 // Handler is the page: every request passes the access check, and every
 // state-changing one the CSRF check, before its route.
 func (s *Server) Handler() http.Handler { return s.guard(s.mux) }
@@ -143,7 +209,10 @@ func (s *Server) Handler() http.Handler { return s.guard(s.mux) }
 // judged (every second) until ctx ends; then it closes the server and
 // returns nil.
 func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
-	srv := &http.Server{Handler: s.Handler(), ReadHeaderTimeout: 10 * time.Second}
+	lim := newConnLimit(ln, s.cfg.MaxConns)
+	srv := &http.Server{Handler: s.Handler(), ReadHeaderTimeout: s.cfg.HeaderTimeout, ReadTimeout: readTimeout,
+		WriteTimeout: writeTimeout, IdleTimeout: s.cfg.IdleTimeout, ConnState: lim.track, ConnContext: lim.context}
+	ln = lim
 	wctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	go s.feed.run(wctx)
@@ -199,21 +268,33 @@ func (s *Server) guard(next http.Handler) http.Handler {
 		}
 		tok := r.URL.Query().Get("token")
 		fromQuery := tok != ""
+		if code := r.URL.Query().Get("once"); code != "" && !fromQuery {
+			if !s.takeOnce(code) {
+				w.Header().Set("Connection", "close")
+				s.refuse(w, r, http.StatusForbidden, CodeTokenRequired, "this one-time address was used already or is too old; use the address stado desktop printed")
+				return
+			}
+			tok, fromQuery = s.token, true
+		}
 		if !fromQuery {
-			if c, err := r.Cookie(CookieName); err == nil {
+			if c, err := r.Cookie(cookieFor(r)); err == nil {
 				tok = c.Value
 			}
 		}
 		if !equal(tok, s.token) {
+			// an unauthenticated client keeps no connection open
+			w.Header().Set("Connection", "close")
 			s.refuse(w, r, http.StatusForbidden, CodeTokenRequired, "this page needs the access token printed by stado desktop")
 			return
 		}
+		markAuthenticated(r)
 		if fromQuery {
-			http.SetCookie(w, &http.Cookie{Name: CookieName, Value: s.token, Path: "/", HttpOnly: true, SameSite: http.SameSiteStrictMode})
+			http.SetCookie(w, &http.Cookie{Name: cookieFor(r), Value: s.token, Path: "/", HttpOnly: true, SameSite: http.SameSiteStrictMode})
 			if r.Method == http.MethodGet && r.URL.Path == "/" {
 				// keep the token out of the address bar and the history
 				q := r.URL.Query()
 				q.Del("token")
+				q.Del("once")
 				target := "/"
 				if len(q) > 0 {
 					target += "?" + q.Encode()

@@ -308,7 +308,7 @@ func TestDesktopJourneyAnOperatorReadsTheFleetInARealBrowser(t *testing.T) {
 	}
 	req, _ := http.NewRequest(http.MethodPost, base+"/op/restart", strings.NewReader(url.Values{"host": {h.Name}, "service": {"dj-sealed"}, "confirm": {"dj-sealed"}}.Encode()))
 	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
-	req.AddCookie(&http.Cookie{Name: desktop.CookieName, Value: u.Query().Get("token")})
+	req.AddCookie(&http.Cookie{Name: desktop.CookieName(u.Port()), Value: u.Query().Get("token")})
 	res, err = http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)
