@@ -88,10 +88,18 @@ func Run(ctx context.Context, argv []string, op string, env []string, args ...st
 	cmd := exec.CommandContext(ctx, argv[0], full...)
 	cmd.Env = env
 	var stdout, stderr bytes.Buffer
-	cmd.Stdout = &limited{w: &stdout, n: outputMax}
+	out := &limited{w: &stdout, n: outputMax}
+	cmd.Stdout = out
 	cmd.Stderr = &limited{w: &stderr, n: 64 << 10}
 	cmd.WaitDelay = time.Second
-	err := cmd.Run()
+	// The operation runs in a process group of its own, ended whole when it
+	// returns: what it left running in the background dies with it.
+	ownGroup(cmd)
+	err := cmd.Start()
+	if err == nil {
+		err = cmd.Wait()
+		endGroup(cmd)
+	}
 	if ctx.Err() == context.DeadlineExceeded {
 		return nil, &Error{Op: op, Cause: fmt.Sprintf("no answer within %s", Timeout(op))}
 	}
@@ -105,6 +113,9 @@ func Run(ctx context.Context, argv []string, op string, env []string, args ...st
 			cause += ": " + line
 		}
 		return nil, &Error{Op: op, Cause: cause}
+	}
+	if out.over {
+		return nil, &Error{Op: op, Cause: fmt.Sprintf("printed more than %d bytes; one small JSON document was expected", outputMax)}
 	}
 	return stdout.Bytes(), nil
 }
@@ -187,17 +198,22 @@ func lastLine(s string) string {
 	return l
 }
 
-// limited writes at most n bytes to w and drops the rest.
+// limited writes at most n bytes to w and drops the rest, noting that it
+// did (over).
 type limited struct {
-	w io.Writer
-	n int
+	w    io.Writer
+	n    int
+	over bool
 }
 
 func (l *limited) Write(p []byte) (int, error) {
-	if l.n > 0 {
-		k := min(len(p), l.n)
+	k := min(len(p), l.n)
+	if k > 0 {
 		l.w.Write(p[:k])
 		l.n -= k
+	}
+	if k < len(p) {
+		l.over = true
 	}
 	return len(p), nil
 }
