@@ -16,6 +16,7 @@ import (
 
 	ucli "github.com/urfave/cli/v2"
 
+	"github.com/wisent/stado/printer"
 	"github.com/wisent/stado/registry"
 	"github.com/wisent/stado/registry/etcdstore"
 )
@@ -222,8 +223,8 @@ func printError(env *Env, err error, code int, machine string) {
 		_ = enc.Encode(doc)
 		return
 	}
-	fmt.Fprintf(env.Stderr, "stado: %s\n", escapeLines(err.Error()))
+	fmt.Fprintf(env.Stderr, "stado: %s\n", printer.EscapeLines(err.Error()))
 	if doc.Hint != "" {
-		fmt.Fprintf(env.Stderr, "hint: %s\n", escapeLines(doc.Hint))
+		fmt.Fprintf(env.Stderr, "hint: %s\n", printer.EscapeLines(doc.Hint))
 	}
 }

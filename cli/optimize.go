@@ -10,6 +10,7 @@ import (
 
 	"github.com/wisent/stado/autonomy"
 	"github.com/wisent/stado/channel"
+	"github.com/wisent/stado/printer"
 	"github.com/wisent/stado/registry"
 )
 
@@ -131,7 +132,7 @@ func runOptimize(ctx context.Context, env *Env, o optimizeRunOptions, connect fu
 // --json, else its text.
 func printStreamed(env *Env, c *autonomy.Cycle) {
 	if env.JSON {
-		b, err := withKind(autonomy.CycleKind, c)
+		b, err := printer.WithKind(autonomy.CycleKind, c)
 		if err == nil {
 			var line []byte
 			if line, err = compact(b); err == nil {
@@ -140,7 +141,7 @@ func printStreamed(env *Env, c *autonomy.Cycle) {
 		}
 		return
 	}
-	t := &text{w: env.Stdout, width: terminalWidth(env)}
+	t := newText(env.Stdout, terminalWidth(env))
 	printCycle(t, c)
 }
 

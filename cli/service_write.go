@@ -9,6 +9,7 @@ import (
 
 	"github.com/wisent/stado/channel"
 	"github.com/wisent/stado/fleet"
+	"github.com/wisent/stado/printer"
 	"github.com/wisent/stado/registry"
 )
 
@@ -206,7 +207,7 @@ type fanOutDoc struct {
 func streamLines(env *Env, lines []string) {
 	if !env.JSON {
 		for _, l := range lines {
-			fmt.Fprintln(env.Stdout, escapeLines(l))
+			fmt.Fprintln(env.Stdout, printer.EscapeLines(l))
 		}
 	}
 }

@@ -1,4 +1,4 @@
-package cli
+package printer
 
 import (
 	"bytes"
@@ -33,20 +33,20 @@ func TestHostileTextIsEscapedInTextAndExactInJSON(t *testing.T) {
 		{"letters", "zażółć gęślą jaźń", "zażółć gęślą jaźń"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			if got := escapeText(tc.in); got != tc.want {
-				t.Errorf("escapeText = %q, want %q", got, tc.want)
+			if got := Escape(tc.in); got != tc.want {
+				t.Errorf("Escape = %q, want %q", got, tc.want)
 			}
 			// a formatted line
 			var out bytes.Buffer
-			tx := &text{w: &out}
-			tx.f("sentence: %s; cause: %v\n", tc.in, errors.New(tc.in))
+			tx := New(&out, 0)
+			tx.F("sentence: %s; cause: %v\n", tc.in, errors.New(tc.in))
 			if want := "sentence: " + tc.want + "; cause: " + tc.want + "\n"; out.String() != want {
-				t.Errorf("f wrote %q, want %q", out.String(), want)
+				t.Errorf("F wrote %q, want %q", out.String(), want)
 			}
 			// lines and a table
 			out.Reset()
-			tx.lines([]string{tc.in})
-			tx.table([]string{"HOST", "DETAIL"}, [][]string{{tc.in, tc.in}})
+			tx.Lines([]string{tc.in})
+			tx.Table([]string{"HOST", "DETAIL"}, [][]string{{tc.in, tc.in}})
 			if n := strings.Count(out.String(), "\n"); n != 3 {
 				t.Errorf("lines and a two-row table wrote %d lines: %q", n, out.String())
 			}
@@ -59,15 +59,13 @@ func TestHostileTextIsEscapedInTextAndExactInJSON(t *testing.T) {
 			if strings.ContainsAny(out.String(), "\x1b\r\a\b\u009b") {
 				t.Errorf("raw write let control characters through: %q", out.String())
 			}
-			// a final error
-			var stderr bytes.Buffer
-			printError(&Env{Stderr: &stderr}, errors.New(tc.in), 1, "x")
-			if strings.ContainsAny(stderr.String(), "\x1b\r\a\b\u009b\u202e") {
-				t.Errorf("error message let control characters through: %q", stderr.String())
+			// a multi-line message (a final error)
+			if got := EscapeLines(tc.in + "\n" + tc.in); strings.ContainsAny(got, "\x1b\r\a\b\u009b\u202e") {
+				t.Errorf("EscapeLines let control characters through: %q", got)
 			}
 			// JSON carries the value exactly
 			var stdout bytes.Buffer
-			if err := emit(&Env{Stdout: &stdout, JSON: true}, "k", map[string]string{"v": tc.in}, nil); err != nil {
+			if err := JSON(&stdout, "k", map[string]string{"v": tc.in}); err != nil {
 				t.Fatal(err)
 			}
 			var back map[string]string
