@@ -481,6 +481,74 @@ func TestEnsureAsksAgainWithoutTheServingReadWhenTheHostPredatesIt(t *testing.T)
 	}
 }
 
+// Whether a host predates the serving read is decided by the capabilities
+// its refusal advertises, never by the refusal's wording: a host that has
+// the capability and refuses with the very words an older stado uses is
+// not asked again, and an older host whose words differ is.
+func TestEnsureDecidesTheHostPredatesTheServingReadByItsCapabilitiesNotItsMessage(t *testing.T) {
+	cases := []struct {
+		name    string
+		caps    []Capability // what the refusing host advertises
+		message string
+		asks    int // ensure calls the host sees
+		refused bool
+	}{
+		// a current host refusing the content for another reason, in the
+		// words an older one uses for the field: one call, the refusal stands
+		{"capable host, older wording", HostCapabilities(), `ensure request on stdin is not a request document: json: unknown field "serving"`, 1, true},
+		// an older host whose decoder words the refusal otherwise: asked again
+		{"older host, other wording", nil, `ensure request: unknown object member name "serving"`, 2, false},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFixture(t)
+			host := &recordingHost{}
+			var asks atomic.Int32
+			f.srv.setHandler(func(cmd string, stdin io.Reader, stdout, stderr io.Writer) int {
+				asks.Add(1)
+				body, _ := io.ReadAll(stdin)
+				if bytes.Contains(body, []byte(`"serving"`)) {
+					writeDoc(stdout, RefusalDocument{Kind: KindRefusal, Protocol: ProtocolVersion, Capabilities: tc.caps, Verb: VerbEnsure,
+						Code: string(CodeInvalidContent), Message: tc.message})
+					return ExitRefused
+				}
+				return Serve(context.Background(), cmd, bytes.NewReader(body), stdout, stderr, host)
+			})
+			pool := NewPool(f.dialer())
+			defer pool.Close()
+			c := &Client{Pool: pool, Target: f.srv.target("web1")}
+			req := EnsureRequest{OS: "linux", Mode: ModeApply, Settle: time.Second, Serving: &ServingPort{Port: 8080}}
+			req.Service.Name, req.Service.Unit, req.Service.Program = "api", "api.service", "/usr/bin/api"
+			_, err := c.Ensure(context.Background(), req)
+			if n := asks.Load(); n != int32(tc.asks) {
+				t.Fatalf("the host was asked %d times, want %d (%v)", n, tc.asks, err)
+			}
+			if tc.refused {
+				if re := remoteErr(t, err, "web1", StageRemoteRefusal); !re.HostHas(CapEnsureServing) {
+					t.Fatalf("the refusal lost the host's capabilities: %+v", re)
+				}
+			} else if err != nil {
+				t.Fatalf("ensure: %v", err)
+			}
+		})
+	}
+}
+
+// Every document the remote program prints advertises its capabilities.
+func TestEveryChannelDocumentAdvertisesTheHostsCapabilities(t *testing.T) {
+	for _, cmd := range []string{"stado host channel version", "stado host channel no-such-verb"} {
+		var out, errb bytes.Buffer
+		Serve(context.Background(), cmd, nil, &out, &errb, &recordingHost{})
+		var doc struct {
+			Kind         string
+			Capabilities []Capability
+		}
+		if err := json.Unmarshal(out.Bytes(), &doc); err != nil || !reflect.DeepEqual(doc.Capabilities, HostCapabilities()) {
+			t.Fatalf("%s printed %s (%v), want capabilities %v", cmd, out.Bytes(), err, HostCapabilities())
+		}
+	}
+}
+
 func TestARefusedCommandIsARemoteRefusalAndRunsNothing(t *testing.T) {
 	f := newFixture(t)
 	host := &recordingHost{}

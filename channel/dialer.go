@@ -9,6 +9,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -44,7 +45,15 @@ type RemoteError struct {
 	ExitStatus int    `json:"exit_status,omitempty"`
 	StderrTail string `json:"stderr_tail,omitempty"`
 	Err        error  `json:"-"`
+	// Capabilities are what the host's refusal document advertised at
+	// StageRemoteRefusal; nil when it advertised none (a stado older than
+	// capabilities) or no document came.
+	Capabilities []Capability `json:"-"`
 }
+
+// HostHas reports whether the host's refusal advertised c. A host that
+// advertised nothing has no capability.
+func (e *RemoteError) HostHas(c Capability) bool { return slices.Contains(e.Capabilities, c) }
 
 func (e *RemoteError) Error() string {
 	var b strings.Builder

@@ -274,8 +274,8 @@ func (x *keeperExit) remoteError(t registry.Target, addr string, argv []string, 
 			re.Err = fmt.Errorf("%s killed by signal %s", argv[0], x.Signal)
 		}
 		if re.ExitStatus == ExitRefused {
-			if r, ok := refusalIn(t.Name, out.Bytes()); ok {
-				re.Stage, re.Err = StageRemoteRefusal, r
+			if r, caps, ok := refusalIn(t.Name, out.Bytes()); ok {
+				re.Stage, re.Err, re.Capabilities = StageRemoteRefusal, r, caps
 			}
 		}
 	}

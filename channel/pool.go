@@ -179,15 +179,17 @@ func (p *Pool) Run(ctx context.Context, t registry.Target, argv []string, stdin 
 	return out.Bytes(), errb.Bytes(), exitOf(err).remoteError(t, addr, argv, &out, &errb)
 }
 
-func refusalIn(host string, stdout []byte) (*Refusal, bool) {
+// refusalIn reads the refusal document in stdout, with the capabilities it
+// advertised.
+func refusalIn(host string, stdout []byte) (*Refusal, []Capability, bool) {
 	var doc RefusalDocument
 	if json.Unmarshal(bytes.TrimSpace(stdout), &doc) != nil || doc.Kind != KindRefusal || doc.Code == "" {
-		return nil, false
+		return nil, nil, false
 	}
 	if doc.Protocol != ProtocolVersion && doc.Code == string(CodeUnknownVerb) {
-		return protocolMismatch(host, doc.Protocol), true
+		return protocolMismatch(host, doc.Protocol), doc.Capabilities, true
 	}
-	return &Refusal{Code: refusal.Code(doc.Code), Message: doc.Message}, true
+	return &Refusal{Code: refusal.Code(doc.Code), Message: doc.Message}, doc.Capabilities, true
 }
 
 // protocolMismatch is the refusal of a host whose stado speaks another
