@@ -55,20 +55,20 @@ type Client struct {
 
 var _ channel.Transport = (*Client)(nil)
 
-// Run does what Pool.Run does — runs argv on t with stdin (nil for none) as
+// Run does what channel.Pool.Run does — runs argv on t with stdin (nil for none) as
 // one quoted line and returns what it printed — over the keeper's
 // connection to t, dialed with dialer's settings (nil: the zero Dialer).
 // The endpoint is resolved here (ssh_config, defaults under this process's
 // $HOME); the keeper gets paths and this process's agent socket, never key
 // material.
 //
-// Errors are Pool.Run's: a word channel.Quote cannot carry; a
+// Errors are channel.Pool.Run's: a word channel.Quote cannot carry; a
 // *channel.RemoteError at StageConnect, StageAuth or StageHostKey (with the
 // dialer's *channel.HostKeyError, also when a kept connection's key is no
 // longer accepted) when the host was not reached, at StageRemoteRefusal or
 // StageRemoteExit when the command failed, with stdout and stderr
 // returned. An error wrapping ErrUnavailable means no keeper took the call
-// and nothing ran: fall back to Pool.Run.
+// and nothing ran: fall back to channel.Pool.Run.
 func (c *Client) Run(ctx context.Context, t registry.Target, dialer *channel.Dialer, argv []string, stdin []byte) (stdout, stderr []byte, err error) {
 	if _, err := channel.Quote(argv); err != nil {
 		return nil, nil, fmt.Errorf("%s: %w", t.Name, err)

@@ -79,7 +79,7 @@ type keeperRequest struct {
 	ConnectTimeout  int64 `json:"connect_timeout_ns,omitempty"`
 	KeepAlive       int64 `json:"keepalive_ns,omitempty"`
 	KeepAliveMissed int   `json:"keepalive_missed,omitempty"`
-	// Argv is sent as Pool.Run sends it (Quote); Stdin says whether stdin
+	// Argv is sent as channel.Pool.Run sends it (Quote); Stdin says whether stdin
 	// frames follow as the command's input (nil stdin sends none).
 	Argv  []string `json:"argv"`
 	Stdin bool     `json:"stdin,omitempty"`
@@ -224,7 +224,7 @@ func (e *wireError) Error() string { return e.msg }
 func (e *wireError) Unwrap() error { return e.cause }
 
 // keeperExit is how a session ended (a channel.Exit on the wire), as facts
-// the client turns into what Pool.Run returns for the same end.
+// the client turns into what channel.Pool.Run returns for the same end.
 type keeperExit struct {
 	Status  int    `json:"status"`            // exit status; -1 when none came
 	Signal  string `json:"signal,omitempty"`  // the signal that ended it
