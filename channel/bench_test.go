@@ -22,9 +22,9 @@ func benchFleet(b *testing.B, n int) ([]registry.Target, *Pool) {
 	var lines string
 	for i := range n {
 		s := startServer(b)
-		s.authorize(pub)
-		s.serveChannel(&recordingHost{})
-		targets = append(targets, s.target(fmt.Sprintf("h%d", i)))
+		s.Authorize(pub)
+		serveChannel(s, &recordingHost{})
+		targets = append(targets, s.Target(fmt.Sprintf("h%d", i)))
 		lines += knownHostsLine(s)
 	}
 	writeFile(b, kh, lines)
@@ -59,5 +59,5 @@ func BenchmarkRestartOneHost(b *testing.B)  { benchmarkRestart(b, 1) }
 func BenchmarkRestartTenHosts(b *testing.B) { benchmarkRestart(b, 10) }
 
 func knownHostsLine(s *testServer) string {
-	return knownhosts.Line([]string{knownhosts.Normalize(s.hostPort())}, s.hostSigner.PublicKey()) + "\n"
+	return knownhosts.Line([]string{knownhosts.Normalize(s.HostPort())}, s.HostSigner.PublicKey()) + "\n"
 }

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"strings"
 
 	"github.com/wisent/stado/refusal"
 	"github.com/wisent/stado/registry"
@@ -73,7 +72,7 @@ func (c *Client) Ensure(ctx context.Context, req EnsureRequest) (EnsureResult, e
 	}
 	cmd := Command{Verb: VerbEnsure, Scope: req.Service.EffectiveScope(), Units: []string{req.Service.Unit}, Mode: req.Mode}
 	err = c.call(ctx, cmd, body, &res)
-	if req.Serving != nil && refusedServing(err) {
+	if req.Serving != nil && predatesServing(err) {
 		// A host whose stado predates the serving read in ensure refuses
 		// the field before doing anything: ask again without it, and the
 		// write half reads the port itself.
@@ -83,11 +82,17 @@ func (c *Client) Ensure(ctx context.Context, req EnsureRequest) (EnsureResult, e
 	return res, err
 }
 
-// refusedServing reports whether err is a host refusing an ensure request
-// for its serving field (a stado older than that field).
-func refusedServing(err error) bool {
+// predatesServing reports whether err is the host refusing an ensure
+// request's content while advertising no CapEnsureServing: a stado older
+// than the serving field, which refuses it as an unknown field. The
+// refusal's message is never read. A host that has the capability and
+// refuses the content refuses it for another reason; asking again would
+// not help.
+func predatesServing(err error) bool {
+	var re *RemoteError
 	var r *Refusal
-	return errors.As(err, &r) && r.Code == CodeInvalidContent && strings.Contains(r.Message, `unknown field "serving"`)
+	return errors.As(err, &re) && re.Stage == StageRemoteRefusal && !re.HostHas(CapEnsureServing) &&
+		errors.As(err, &r) && r.Code == CodeInvalidContent
 }
 
 // UnitInstall implements Host.

@@ -43,9 +43,9 @@ func newFixture(t *testing.T) *fixture {
 	home := isolatedHome(t)
 	srv := startServer(t)
 	id, pub := clientKey(t, home, "id_test")
-	srv.authorize(pub)
+	srv.Authorize(pub)
 	kh := filepath.Join(home, ".ssh", "known_hosts")
-	knownHostsWith(t, kh, srv.hostSigner.PublicKey(), srv.hostPort())
+	knownHostsWith(t, kh, srv.HostSigner.PublicKey(), srv.HostPort())
 	return &fixture{home: home, srv: srv, identity: id, knownHosts: kh}
 }
 
@@ -73,7 +73,7 @@ func TestRunOverAKnownHostKeyReachesTheHost(t *testing.T) {
 	f := newFixture(t)
 	pool := NewPool(f.dialer())
 	defer pool.Close()
-	stdout, _, err := pool.Run(context.Background(), f.srv.target("web1"), []string{"version"}, nil)
+	stdout, _, err := pool.Run(context.Background(), f.srv.Target("web1"), []string{"version"}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -85,11 +85,11 @@ func TestRunOverAKnownHostKeyReachesTheHost(t *testing.T) {
 func TestRunSendsArgvAsOneLineTheGrammarSplitsBack(t *testing.T) {
 	f := newFixture(t)
 	got := make(chan string, 1)
-	f.srv.setHandler(func(cmd string, _ io.Reader, _, _ io.Writer) int { got <- cmd; return 0 })
+	f.srv.SetHandler(func(cmd string, _ io.Reader, _, _ io.Writer) int { got <- cmd; return 0 })
 	pool := NewPool(f.dialer())
 	defer pool.Close()
 	argv := []string{"/usr/local/bin/stado", "host", "channel", "repair-step", "crypto", "NOTE=a b; $(id) `x` | &", "EMPTY="}
-	if _, _, err := pool.Run(context.Background(), f.srv.target("web1"), argv, nil); err != nil {
+	if _, _, err := pool.Run(context.Background(), f.srv.Target("web1"), argv, nil); err != nil {
 		t.Fatal(err)
 	}
 	line := <-got
@@ -104,20 +104,20 @@ func TestUnknownHostKeyIsRefusedWithItsFingerprint(t *testing.T) {
 	os.Remove(f.knownHosts)
 	pool := NewPool(f.dialer())
 	defer pool.Close()
-	_, _, err := pool.Run(context.Background(), f.srv.target("web1"), []string{"version"}, nil)
+	_, _, err := pool.Run(context.Background(), f.srv.Target("web1"), []string{"version"}, nil)
 	remoteErr(t, err, "web1", StageHostKey)
 	var he *HostKeyError
 	if !errors.As(err, &he) {
 		t.Fatalf("%v carries no *HostKeyError", err)
 	}
-	want := ssh.FingerprintSHA256(f.srv.hostSigner.PublicKey())
+	want := ssh.FingerprintSHA256(f.srv.HostSigner.PublicKey())
 	if he.Kind != HostKeyUnknown || he.Fingerprint != want || he.RefusalCode() != "host_key_unknown" {
 		t.Fatalf("host key error %+v, want unknown %s", he, want)
 	}
 	if !strings.Contains(err.Error(), want) {
 		t.Fatalf("message %q lacks the fingerprint", err)
 	}
-	if f.srv.commands.Load() != 0 {
+	if f.srv.Commands.Load() != 0 {
 		t.Fatal("a command ran on a host whose key is unknown")
 	}
 	if _, err := os.Stat(f.knownHosts); !errors.Is(err, os.ErrNotExist) {
@@ -131,7 +131,7 @@ func TestAcceptNewHostKeyRecordsItAndTheNextConnectNeedsNoFlag(t *testing.T) {
 	d := f.dialer()
 	d.AcceptNewHostKey = true
 	pool := NewPool(d)
-	if _, _, err := pool.Run(context.Background(), f.srv.target("web1"), []string{"version"}, nil); err != nil {
+	if _, _, err := pool.Run(context.Background(), f.srv.Target("web1"), []string{"version"}, nil); err != nil {
 		t.Fatal(err)
 	}
 	pool.Close()
@@ -153,7 +153,7 @@ func TestAcceptNewHostKeyRecordsItAndTheNextConnectNeedsNoFlag(t *testing.T) {
 	}
 	again := NewPool(f.dialer()) // no AcceptNewHostKey
 	defer again.Close()
-	if _, _, err := again.Run(context.Background(), f.srv.target("web1"), []string{"version"}, nil); err != nil {
+	if _, _, err := again.Run(context.Background(), f.srv.Target("web1"), []string{"version"}, nil); err != nil {
 		t.Fatalf("second connect without the flag: %v", err)
 	}
 }
@@ -164,8 +164,8 @@ func TestAcceptNewHostKeyFromManyHostsAtOnceKeepsEveryKey(t *testing.T) {
 	var targets []registry.Target
 	for i := range 6 {
 		s := startServer(t)
-		s.authorize(mustPublicKey(t, f.identity))
-		targets = append(targets, s.target(fmt.Sprintf("h%d", i)))
+		s.Authorize(mustPublicKey(t, f.identity))
+		targets = append(targets, s.Target(fmt.Sprintf("h%d", i)))
 	}
 	d := f.dialer()
 	d.AcceptNewHostKey = true
@@ -200,26 +200,26 @@ func mustPublicKey(t *testing.T, identity string) ssh.PublicKey {
 
 func TestChangedHostKeyIsRefusedEvenWithAcceptNewHostKey(t *testing.T) {
 	f := newFixture(t)
-	knownHostsWith(t, f.knownHosts, newSigner(t).PublicKey(), f.srv.hostPort())
+	knownHostsWith(t, f.knownHosts, newSigner(t).PublicKey(), f.srv.HostPort())
 	before, _ := os.ReadFile(f.knownHosts)
 	d := f.dialer()
 	d.AcceptNewHostKey = true
 	pool := NewPool(d)
 	defer pool.Close()
-	_, _, err := pool.Run(context.Background(), f.srv.target("web1"), []string{"version"}, nil)
+	_, _, err := pool.Run(context.Background(), f.srv.Target("web1"), []string{"version"}, nil)
 	remoteErr(t, err, "web1", StageHostKey)
 	var he *HostKeyError
 	if !errors.As(err, &he) || he.Kind != HostKeyChanged || he.RefusalCode() != "host_key_mismatch" {
 		t.Fatalf("want a changed-key refusal, got %v", err)
 	}
-	if he.Fingerprint != ssh.FingerprintSHA256(f.srv.hostSigner.PublicKey()) {
+	if he.Fingerprint != ssh.FingerprintSHA256(f.srv.HostSigner.PublicKey()) {
 		t.Fatalf("fingerprint %s is not the offered key's", he.Fingerprint)
 	}
 	after, _ := os.ReadFile(f.knownHosts)
 	if !bytes.Equal(before, after) {
 		t.Fatal("known_hosts changed after a refused key change")
 	}
-	if f.srv.commands.Load() != 0 {
+	if f.srv.Commands.Load() != 0 {
 		t.Fatal("a command ran on a host whose key changed")
 	}
 }
@@ -235,12 +235,12 @@ func TestAKnownKeyIsAskedForWhenTheServerPrefersAnotherType(t *testing.T) {
 	// x/crypto's client prefers ECDSA; known_hosts records only ed25519
 	srv := startServer(t, ecSigner, edSigner)
 	id, pub := clientKey(t, home, "id")
-	srv.authorize(pub)
+	srv.Authorize(pub)
 	kh := filepath.Join(home, ".ssh", "known_hosts")
-	knownHostsWith(t, kh, edSigner.PublicKey(), srv.hostPort())
+	knownHostsWith(t, kh, edSigner.PublicKey(), srv.HostPort())
 	pool := NewPool(&Dialer{KnownHostsPath: kh, IdentityFiles: []string{id}})
 	defer pool.Close()
-	if _, _, err := pool.Run(context.Background(), srv.target("web1"), []string{"version"}, nil); err != nil {
+	if _, _, err := pool.Run(context.Background(), srv.Target("web1"), []string{"version"}, nil); err != nil {
 		t.Fatalf("a host offering ECDSA first was refused although its ed25519 key is known: %v", err)
 	}
 }
@@ -250,13 +250,13 @@ func TestAuthByAgentNeedsNoIdentityFile(t *testing.T) {
 	srv := startServer(t)
 	_, priv, _ := ed25519.GenerateKey(rand.Reader)
 	signer, _ := ssh.NewSignerFromKey(priv)
-	srv.authorize(signer.PublicKey())
+	srv.Authorize(signer.PublicKey())
 	kh := filepath.Join(home, ".ssh", "known_hosts")
-	knownHostsWith(t, kh, srv.hostSigner.PublicKey(), srv.hostPort())
+	knownHostsWith(t, kh, srv.HostSigner.PublicKey(), srv.HostPort())
 	t.Setenv("SSH_AUTH_SOCK", startAgent(t, agent.AddedKey{PrivateKey: priv}))
 	pool := NewPool(&Dialer{KnownHostsPath: kh})
 	defer pool.Close()
-	if _, _, err := pool.Run(context.Background(), srv.target("web1"), []string{"version"}, nil); err != nil {
+	if _, _, err := pool.Run(context.Background(), srv.Target("web1"), []string{"version"}, nil); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -280,7 +280,7 @@ func TestEncryptedIdentityWithoutAgentIsAClearAuthError(t *testing.T) {
 	enc, _ := encryptedKey(t, f.home)
 	pool := NewPool(&Dialer{KnownHostsPath: f.knownHosts, IdentityFiles: []string{enc}})
 	defer pool.Close()
-	_, _, err := pool.Run(context.Background(), f.srv.target("web1"), []string{"version"}, nil)
+	_, _, err := pool.Run(context.Background(), f.srv.Target("web1"), []string{"version"}, nil)
 	remoteErr(t, err, "web1", StageAuth)
 	if !strings.Contains(err.Error(), "encrypted") || !strings.Contains(err.Error(), enc) || !strings.Contains(err.Error(), "SSH_AUTH_SOCK") {
 		t.Fatalf("message %q does not say which key is encrypted and that no agent is there", err)
@@ -291,11 +291,11 @@ func TestEncryptedIdentityIsUsedThroughTheAgentHoldingIt(t *testing.T) {
 	f := newFixture(t)
 	enc, priv := encryptedKey(t, f.home)
 	signer, _ := ssh.NewSignerFromKey(priv)
-	f.srv.authorize(signer.PublicKey())
+	f.srv.Authorize(signer.PublicKey())
 	t.Setenv("SSH_AUTH_SOCK", startAgent(t, agent.AddedKey{PrivateKey: priv}))
 	pool := NewPool(&Dialer{KnownHostsPath: f.knownHosts, IdentityFiles: []string{enc}})
 	defer pool.Close()
-	if _, _, err := pool.Run(context.Background(), f.srv.target("web1"), []string{"version"}, nil); err != nil {
+	if _, _, err := pool.Run(context.Background(), f.srv.Target("web1"), []string{"version"}, nil); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -305,7 +305,7 @@ func TestAnUnauthorisedKeyFailsAtStageAuth(t *testing.T) {
 	other, _ := clientKey(t, f.home, "id_other")
 	pool := NewPool(&Dialer{KnownHostsPath: f.knownHosts, IdentityFiles: []string{other}})
 	defer pool.Close()
-	_, _, err := pool.Run(context.Background(), f.srv.target("web1"), []string{"version"}, nil)
+	_, _, err := pool.Run(context.Background(), f.srv.Target("web1"), []string{"version"}, nil)
 	remoteErr(t, err, "web1", StageAuth)
 }
 
@@ -314,9 +314,9 @@ func TestAMissingIdentityFileNamedByTheDialerIsAnAuthError(t *testing.T) {
 	missing := filepath.Join(f.home, "nope")
 	pool := NewPool(&Dialer{KnownHostsPath: f.knownHosts, IdentityFiles: []string{missing}})
 	defer pool.Close()
-	_, _, err := pool.Run(context.Background(), f.srv.target("web1"), []string{"version"}, nil)
+	_, _, err := pool.Run(context.Background(), f.srv.Target("web1"), []string{"version"}, nil)
 	remoteErr(t, err, "web1", StageAuth)
-	if f.srv.accepted.Load() != 0 {
+	if f.srv.Accepted.Load() != 0 {
 		t.Fatal("connected although no identity could be offered")
 	}
 }
@@ -325,7 +325,7 @@ func TestPoolReusesOneConnectionForEveryCallToAHost(t *testing.T) {
 	f := newFixture(t)
 	pool := NewPool(f.dialer())
 	defer pool.Close()
-	target := f.srv.target("web1")
+	target := f.srv.Target("web1")
 	const calls = 12
 	var wg sync.WaitGroup
 	errs := make(chan error, calls)
@@ -347,7 +347,7 @@ func TestPoolReusesOneConnectionForEveryCallToAHost(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if n, c := f.srv.accepted.Load(), f.srv.commands.Load(); n != 1 || c != calls {
+	if n, c := f.srv.Accepted.Load(), f.srv.Commands.Load(); n != 1 || c != calls {
 		t.Fatalf("%d calls opened %d connections and ran %d commands; want 1 connection", calls, n, c)
 	}
 }
@@ -357,11 +357,11 @@ func TestPoolRedialsAfterAFailedDial(t *testing.T) {
 	os.Remove(f.knownHosts)
 	pool := NewPool(f.dialer())
 	defer pool.Close()
-	target := f.srv.target("web1")
+	target := f.srv.Target("web1")
 	if _, _, err := pool.Run(context.Background(), target, []string{"version"}, nil); err == nil {
 		t.Fatal("unknown host key accepted")
 	}
-	knownHostsWith(t, f.knownHosts, f.srv.hostSigner.PublicKey(), f.srv.hostPort())
+	knownHostsWith(t, f.knownHosts, f.srv.HostSigner.PublicKey(), f.srv.HostPort())
 	if _, _, err := pool.Run(context.Background(), target, []string{"version"}, nil); err != nil {
 		t.Fatalf("the pool kept a failed dial: %v", err)
 	}
@@ -387,7 +387,7 @@ func TestConnectFailureNamesTheHostAndStageConnect(t *testing.T) {
 
 func TestRemoteExitCarriesItsStatusAndTheTailOfStderr(t *testing.T) {
 	f := newFixture(t)
-	f.srv.setHandler(func(_ string, _ io.Reader, stdout, stderr io.Writer) int {
+	f.srv.SetHandler(func(_ string, _ io.Reader, stdout, stderr io.Writer) int {
 		io.WriteString(stdout, "partial")
 		for i := 1; i <= 30; i++ {
 			fmt.Fprintf(stderr, "line %d\n", i)
@@ -396,7 +396,7 @@ func TestRemoteExitCarriesItsStatusAndTheTailOfStderr(t *testing.T) {
 	})
 	pool := NewPool(f.dialer())
 	defer pool.Close()
-	stdout, _, err := pool.Run(context.Background(), f.srv.target("web1"), []string{"systemctl", "restart", "a.service"}, nil)
+	stdout, _, err := pool.Run(context.Background(), f.srv.Target("web1"), []string{"systemctl", "restart", "a.service"}, nil)
 	re := remoteErr(t, err, "web1", StageRemoteExit)
 	if re.ExitStatus != 7 {
 		t.Fatalf("exit status %d", re.ExitStatus)
@@ -415,10 +415,10 @@ func TestRemoteExitCarriesItsStatusAndTheTailOfStderr(t *testing.T) {
 func TestClientReturnsTheHostsTypedResultThroughTheRemoteProgram(t *testing.T) {
 	f := newFixture(t)
 	host := &recordingHost{}
-	f.srv.serveChannel(host)
+	serveChannel(f.srv, host)
 	pool := NewPool(f.dialer())
 	defer pool.Close()
-	c := &Client{Pool: pool, Target: f.srv.target("web1")}
+	c := &Client{Pool: pool, Target: f.srv.Target("web1")}
 	res, err := c.UnitInstall(context.Background(), InstallRequest{UnitRef: UnitRef{Scope: ScopeSystem, Unit: "a.service"}, Path: "/etc/systemd/system/a.service", Content: []byte("[Unit]\n")})
 	if err != nil || res.Action != "installed" || res.Path != "/etc/systemd/system/a.service" {
 		t.Fatalf("result %+v, %v", res, err)
@@ -432,10 +432,10 @@ func TestClientReturnsTheHostsTypedResultThroughTheRemoteProgram(t *testing.T) {
 func TestEnsureIsOneRemoteExecutionCarryingTheDeclaration(t *testing.T) {
 	f := newFixture(t)
 	host := &recordingHost{}
-	f.srv.serveChannel(host)
+	serveChannel(f.srv, host)
 	pool := NewPool(f.dialer())
 	defer pool.Close()
-	c := &Client{Pool: pool, Target: f.srv.target("web1")}
+	c := &Client{Pool: pool, Target: f.srv.Target("web1")}
 	req := EnsureRequest{OS: "linux", Mode: ModeApply, Settle: time.Second}
 	req.Service.Name, req.Service.Unit, req.Service.Program = "api", "api.service", "/usr/bin/api"
 	res, err := c.Ensure(context.Background(), req)
@@ -446,7 +446,7 @@ func TestEnsureIsOneRemoteExecutionCarryingTheDeclaration(t *testing.T) {
 	if len(calls) != 1 || calls[0].Method != "Ensure" || calls[0].Units[0] != "api.service" || calls[0].Content != ModeApply {
 		t.Fatalf("host calls %+v", calls)
 	}
-	if n := f.srv.commands.Load(); n != 1 {
+	if n := f.srv.Commands.Load(); n != 1 {
 		t.Fatalf("%d remote executions, want 1", n)
 	}
 }
@@ -457,7 +457,7 @@ func TestEnsureAsksAgainWithoutTheServingReadWhenTheHostPredatesIt(t *testing.T)
 	f := newFixture(t)
 	host := &recordingHost{}
 	var refused atomic.Int32
-	f.srv.setHandler(func(cmd string, stdin io.Reader, stdout, stderr io.Writer) int {
+	f.srv.SetHandler(func(cmd string, stdin io.Reader, stdout, stderr io.Writer) int {
 		body, _ := io.ReadAll(stdin)
 		if bytes.Contains(body, []byte(`"serving"`)) { // what an older stado answers
 			refused.Add(1)
@@ -469,7 +469,7 @@ func TestEnsureAsksAgainWithoutTheServingReadWhenTheHostPredatesIt(t *testing.T)
 	})
 	pool := NewPool(f.dialer())
 	defer pool.Close()
-	c := &Client{Pool: pool, Target: f.srv.target("web1")}
+	c := &Client{Pool: pool, Target: f.srv.Target("web1")}
 	req := EnsureRequest{OS: "linux", Mode: ModeApply, Settle: time.Second, Serving: &ServingPort{Port: 8080}}
 	req.Service.Name, req.Service.Unit, req.Service.Program = "api", "api.service", "/usr/bin/api"
 	res, err := c.Ensure(context.Background(), req)
@@ -481,14 +481,82 @@ func TestEnsureAsksAgainWithoutTheServingReadWhenTheHostPredatesIt(t *testing.T)
 	}
 }
 
+// Whether a host predates the serving read is decided by the capabilities
+// its refusal advertises, never by the refusal's wording: a host that has
+// the capability and refuses with the very words an older stado uses is
+// not asked again, and an older host whose words differ is.
+func TestEnsureDecidesTheHostPredatesTheServingReadByItsCapabilitiesNotItsMessage(t *testing.T) {
+	cases := []struct {
+		name    string
+		caps    []Capability // what the refusing host advertises
+		message string
+		asks    int // ensure calls the host sees
+		refused bool
+	}{
+		// a current host refusing the content for another reason, in the
+		// words an older one uses for the field: one call, the refusal stands
+		{"capable host, older wording", HostCapabilities(), `ensure request on stdin is not a request document: json: unknown field "serving"`, 1, true},
+		// an older host whose decoder words the refusal otherwise: asked again
+		{"older host, other wording", nil, `ensure request: unknown object member name "serving"`, 2, false},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFixture(t)
+			host := &recordingHost{}
+			var asks atomic.Int32
+			f.srv.SetHandler(func(cmd string, stdin io.Reader, stdout, stderr io.Writer) int {
+				asks.Add(1)
+				body, _ := io.ReadAll(stdin)
+				if bytes.Contains(body, []byte(`"serving"`)) {
+					writeDoc(stdout, RefusalDocument{Kind: KindRefusal, Protocol: ProtocolVersion, Capabilities: tc.caps, Verb: VerbEnsure,
+						Code: string(CodeInvalidContent), Message: tc.message})
+					return ExitRefused
+				}
+				return Serve(context.Background(), cmd, bytes.NewReader(body), stdout, stderr, host)
+			})
+			pool := NewPool(f.dialer())
+			defer pool.Close()
+			c := &Client{Pool: pool, Target: f.srv.Target("web1")}
+			req := EnsureRequest{OS: "linux", Mode: ModeApply, Settle: time.Second, Serving: &ServingPort{Port: 8080}}
+			req.Service.Name, req.Service.Unit, req.Service.Program = "api", "api.service", "/usr/bin/api"
+			_, err := c.Ensure(context.Background(), req)
+			if n := asks.Load(); n != int32(tc.asks) {
+				t.Fatalf("the host was asked %d times, want %d (%v)", n, tc.asks, err)
+			}
+			if tc.refused {
+				if re := remoteErr(t, err, "web1", StageRemoteRefusal); !re.HostHas(CapEnsureServing) {
+					t.Fatalf("the refusal lost the host's capabilities: %+v", re)
+				}
+			} else if err != nil {
+				t.Fatalf("ensure: %v", err)
+			}
+		})
+	}
+}
+
+// Every document the remote program prints advertises its capabilities.
+func TestEveryChannelDocumentAdvertisesTheHostsCapabilities(t *testing.T) {
+	for _, cmd := range []string{"stado host channel version", "stado host channel no-such-verb"} {
+		var out, errb bytes.Buffer
+		Serve(context.Background(), cmd, nil, &out, &errb, &recordingHost{})
+		var doc struct {
+			Kind         string
+			Capabilities []Capability
+		}
+		if err := json.Unmarshal(out.Bytes(), &doc); err != nil || !reflect.DeepEqual(doc.Capabilities, HostCapabilities()) {
+			t.Fatalf("%s printed %s (%v), want capabilities %v", cmd, out.Bytes(), err, HostCapabilities())
+		}
+	}
+}
+
 func TestARefusedCommandIsARemoteRefusalAndRunsNothing(t *testing.T) {
 	f := newFixture(t)
 	host := &recordingHost{}
-	f.srv.serveChannel(host)
+	serveChannel(f.srv, host)
 	pool := NewPool(f.dialer())
 	defer pool.Close()
 	for _, argv := range [][]string{{"id"}, {"sh", "-c", "touch /tmp/marker"}, {"unit-start", "system", "../a.service"}} {
-		_, _, err := pool.Run(context.Background(), f.srv.target("web1"), argv, nil)
+		_, _, err := pool.Run(context.Background(), f.srv.Target("web1"), argv, nil)
 		re := remoteErr(t, err, "web1", StageRemoteRefusal)
 		var r *Refusal
 		if !errors.As(err, &r) || r.Code == "" || re.ExitStatus != ExitRefused {
@@ -506,10 +574,10 @@ func TestARefusedCommandIsARemoteRefusalAndRunsNothing(t *testing.T) {
 
 func TestAFailedHostActionIsARemoteExitWithTheHostMessage(t *testing.T) {
 	f := newFixture(t)
-	f.srv.serveChannel(&recordingHost{err: errHostBroken})
+	serveChannel(f.srv, &recordingHost{err: errHostBroken})
 	pool := NewPool(f.dialer())
 	defer pool.Close()
-	_, err := pool.Call(context.Background(), f.srv.target("web1"), Command{Verb: VerbUnitRestart, Scope: ScopeSystem, Units: []string{"a.service"}}, nil)
+	_, err := pool.Call(context.Background(), f.srv.Target("web1"), Command{Verb: VerbUnitRestart, Scope: ScopeSystem, Units: []string{"a.service"}}, nil)
 	re := remoteErr(t, err, "web1", StageRemoteExit)
 	if re.ExitStatus != ExitFailure || !strings.Contains(err.Error(), errHostBroken.Error()) {
 		t.Fatalf("%v", err)
@@ -526,12 +594,12 @@ func TestCallRefusesAnInvalidCommandBeforeConnecting(t *testing.T) {
 	pool := NewPool(f.dialer())
 	defer pool.Close()
 	bad := Command{Verb: VerbUnitStart, Scope: ScopeSystem, Units: []string{"$(id).service"}}
-	_, err := pool.Call(context.Background(), f.srv.target("web1"), bad, nil)
+	_, err := pool.Call(context.Background(), f.srv.Target("web1"), bad, nil)
 	var r *Refusal
 	if !errors.As(err, &r) || r.Code != CodeInvalidUnit {
 		t.Fatalf("%v, want an invalid_unit refusal", err)
 	}
-	if f.srv.accepted.Load() != 0 {
+	if f.srv.Accepted.Load() != 0 {
 		t.Fatal("an invalid command was sent to the host")
 	}
 }
@@ -542,13 +610,13 @@ func TestKeepalivesAreSentOnAnIdleConnection(t *testing.T) {
 	d.KeepAlive = 10 * time.Millisecond
 	pool := NewPool(d)
 	defer pool.Close()
-	if _, err := pool.Client(context.Background(), f.srv.target("web1")); err != nil {
+	if _, err := pool.Client(context.Background(), f.srv.Target("web1")); err != nil {
 		t.Fatal(err)
 	}
 	deadline := time.Now().Add(10 * time.Second)
-	for f.srv.keepalives.Load() < 2 {
+	for f.srv.Keepalives.Load() < 2 {
 		if time.Now().After(deadline) {
-			t.Fatalf("no keepalives seen (%d)", f.srv.keepalives.Load())
+			t.Fatalf("no keepalives seen (%d)", f.srv.Keepalives.Load())
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
@@ -556,15 +624,15 @@ func TestKeepalivesAreSentOnAnIdleConnection(t *testing.T) {
 
 func TestSSHConfigHostNamePortUserAndIdentityFileAreHonoured(t *testing.T) {
 	f := newFixture(t)
-	f.srv.user = "deploy"
+	f.srv.User = "deploy"
 	cfg := filepath.Join(f.home, ".ssh", "config")
-	writeFile(t, cfg, fmt.Sprintf("Host web1\n  HostName 127.0.0.1\n  Port %d\n  User deploy\n  IdentityFile %s\n", f.srv.port, "~/id_test"))
+	writeFile(t, cfg, fmt.Sprintf("Host web1\n  HostName 127.0.0.1\n  Port %d\n  User deploy\n  IdentityFile %s\n", f.srv.Port, "~/id_test"))
 	d := &Dialer{KnownHostsPath: f.knownHosts} // no identity given: the config names it
 	ep, err := d.Resolve(registry.Target{Name: "web1"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := Endpoint{Host: "web1", Address: "127.0.0.1", Port: f.srv.port, User: "deploy", IdentityFiles: []string{f.identity}}
+	want := Endpoint{Host: "web1", Address: "127.0.0.1", Port: f.srv.Port, User: "deploy", IdentityFiles: []string{f.identity}}
 	if !reflect.DeepEqual(ep, want) {
 		t.Fatalf("endpoint %+v, want %+v", ep, want)
 	}
@@ -590,8 +658,8 @@ func TestFanOutOverThePoolCompletesTheOtherHostsWhenOneIsDown(t *testing.T) {
 	var targets []registry.Target
 	for i := range 3 {
 		s := startServer(t)
-		s.authorize(mustPublicKey(t, f.identity))
-		targets = append(targets, s.target(fmt.Sprintf("h%d", i)))
+		s.Authorize(mustPublicKey(t, f.identity))
+		targets = append(targets, s.Target(fmt.Sprintf("h%d", i)))
 		knownHostsAppend(t, f.knownHosts, s)
 	}
 	ln, _ := net.Listen("tcp", "127.0.0.1:0")
@@ -622,7 +690,7 @@ func knownHostsAppend(t *testing.T, path string, s *testServer) {
 	t.Helper()
 	old, _ := os.ReadFile(path)
 	tmp := filepath.Join(t.TempDir(), "kh")
-	knownHostsWith(t, tmp, s.hostSigner.PublicKey(), s.hostPort())
+	knownHostsWith(t, tmp, s.HostSigner.PublicKey(), s.HostPort())
 	line, _ := os.ReadFile(tmp)
 	writeFile(t, path, string(old)+string(line))
 }

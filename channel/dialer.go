@@ -9,6 +9,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -44,7 +45,15 @@ type RemoteError struct {
 	ExitStatus int    `json:"exit_status,omitempty"`
 	StderrTail string `json:"stderr_tail,omitempty"`
 	Err        error  `json:"-"`
+	// Capabilities are what the host's refusal document advertised at
+	// StageRemoteRefusal; nil when it advertised none (a stado older than
+	// capabilities) or no document came.
+	Capabilities []Capability `json:"-"`
 }
+
+// HostHas reports whether the host's refusal advertised c. A host that
+// advertised nothing has no capability.
+func (e *RemoteError) HostHas(c Capability) bool { return slices.Contains(e.Capabilities, c) }
 
 func (e *RemoteError) Error() string {
 	var b strings.Builder
@@ -117,7 +126,7 @@ type Endpoint struct {
 	Port          int      //
 	User          string   //
 	IdentityFiles []string // expanded, in the order tried
-	explicit      int      // IdentityFiles[len-explicit:] came from the Dialer and must exist
+	Explicit      int      // how many of the last IdentityFiles came from the Dialer (and must exist)
 }
 
 // HostPort is Address:Port.
@@ -131,7 +140,9 @@ func (d *Dialer) home() string {
 	return h
 }
 
-func (d *Dialer) knownHostsPath() string {
+// KnownHostsFile is the known_hosts file the Dialer checks host keys
+// against: KnownHostsPath, or ~/.ssh/known_hosts.
+func (d *Dialer) KnownHostsFile() string {
 	if d.KnownHostsPath != "" {
 		return d.KnownHostsPath
 	}
@@ -182,7 +193,7 @@ func (d *Dialer) Resolve(t registry.Target) (Endpoint, error) {
 	}
 	for _, f := range d.IdentityFiles {
 		ep.IdentityFiles = append(ep.IdentityFiles, expandTilde(f))
-		ep.explicit++
+		ep.Explicit++
 	}
 	if len(ep.IdentityFiles) == 0 {
 		for _, n := range []string{"id_ed25519", "id_ecdsa", "id_rsa"} {
@@ -200,7 +211,7 @@ func (d *Dialer) Dial(ctx context.Context, t registry.Target) (*ssh.Client, erro
 	if err != nil {
 		return nil, &RemoteError{Host: t.Name, Stage: StageConnect, Err: err}
 	}
-	client, _, err := d.dialEndpoint(ctx, ep)
+	client, _, err := d.DialEndpoint(ctx, ep)
 	return client, err
 }
 
@@ -316,7 +327,7 @@ func (d *Dialer) authMethod(ep Endpoint) (authSet, func(), error) {
 		}
 	}
 	for i, f := range ep.IdentityFiles {
-		mustExist := i >= len(ep.IdentityFiles)-ep.explicit
+		mustExist := i >= len(ep.IdentityFiles)-ep.Explicit
 		b, err := os.ReadFile(f)
 		if err != nil {
 			if errors.Is(err, fs.ErrNotExist) && !mustExist {
@@ -349,38 +360,40 @@ func (d *Dialer) authMethod(ep Endpoint) (authSet, func(), error) {
 	return set, closeAgent, nil
 }
 
-// hostKeySeen is the host key a connection was established with, and the
+// HostKeySeen is the host key a connection was established with, and the
 // address and remote it was checked for: what a kept connection is checked
-// against known_hosts again before each reuse. A re-key that presents (and
-// passes the check with) another key replaces it.
-type hostKeySeen struct {
+// against known_hosts again before each reuse (Dialer.Recheck). A re-key
+// that presents (and passes the check with) another key replaces it. It is
+// safe for concurrent use.
+type HostKeySeen struct {
 	mu     sync.Mutex
 	addr   string
 	remote net.Addr
 	key    ssh.PublicKey
 }
 
-func (s *hostKeySeen) set(addr string, remote net.Addr, key ssh.PublicKey) {
+func (s *HostKeySeen) set(addr string, remote net.Addr, key ssh.PublicKey) {
 	s.mu.Lock()
 	s.addr, s.remote, s.key = addr, remote, key
 	s.mu.Unlock()
 }
 
-func (s *hostKeySeen) get() (addr string, remote net.Addr, key ssh.PublicKey) {
+func (s *HostKeySeen) get() (addr string, remote net.Addr, key ssh.PublicKey) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.addr, s.remote, s.key
 }
 
-// dialEndpoint is Dial after Resolve: it connects and authenticates to an
+// DialEndpoint is Dial after Resolve: it connects and authenticates to an
 // already resolved endpoint, checking its host key strictly, and also
 // returns the host key the connection was established with. Every error is
 // a *RemoteError naming the host and stage; it does not retry.
 //
-// Dial is Resolve followed by this; the keeper calls it directly because the
-// client resolves the endpoint in its own environment (home, working
-// directory, ssh_config) and the keeper re-checks the returned key.
-func (d *Dialer) dialEndpoint(ctx context.Context, ep Endpoint) (*ssh.Client, *hostKeySeen, error) {
+// Dial is Resolve followed by this; the keeper (channel/keeper) calls it
+// directly because its client resolves the endpoint in its own environment
+// (home, working directory, ssh_config), and it re-checks the returned key
+// before each reuse.
+func (d *Dialer) DialEndpoint(ctx context.Context, ep Endpoint) (*ssh.Client, *HostKeySeen, error) {
 	fail := func(stage Stage, err error) error {
 		return &RemoteError{Host: ep.Host, Address: ep.HostPort(), Stage: stage, Err: err}
 	}
@@ -401,7 +414,7 @@ func (d *Dialer) dialEndpoint(ctx context.Context, ep Endpoint) (*ssh.Client, *h
 	_ = conn.SetDeadline(time.Now().Add(timeout))
 	stop := context.AfterFunc(ctx, func() { conn.Close() })
 
-	checker := &hostKeyChecker{host: ep.Host, path: d.knownHostsPath(), acceptNew: d.AcceptNewHostKey}
+	checker := &hostKeyChecker{host: ep.Host, path: d.KnownHostsFile(), acceptNew: d.AcceptNewHostKey}
 	algos, err := knownAlgorithms(checker.path, addr, conn.RemoteAddr())
 	if err != nil {
 		stop()
@@ -409,7 +422,7 @@ func (d *Dialer) dialEndpoint(ctx context.Context, ep Endpoint) (*ssh.Client, *h
 		closeAgent()
 		return nil, nil, fail(StageHostKey, err)
 	}
-	seen := new(hostKeySeen)
+	seen := new(HostKeySeen)
 	cfg := &ssh.ClientConfig{
 		User: ep.User,
 		Auth: []ssh.AuthMethod{auth.method},
@@ -453,4 +466,25 @@ func (d *Dialer) dialEndpoint(ctx context.Context, ep Endpoint) (*ssh.Client, *h
 		go keepAlive(client, every, missed)
 	}
 	return client, seen, nil
+}
+
+// Recheck checks the key a connection was established with (seen) against
+// known_hosts as it is now, by the rules of a new connection to ep (an
+// unknown key is recorded when AcceptNewHostKey is set): a refused key is
+// the *HostKeyError a new connection would meet. It asks for a redial
+// (redial true, err nil) when known_hosts now records the host only with
+// keys of other types: a new connection would ask for one of those, and its
+// outcome is the one a new connection has. It touches no host.
+func (d *Dialer) Recheck(ep Endpoint, seen *HostKeySeen) (redial bool, err error) {
+	addr, remote, key := seen.get()
+	checker := &hostKeyChecker{host: ep.Host, path: d.KnownHostsFile(), acceptNew: d.AcceptNewHostKey}
+	err = checker.check(addr, remote, key)
+	var he *HostKeyError
+	if errors.As(err, &he) && he.Kind == HostKeyChanged {
+		algos, aerr := knownAlgorithms(checker.path, addr, remote)
+		if aerr == nil && !slices.ContainsFunc(algorithmsFor(key.Type()), func(a string) bool { return slices.Contains(algos, a) }) {
+			return true, nil
+		}
+	}
+	return false, err
 }

@@ -22,7 +22,7 @@ const DefaultRemoteProgram = "/usr/local/bin/stado"
 
 // Bounds of what one call reads back.
 const (
-	maxOutputBytes = 64 << 20 // stdout or stderr of one call
+	MaxOutputBytes = 64 << 20 // stdout or stderr of one call
 	stderrTailMax  = 4 << 10  // bytes of stderr kept in a RemoteError
 	stderrTailRows = 20       // lines of stderr kept in a RemoteError
 )
@@ -37,15 +37,31 @@ type Pool struct {
 	// RemoteProgram is what Call puts before "host channel VERB ...";
 	// default DefaultRemoteProgram.
 	RemoteProgram string
-	// Keeper, when set, carries every Run over a kept connection (see
-	// ServeKeeper); a call no keeper takes falls back to the pool's own
-	// connection.
-	Keeper *KeeperClient
+	// Transport, when set, carries every Run first (the per-user keeper of
+	// channel/keeper, over a connection kept between commands); a call it
+	// does not carry (ErrNotCarried) goes over the pool's own connection.
+	Transport Transport
 
 	mu     sync.Mutex
 	conns  map[string]*poolConn
 	closed bool
 }
+
+// Transport runs commands on hosts over connections a Pool does not hold.
+// The pool knows nothing of how: it hands over the call and takes back what
+// Pool.Run returns for it.
+type Transport interface {
+	// Run does what Pool.Run does — runs argv on t with stdin (nil for
+	// none) and returns what it printed, with Pool.Run's errors for the
+	// same ends — over a connection dialed with d's settings. An error
+	// wrapping ErrNotCarried means nothing ran on the host and the pool
+	// may run the call itself. Run must be safe for concurrent use.
+	Run(ctx context.Context, t registry.Target, d *Dialer, argv []string, stdin []byte) (stdout, stderr []byte, err error)
+}
+
+// ErrNotCarried is wrapped by a Transport's error when it did not take the
+// call and nothing ran on the host: the Pool dials the host itself.
+var ErrNotCarried = errors.New("channel: the transport did not carry the call")
 
 type poolConn struct {
 	ready  chan struct{}
@@ -141,9 +157,13 @@ func (p *Pool) Close() error {
 // is the channel's refusal document, at StageRemoteExit otherwise, with the
 // tail of stderr; stdout and stderr are returned with it.
 func (p *Pool) Run(ctx context.Context, t registry.Target, argv []string, stdin []byte) (stdout, stderr []byte, err error) {
-	if p.Keeper != nil {
-		stdout, stderr, err = p.Keeper.Run(ctx, t, p.Dialer, argv, stdin)
-		if !errors.Is(err, ErrKeeperUnavailable) {
+	if p.Transport != nil {
+		d := p.Dialer
+		if d == nil {
+			d = &Dialer{}
+		}
+		stdout, stderr, err = p.Transport.Run(ctx, t, d, argv, stdin)
+		if !errors.Is(err, ErrNotCarried) {
 			return stdout, stderr, err
 		}
 	}
@@ -164,7 +184,7 @@ func (p *Pool) Run(ctx context.Context, t registry.Target, argv []string, stdin 
 	if stdin != nil {
 		sess.Stdin = bytes.NewReader(stdin)
 	}
-	var out, errb cappedBuffer
+	var out, errb OutputBuffer
 	sess.Stdout, sess.Stderr = &out, &errb
 	done := make(chan error, 1)
 	go func() { done <- sess.Run(line) }()
@@ -174,20 +194,85 @@ func (p *Pool) Run(ctx context.Context, t registry.Target, argv []string, stdin 
 		_ = sess.Signal(ssh.SIGKILL)
 		sess.Close()
 		<-done
-		return out.Bytes(), errb.Bytes(), &RemoteError{Host: t.Name, Address: addr, Stage: StageRemoteExit, ExitStatus: -1, StderrTail: tail(errb.Bytes()), Err: ctx.Err()}
+		return out.Bytes(), errb.Bytes(), &RemoteError{Host: t.Name, Address: addr, Stage: StageRemoteExit, ExitStatus: -1, StderrTail: StderrTail(errb.Bytes()), Err: ctx.Err()}
 	}
-	return out.Bytes(), errb.Bytes(), exitOf(err).remoteError(t, addr, argv, &out, &errb)
+	x := ExitOf(err)
+	x.Over = out.Over() || errb.Over()
+	return out.Bytes(), errb.Bytes(), x.Err(t, addr, argv, out.Bytes(), errb.Bytes())
 }
 
-func refusalIn(host string, stdout []byte) (*Refusal, bool) {
+// Exit is how a command on a host ended, as facts a Transport can carry:
+// Err turns them into what Pool.Run returns for the same end.
+type Exit struct {
+	Status  int    // exit status; -1 when none came
+	Signal  string // the signal that ended it
+	Missing bool   // it ended with neither status nor signal
+	Failed  string // the session failed otherwise (transport)
+	Over    bool   // stdout or stderr passed MaxOutputBytes
+}
+
+// ExitOf reads the error of ssh.Session.Run.
+func ExitOf(err error) Exit {
+	var exit *ssh.ExitError
+	var missing *ssh.ExitMissingError
+	switch {
+	case err == nil:
+		return Exit{}
+	case errors.As(err, &exit):
+		return Exit{Status: exit.ExitStatus(), Signal: exit.Signal()}
+	case errors.As(err, &missing):
+		return Exit{Status: -1, Missing: true}
+	default:
+		return Exit{Status: -1, Failed: err.Error()}
+	}
+}
+
+// Err is what Pool.Run returns for a command argv that ended as x on t,
+// reached at addr, having printed stdout and stderr: nil for a success, a
+// *RemoteError otherwise — at StageRemoteRefusal when stdout is the
+// channel's refusal document of an exit 3, at StageRemoteExit for another
+// nonzero exit or signal, at StageConnect when the session failed or the
+// output passed MaxOutputBytes.
+func (x Exit) Err(t registry.Target, addr string, argv []string, stdout, stderr []byte) error {
+	failed := x.Failed
+	if failed == "" && x.Status == 0 && x.Signal == "" && !x.Missing {
+		if !x.Over {
+			return nil
+		}
+		failed = fmt.Sprintf("output exceeds %d bytes", MaxOutputBytes)
+	}
+	re := &RemoteError{Host: t.Name, Address: addr, Stage: StageRemoteExit, ExitStatus: -1, StderrTail: StderrTail(stderr)}
+	switch {
+	case failed != "":
+		re.Stage, re.Err = StageConnect, errors.New(failed)
+	case x.Missing:
+		re.Err = fmt.Errorf("%s ended without an exit status", argv[0])
+	default:
+		re.ExitStatus = x.Status
+		re.Err = fmt.Errorf("%s exited %d", argv[0], re.ExitStatus)
+		if x.Signal != "" {
+			re.Err = fmt.Errorf("%s killed by signal %s", argv[0], x.Signal)
+		}
+		if re.ExitStatus == ExitRefused {
+			if r, caps, ok := refusalIn(t.Name, stdout); ok {
+				re.Stage, re.Err, re.Capabilities = StageRemoteRefusal, r, caps
+			}
+		}
+	}
+	return re
+}
+
+// refusalIn reads the refusal document in stdout, with the capabilities it
+// advertised.
+func refusalIn(host string, stdout []byte) (*Refusal, []Capability, bool) {
 	var doc RefusalDocument
 	if json.Unmarshal(bytes.TrimSpace(stdout), &doc) != nil || doc.Kind != KindRefusal || doc.Code == "" {
-		return nil, false
+		return nil, nil, false
 	}
 	if doc.Protocol != ProtocolVersion && doc.Code == string(CodeUnknownVerb) {
-		return protocolMismatch(host, doc.Protocol), true
+		return protocolMismatch(host, doc.Protocol), doc.Capabilities, true
 	}
-	return &Refusal{Code: refusal.Code(doc.Code), Message: doc.Message}, true
+	return &Refusal{Code: refusal.Code(doc.Code), Message: doc.Message}, doc.Capabilities, true
 }
 
 // protocolMismatch is the refusal of a host whose stado speaks another
@@ -233,14 +318,15 @@ func (p *Pool) Call(ctx context.Context, t registry.Target, cmd Command, stdin [
 	return doc.Result, nil
 }
 
-// cappedBuffer keeps at most maxOutputBytes and notes that more came.
-type cappedBuffer struct {
+// OutputBuffer keeps at most MaxOutputBytes of what a command printed and
+// notes that more came (Over).
+type OutputBuffer struct {
 	bytes.Buffer
 	over bool
 }
 
-func (b *cappedBuffer) Write(p []byte) (int, error) {
-	if room := maxOutputBytes - b.Len(); len(p) > room {
+func (b *OutputBuffer) Write(p []byte) (int, error) {
+	if room := MaxOutputBytes - b.Len(); len(p) > room {
 		b.over = true
 		b.Buffer.Write(p[:max(room, 0)])
 		return len(p), nil
@@ -248,8 +334,12 @@ func (b *cappedBuffer) Write(p []byte) (int, error) {
 	return b.Buffer.Write(p)
 }
 
-// tail returns the last lines of stderr, bounded in rows and bytes.
-func tail(b []byte) string {
+// Over reports whether more than MaxOutputBytes were written.
+func (b *OutputBuffer) Over() bool { return b.over }
+
+// StderrTail is the part of a command's stderr a RemoteError keeps: its
+// last lines, bounded in rows and bytes.
+func StderrTail(b []byte) string {
 	s := strings.TrimRight(string(b), "\n")
 	if len(s) > stderrTailMax {
 		s = s[len(s)-stderrTailMax:]

@@ -17,6 +17,25 @@ import (
 // carried in every document the remote program prints.
 const ProtocolVersion = 2
 
+// Capability names something the host end understands that came within a
+// protocol version, so a newer client learns from a field — never from the
+// wording of a refusal — whether an older host can take it. Every document
+// the remote program prints lists the host's capabilities; a document
+// without the list comes from a stado older than capabilities, which has
+// none of them.
+type Capability string
+
+// Capabilities of the host end.
+const (
+	// CapEnsureServing: ensure reads the request's serving field and
+	// answers with the serving reading (EnsureRequest.Serving). A host
+	// without it refuses the field as invalid_content.
+	CapEnsureServing Capability = "ensure_serving"
+)
+
+// HostCapabilities is what this stado's host end advertises.
+func HostCapabilities() []Capability { return []Capability{CapEnsureServing} }
+
 // Document kinds the remote program prints on stdout, exactly one per call.
 const (
 	KindResult  = "stado.channel.result"
@@ -33,27 +52,30 @@ const (
 
 // ResultDocument is what the remote program prints after a verb ran.
 type ResultDocument struct {
-	Kind     string          `json:"kind"`
-	Protocol int             `json:"protocol"`
-	Verb     Verb            `json:"verb"`
-	Result   json.RawMessage `json:"result"`
+	Kind         string          `json:"kind"`
+	Protocol     int             `json:"protocol"`
+	Capabilities []Capability    `json:"capabilities,omitempty"`
+	Verb         Verb            `json:"verb"`
+	Result       json.RawMessage `json:"result"`
 }
 
 // RefusalDocument is what the remote program prints when it refuses.
 type RefusalDocument struct {
-	Kind     string `json:"kind"`
-	Protocol int    `json:"protocol"`
-	Verb     Verb   `json:"verb,omitempty"`
-	Code     string `json:"code"`
-	Message  string `json:"message"`
+	Kind         string       `json:"kind"`
+	Protocol     int          `json:"protocol"`
+	Capabilities []Capability `json:"capabilities,omitempty"`
+	Verb         Verb         `json:"verb,omitempty"`
+	Code         string       `json:"code"`
+	Message      string       `json:"message"`
 }
 
 // ErrorDocument is what the remote program prints when the host action failed.
 type ErrorDocument struct {
-	Kind     string `json:"kind"`
-	Protocol int    `json:"protocol"`
-	Verb     Verb   `json:"verb"`
-	Message  string `json:"message"`
+	Kind         string       `json:"kind"`
+	Protocol     int          `json:"protocol"`
+	Capabilities []Capability `json:"capabilities,omitempty"`
+	Verb         Verb         `json:"verb"`
+	Message      string       `json:"message"`
 }
 
 // Main is the whole of `stado host channel` as an exit code: Run, then
@@ -123,11 +145,11 @@ func serve(ctx context.Context, cmd Command, err error, stdin io.Reader, stdout,
 		if code, ok := refusal.CodeOf(err); ok {
 			return printRefusal(stdout, stderr, cmd.Verb, &Refusal{Code: code, Message: err.Error()})
 		}
-		writeDoc(stdout, ErrorDocument{Kind: KindError, Protocol: ProtocolVersion, Verb: cmd.Verb, Message: err.Error()})
+		writeDoc(stdout, ErrorDocument{Kind: KindError, Protocol: ProtocolVersion, Capabilities: HostCapabilities(), Verb: cmd.Verb, Message: err.Error()})
 		fmt.Fprintf(stderr, "stado host channel: %s: %s\n", cmd.Verb, oneLine(err.Error()))
 		return err
 	}
-	writeDoc(stdout, ResultDocument{Kind: KindResult, Protocol: ProtocolVersion, Verb: cmd.Verb, Result: raw})
+	writeDoc(stdout, ResultDocument{Kind: KindResult, Protocol: ProtocolVersion, Capabilities: HostCapabilities(), Verb: cmd.Verb, Result: raw})
 	return nil
 }
 
@@ -244,7 +266,7 @@ func printRefusal(stdout, stderr io.Writer, verb Verb, err error) error {
 	if !errors.As(err, &r) {
 		r = &Refusal{Code: CodeInvalidArguments, Message: err.Error()}
 	}
-	writeDoc(stdout, RefusalDocument{Kind: KindRefusal, Protocol: ProtocolVersion, Verb: verb, Code: string(r.Code), Message: r.Message})
+	writeDoc(stdout, RefusalDocument{Kind: KindRefusal, Protocol: ProtocolVersion, Capabilities: HostCapabilities(), Verb: verb, Code: string(r.Code), Message: r.Message})
 	fmt.Fprintf(stderr, "stado host channel: refused (%s): %s\n", r.Code, oneLine(r.Message))
 	return r
 }

@@ -2,267 +2,47 @@ package channel
 
 import (
 	"context"
-	"crypto/ed25519"
-	"crypto/rand"
-	"encoding/binary"
-	"encoding/pem"
-	"errors"
 	"io"
-	"net"
-	"os"
-	"path/filepath"
-	"strconv"
-	"sync"
-	"sync/atomic"
 	"testing"
 
 	"golang.org/x/crypto/ssh"
 	"golang.org/x/crypto/ssh/agent"
-	"golang.org/x/crypto/ssh/knownhosts"
 
-	"github.com/wisent/stado/registry"
+	"github.com/wisent/stado/channel/channeltest"
 )
 
-// testServer is a real x/crypto/ssh server on 127.0.0.1:0 with a generated
-// host key. It accepts public keys listed in authorized (for user, when
-// set), answers keepalives, and runs exec requests through handler.
-type testServer struct {
-	t           testing.TB
-	ln          net.Listener
-	port        int
-	hostSigner  ssh.Signer   // the first host key
-	hostSigners []ssh.Signer // all host keys offered
-	user        string
+// The in-process SSH server and its keys live in channeltest, shared with
+// the tests of the packages above channel; these are their short names here.
 
-	mu         sync.Mutex
-	authorized map[string]bool
-	handler    func(cmd string, stdin io.Reader, stdout, stderr io.Writer) int
-
-	accepted   atomic.Int32 // TCP connections accepted
-	keepalives atomic.Int32 // keepalive@openssh.com requests answered
-	commands   atomic.Int32 // exec requests run
-}
+type testServer = channeltest.Server
 
 func startServer(t testing.TB, hostKeys ...ssh.Signer) *testServer {
 	t.Helper()
-	if len(hostKeys) == 0 {
-		hostKeys = []ssh.Signer{newSigner(t)}
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	s := &testServer{t: t, ln: ln, port: ln.Addr().(*net.TCPAddr).Port, hostSigner: hostKeys[0], hostSigners: hostKeys, authorized: map[string]bool{}}
-	s.handler = func(cmd string, _ io.Reader, stdout, _ io.Writer) int {
-		io.WriteString(stdout, cmd)
-		return 0
-	}
-	var wg sync.WaitGroup
-	t.Cleanup(func() { ln.Close(); wg.Wait() })
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		for {
-			conn, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			s.accepted.Add(1)
-			wg.Add(1)
-			go func() { defer wg.Done(); s.serveConn(conn) }()
-		}
-	}()
-	return s
+	return channeltest.StartServer(t, hostKeys...)
 }
 
-func (s *testServer) authorize(k ssh.PublicKey) {
-	s.mu.Lock()
-	s.authorized[string(k.Marshal())] = true
-	s.mu.Unlock()
-}
+func newSigner(t testing.TB) ssh.Signer { t.Helper(); return channeltest.NewSigner(t) }
 
-func (s *testServer) setHandler(h func(cmd string, stdin io.Reader, stdout, stderr io.Writer) int) {
-	s.mu.Lock()
-	s.handler = h
-	s.mu.Unlock()
-}
-
-func (s *testServer) serveConn(conn net.Conn) {
-	defer conn.Close()
-	cfg := &ssh.ServerConfig{
-		PublicKeyCallback: func(md ssh.ConnMetadata, k ssh.PublicKey) (*ssh.Permissions, error) {
-			s.mu.Lock()
-			defer s.mu.Unlock()
-			if s.user != "" && md.User() != s.user {
-				return nil, errors.New("wrong user")
-			}
-			if !s.authorized[string(k.Marshal())] {
-				return nil, errors.New("key not authorized")
-			}
-			return nil, nil
-		},
-	}
-	for _, k := range s.hostSigners {
-		cfg.AddHostKey(k)
-	}
-	sc, chans, reqs, err := ssh.NewServerConn(conn, cfg)
-	if err != nil {
-		return
-	}
-	defer sc.Close()
-	go func() {
-		for req := range reqs {
-			if req.Type == "keepalive@openssh.com" {
-				s.keepalives.Add(1)
-				req.Reply(true, nil)
-				continue
-			}
-			req.Reply(false, nil)
-		}
-	}()
-	for nc := range chans {
-		if nc.ChannelType() != "session" {
-			nc.Reject(ssh.UnknownChannelType, "session only")
-			continue
-		}
-		ch, creqs, err := nc.Accept()
-		if err != nil {
-			return
-		}
-		go s.serveSession(ch, creqs)
-	}
-}
-
-func (s *testServer) serveSession(ch ssh.Channel, reqs <-chan *ssh.Request) {
-	defer ch.Close()
-	for req := range reqs {
-		if req.Type != "exec" {
-			req.Reply(false, nil)
-			continue
-		}
-		var payload struct{ Command string }
-		if err := ssh.Unmarshal(req.Payload, &payload); err != nil {
-			req.Reply(false, nil)
-			return
-		}
-		req.Reply(true, nil)
-		s.commands.Add(1)
-		s.mu.Lock()
-		h := s.handler
-		s.mu.Unlock()
-		code := h(payload.Command, ch, ch, ch.Stderr())
-		status := make([]byte, 4)
-		binary.BigEndian.PutUint32(status, uint32(code))
-		ch.SendRequest("exit-status", false, status)
-		return
-	}
-}
-
-// target is a registry target reaching this server directly.
-func (s *testServer) target(name string) registry.Target {
-	return registry.Target{Name: name, SSH: registry.SSH{Address: "127.0.0.1", Port: s.port, User: "op"}}
-}
-
-func (s *testServer) hostPort() string { return net.JoinHostPort("127.0.0.1", strconv.Itoa(s.port)) }
-
-func newSigner(t testing.TB) ssh.Signer {
-	t.Helper()
-	_, priv, err := ed25519.GenerateKey(rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	s, err := ssh.NewSignerFromKey(priv)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return s
-}
-
-// clientKey writes a new unencrypted ed25519 identity file and returns its
-// path and public key.
 func clientKey(t testing.TB, dir, name string) (string, ssh.PublicKey) {
 	t.Helper()
-	pub, priv, err := ed25519.GenerateKey(rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	block, err := ssh.MarshalPrivateKey(priv, "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := filepath.Join(dir, name)
-	if err := os.WriteFile(p, pem.EncodeToMemory(block), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	k, _ := ssh.NewPublicKey(pub)
-	return p, k
+	return channeltest.ClientKey(t, dir, name)
 }
 
-// isolatedHome gives the test its own $HOME and no agent.
-func isolatedHome(t *testing.T) string {
-	t.Helper()
-	home := t.TempDir()
-	t.Setenv("HOME", home)
-	t.Setenv("SSH_AUTH_SOCK", "")
-	if err := os.MkdirAll(filepath.Join(home, ".ssh"), 0o700); err != nil {
-		t.Fatal(err)
-	}
-	return home
-}
+func isolatedHome(t *testing.T) string { t.Helper(); return channeltest.IsolatedHome(t) }
 
-// knownHostsWith writes a known_hosts file recording key for addrs, the
-// way the testbed writes one: plain "host,addr keytype base64" lines.
 func knownHostsWith(t *testing.T, path string, key ssh.PublicKey, addrs ...string) {
 	t.Helper()
-	for i, a := range addrs {
-		addrs[i] = knownhosts.Normalize(a)
-	}
-	line := knownhosts.Line(addrs, key) + "\n"
-	if err := os.WriteFile(path, []byte(line), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	channeltest.KnownHostsWith(t, path, key, addrs...)
 }
 
-// startAgent serves an in-process agent keyring holding priv on a unix
-// socket and returns the socket path.
 func startAgent(t *testing.T, keys ...agent.AddedKey) string {
 	t.Helper()
-	dir, err := os.MkdirTemp("", "stado-agent")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(dir) })
-	keyring := agent.NewKeyring()
-	for _, k := range keys {
-		if err := keyring.Add(k); err != nil {
-			t.Fatal(err)
-		}
-	}
-	sock := filepath.Join(dir, "agent.sock")
-	ln, err := net.Listen("unix", sock)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var wg sync.WaitGroup
-	t.Cleanup(func() { ln.Close(); wg.Wait() })
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			wg.Add(1)
-			go func() { defer wg.Done(); defer c.Close(); agent.ServeAgent(keyring, c) }()
-		}
-	}()
-	return sock
+	return channeltest.StartAgent(t, keys...)
 }
 
-// serveChannel makes the server run the real remote program against host.
-func (s *testServer) serveChannel(host Host) {
-	s.setHandler(func(cmd string, stdin io.Reader, stdout, stderr io.Writer) int {
+// serveChannel makes s run the real remote program against host.
+func serveChannel(s *testServer, host Host) {
+	s.SetHandler(func(cmd string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return Serve(context.Background(), cmd, stdin, stdout, stderr, host)
 	})
 }

@@ -16,7 +16,7 @@ import (
 // kept connection pays for starting stado on the host once instead of once
 // per call. `stado host channel session` first prints the line
 // SessionHello, then reads frames (a 4-byte big-endian length, then a JSON
-// sessionRequest) and answers each with one frame (a sessionResponse):
+// sessionRequest) and answers each with one frame (a SessionResponse):
 // what the call would have printed on stdout and stderr and its exit code.
 // Every call goes through the same grammar and dispatch as a single call;
 // a session cannot be opened inside a session. It ends at the end of its
@@ -34,7 +34,9 @@ type sessionRequest struct {
 	Stdin []byte   `json:"stdin,omitempty"`
 }
 
-type sessionResponse struct {
+// SessionResponse is what one call in a session printed: its stdout and
+// stderr and the exit code of the call as a single execution.
+type SessionResponse struct {
 	Exit   int    `json:"exit"`
 	Stdout []byte `json:"stdout"`
 	Stderr []byte `json:"stderr,omitempty"`
@@ -103,7 +105,7 @@ func serveSession(ctx context.Context, stdin io.Reader, stdout io.Writer, host H
 		}
 		var out, errb bytes.Buffer
 		code := ExitCode(serve(ctx, cmd, err, body, &out, &errb, host))
-		if err := writeSessionFrame(stdout, sessionResponse{Exit: code, Stdout: out.Bytes(), Stderr: errb.Bytes()}); err != nil {
+		if err := writeSessionFrame(stdout, SessionResponse{Exit: code, Stdout: out.Bytes(), Stderr: errb.Bytes()}); err != nil {
 			return err
 		}
 	}

@@ -6,7 +6,6 @@ import (
 	"context"
 	"encoding/json"
 	"io"
-	"strings"
 	"testing"
 )
 
@@ -31,7 +30,7 @@ func TestASessionServesEveryCallThroughTheOneGrammar(t *testing.T) {
 		kind string
 	}{{ExitOK, KindResult}, {ExitRefused, KindRefusal}, {ExitRefused, KindRefusal}, {ExitOK, KindResult}}
 	for i, w := range want {
-		var resp sessionResponse
+		var resp SessionResponse
 		if err := readSessionFrame(r, &resp); err != nil {
 			t.Fatalf("response %d: %v", i, err)
 		}
@@ -45,61 +44,5 @@ func TestASessionServesEveryCallThroughTheOneGrammar(t *testing.T) {
 	}
 	if calls := host.Calls(); len(calls) != 2 || calls[0].Method != "Version" || calls[1].Method != "UnitRestart" {
 		t.Errorf("host calls %+v", calls)
-	}
-}
-
-func TestKeptCallsRideOneRemoteSession(t *testing.T) {
-	f := newFixture(t)
-	host := &recordingHost{}
-	f.srv.serveChannel(host)
-	k := startKeeper(t, KeeperConfig{})
-	pool := NewPool(f.dialer())
-	pool.Keeper = &KeeperClient{Socket: k.socket}
-	defer pool.Close()
-	c := &Client{Pool: pool, Target: f.srv.target("web1")}
-	for i := range 3 {
-		if _, err := c.UnitRestart(context.Background(), UnitRef{Scope: ScopeSystem, Unit: "a.service"}); err != nil {
-			t.Fatalf("call %d: %v", i+1, err)
-		}
-	}
-	// a refusal inside the session reads as a remote refusal, as it does
-	// from its own execution
-	_, err := c.UnitShow(context.Background(), ShowRequest{Scope: ScopeSystem, Units: []string{"com.example.x"}})
-	if re := remoteErr(t, err, "web1", StageRemoteRefusal); re.ExitStatus != ExitRefused {
-		t.Fatalf("refusal %+v", re)
-	}
-	if n := f.srv.commands.Load(); n != 1 {
-		t.Fatalf("the server ran %d commands, want 1 session", n)
-	}
-	if calls := host.Calls(); len(calls) != 3 {
-		t.Fatalf("host calls %+v", calls)
-	}
-}
-
-func TestAHostWithoutSessionsIsCalledOneExecutionAtATime(t *testing.T) {
-	f := newFixture(t)
-	host := &recordingHost{}
-	// an older remote program: it refuses the session verb as unknown
-	f.srv.setHandler(func(cmd string, stdin io.Reader, stdout, stderr io.Writer) int {
-		if strings.HasSuffix(strings.TrimSuffix(cmd, "'"), "session") {
-			io.WriteString(stdout, `{"kind":"stado.channel.refusal","protocol":1,"code":"unknown_verb","message":"unknown verb"}`+"\n")
-			return ExitRefused
-		}
-		return Serve(context.Background(), cmd, stdin, stdout, stderr, host)
-	})
-	k := startKeeper(t, KeeperConfig{})
-	pool := NewPool(f.dialer())
-	pool.Keeper = &KeeperClient{Socket: k.socket}
-	defer pool.Close()
-	c := &Client{Pool: pool, Target: f.srv.target("web1")}
-	for i := range 2 {
-		if _, err := c.UnitRestart(context.Background(), UnitRef{Scope: ScopeSystem, Unit: "a.service"}); err != nil {
-			t.Fatalf("call %d: %v", i+1, err)
-		}
-	}
-	// one refused session, then one execution per call (the refusal is
-	// remembered for the connection)
-	if n := f.srv.commands.Load(); n != 3 {
-		t.Fatalf("the server ran %d commands, want 3", n)
 	}
 }

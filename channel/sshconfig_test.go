@@ -111,13 +111,13 @@ func TestResolveLetsTheRegistryWinAndSSHConfigFillTheRest(t *testing.T) {
 	}{
 		// the registry sets address, port and user: the config only adds its identity
 		{"registry wins", registry.Target{Name: "web1", SSH: registry.SSH{Address: "127.0.1.1", Port: 22, User: "root"}},
-			Endpoint{Host: "web1", Address: "127.0.1.1", Port: 22, User: "root", IdentityFiles: []string{home + "/.ssh/id_web1_root", home + "/extra"}, explicit: 1}},
+			Endpoint{Host: "web1", Address: "127.0.1.1", Port: 22, User: "root", IdentityFiles: []string{home + "/.ssh/id_web1_root", home + "/extra"}, Explicit: 1}},
 		// the registry leaves them empty: the config fills them
 		{"config fills", registry.Target{Name: "web1"},
-			Endpoint{Host: "web1", Address: "10.9.9.9", Port: 2200, User: "cfguser", IdentityFiles: []string{home + "/.ssh/id_web1_cfguser", home + "/extra"}, explicit: 1}},
+			Endpoint{Host: "web1", Address: "10.9.9.9", Port: 2200, User: "cfguser", IdentityFiles: []string{home + "/.ssh/id_web1_cfguser", home + "/extra"}, Explicit: 1}},
 		// neither says: the target name, port 22 and root
 		{"defaults", registry.Target{Name: "db1"},
-			Endpoint{Host: "db1", Address: "db1", Port: 22, User: "root", IdentityFiles: []string{home + "/extra"}, explicit: 1}},
+			Endpoint{Host: "db1", Address: "db1", Port: 22, User: "root", IdentityFiles: []string{home + "/extra"}, Explicit: 1}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

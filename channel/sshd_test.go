@@ -193,7 +193,7 @@ func TestARealSSHDForcedCommandRunsOnlyTheChannelGrammar(t *testing.T) {
 		if !errors.As(err, &exit) || exit.ExitStatus() != ExitRefused {
 			t.Fatalf("%q: %v, want exit %d", line, err, ExitRefused)
 		}
-		if r, ok := refusalIn("sshd1", out); !ok || r.Code == "" {
+		if r, _, ok := refusalIn("sshd1", out); !ok || r.Code == "" {
 			t.Fatalf("%q printed %q, not one refusal document", line, out)
 		}
 	}

@@ -41,6 +41,11 @@ type Env struct {
 	JSON bool
 	// StoreURL is the resolved --store value.
 	StoreURL string
+	// StartKeeper starts this user's connection keeper when a command
+	// needs a host and no keeper answers (Main: this executable's `host
+	// keeper`). Nil starts none: a command then rides a keeper only if one
+	// already answers, and dials directly otherwise. Tests inject it.
+	StartKeeper func() error
 
 	unknownCommand string
 }
@@ -61,6 +66,7 @@ func NewEnv(stdin io.Reader, stdout, stderr io.Writer) *Env {
 // Main runs stado with args and returns the process exit code.
 func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	env := NewEnv(stdin, stdout, stderr)
+	env.StartKeeper = startThisKeeper()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	return Run(ctx, env, args)

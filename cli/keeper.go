@@ -3,11 +3,12 @@ package cli
 import (
 	"context"
 	"errors"
+	"os"
 	"time"
 
 	ucli "github.com/urfave/cli/v2"
 
-	"github.com/wisent/stado/channel"
+	"github.com/wisent/stado/channel/keeper"
 )
 
 // hostKeeperOptions are the flags of host keeper.
@@ -18,7 +19,7 @@ type hostKeeperOptions struct {
 
 // newHostKeeperCommand is `stado host keeper`, the per-user process that
 // keeps SSH connections open between stado commands. It is hidden: stado
-// starts it on demand (keeperClient).
+// starts it on demand (Env.StartKeeper, startThisKeeper).
 func newHostKeeperCommand(env *Env) *ucli.Command {
 	return withShared(env, &ucli.Command{
 		Name:   "keeper",
@@ -33,7 +34,7 @@ func newHostKeeperCommand(env *Env) *ucli.Command {
 			"stado starts it when a command first needs a host; --no-keeper (STADO_NO_KEEPER) dials directly.\n\n" +
 			"example:\n   stado host keeper --idle 5m",
 		Flags: []ucli.Flag{
-			&ucli.DurationFlag{Name: "idle", Value: channel.DefaultKeeperIdle, Usage: "exit after this long without a call"},
+			&ucli.DurationFlag{Name: "idle", Value: keeper.DefaultIdle, Usage: "exit after this long without a call"},
 			&ucli.StringFlag{Name: "socket", Usage: "unix socket to listen on (default $XDG_RUNTIME_DIR/stado/keeper.sock, else ~/.stado/run/keeper.sock)"},
 		},
 		Action: func(c *ucli.Context) error {
@@ -46,9 +47,20 @@ func runHostKeeper(ctx context.Context, env *Env, o hostKeeperOptions) error {
 	if o.Idle <= 0 {
 		return usagef("--idle must be positive")
 	}
-	err := channel.ServeKeeper(ctx, channel.KeeperConfig{Socket: o.Socket, Idle: o.Idle, Logger: env.Logger})
-	if errors.Is(err, channel.ErrKeeperRunning) {
+	err := keeper.Serve(ctx, keeper.Config{Socket: o.Socket, Idle: o.Idle, Logger: env.Logger})
+	if errors.Is(err, keeper.ErrRunning) {
 		return nil // another keeper serves: nothing to do
 	}
 	return err
+}
+
+// startThisKeeper is the start of a real stado process's keeper: this
+// executable's `host keeper`, detached. Nil when the executable cannot be
+// named.
+func startThisKeeper() func() error {
+	exe, err := os.Executable()
+	if err != nil {
+		return nil
+	}
+	return func() error { return keeper.StartProcess(exe, []string{"host", "keeper"}) }
 }

@@ -2,11 +2,11 @@ package cli
 
 import (
 	"context"
-	"os"
 
 	ucli "github.com/urfave/cli/v2"
 
 	"github.com/wisent/stado/channel"
+	"github.com/wisent/stado/channel/keeper"
 	"github.com/wisent/stado/registry"
 )
 
@@ -39,23 +39,14 @@ func dialerFrom(c *ucli.Context) *channel.Dialer {
 }
 
 // connectorFrom is the host channel of one command: every target's Host
-// rides one pooled connection. The func it returns closes the pool.
+// rides one pooled connection, or this user's connection keeper unless
+// --no-keeper. The func it returns closes the pool.
 func connectorFrom(c *ucli.Context, env *Env) (channel.Connector, func()) {
 	pool := channel.NewPool(dialerFrom(c))
 	if !c.Bool("no-keeper") {
-		pool.Keeper = keeperClient(env)
+		pool.Transport = &keeper.Client{Start: env.StartKeeper}
 	}
 	return pool.Connect(), func() { pool.Close() }
-}
-
-// keeperClient reaches this user's connection keeper, starting one (this
-// executable's `host keeper`) when none answers.
-func keeperClient(env *Env) *channel.KeeperClient {
-	k := &channel.KeeperClient{}
-	if exe, err := os.Executable(); err == nil {
-		k.Start = func() error { return channel.StartKeeperProcess(exe, []string{"host", "keeper"}) }
-	}
-	return k
 }
 
 // readServiceLogs reads the last lines of a declared service's log over the

@@ -1,5 +1,10 @@
 // Package channeltest holds helpers for tests that reach hosts through the
-// channel: keys and the like, made fresh per test.
+// channel: keys, an in-process SSH server with a generated host key, an
+// ssh-agent and known_hosts files, made fresh per test.
+//
+// It imports registry (the Target that reaches its server) and
+// x/crypto/ssh, and never channel, so channel's own tests and those of the
+// packages above it (channel/keeper, fleet, cli) share one server.
 package channeltest
 
 import (

@@ -1,4 +1,4 @@
-package channel
+package keeper
 
 import (
 	"bufio"
@@ -13,67 +13,76 @@ import (
 	"slices"
 	"strings"
 	"syscall"
-	"testing"
 	"time"
 
+	"github.com/wisent/stado/channel"
 	"github.com/wisent/stado/registry"
 )
 
-// ErrKeeperUnavailable is returned (wrapped, with the reason) by
-// KeeperClient.Run when the call did not reach a host through a keeper:
-// nothing listens and none could be started, the keeper refused the call
-// (another uid, another protocol version, stopping), or the connection to
-// it broke before the command started. Nothing ran on the host, so the
-// caller falls back to a direct connection (Pool.Run).
-var ErrKeeperUnavailable = errors.New("channel: keeper unavailable")
+// ErrUnavailable is returned (wrapped, with the reason) by Client.Run when
+// the call did not reach a host through a keeper: nothing listens and none
+// could be started, the keeper refused the call (another uid, another
+// protocol version, stopping), or the connection to it broke before the
+// command started. Nothing ran on the host, so the caller falls back to a
+// direct connection: it matches channel.ErrNotCarried too, which is what
+// channel.Pool falls back on.
+var ErrUnavailable error = unavailable{}
 
-// DefaultKeeperStartTimeout bounds the wait for a keeper KeeperClient
-// started to answer on its socket.
-const DefaultKeeperStartTimeout = 5 * time.Second
+type unavailable struct{}
 
-// KeeperClient runs commands on hosts through the keeper (ServeKeeper)
-// listening on Socket, so connections outlive one stado command. It holds
-// no state and is safe for concurrent use.
-type KeeperClient struct {
-	// Socket is the keeper's socket; default DefaultKeeperSocket().
+func (unavailable) Error() string        { return "channel: keeper unavailable" }
+func (unavailable) Is(target error) bool { return target == channel.ErrNotCarried }
+
+// DefaultStartTimeout bounds the wait for a keeper a Client started to
+// answer on its socket.
+const DefaultStartTimeout = 5 * time.Second
+
+// Client runs commands on hosts through the keeper (Serve) listening on
+// Socket, so connections outlive one stado command: it is the
+// channel.Transport a channel.Pool takes. It holds no state and is safe for
+// concurrent use.
+type Client struct {
+	// Socket is the keeper's socket; default DefaultSocket().
 	Socket string
-	// Start starts a keeper when nothing answers on Socket (typically
-	// StartKeeperProcess of this executable's `host keeper`); nil never
-	// starts one.
+	// Start starts a keeper when nothing answers on Socket (stado's own
+	// commands: StartProcess of this executable's `host keeper`; a test:
+	// a keeper in its own process); nil never starts one.
 	Start func() error
 	// StartTimeout bounds the wait for a started keeper's socket; default
-	// DefaultKeeperStartTimeout.
+	// DefaultStartTimeout.
 	StartTimeout time.Duration
 }
 
-// Run does what Pool.Run does — runs argv on t with stdin (nil for none) as
+var _ channel.Transport = (*Client)(nil)
+
+// Run does what channel.Pool.Run does — runs argv on t with stdin (nil for none) as
 // one quoted line and returns what it printed — over the keeper's
 // connection to t, dialed with dialer's settings (nil: the zero Dialer).
 // The endpoint is resolved here (ssh_config, defaults under this process's
 // $HOME); the keeper gets paths and this process's agent socket, never key
 // material.
 //
-// Errors are Pool.Run's: a word Quote cannot carry; a *RemoteError at
-// StageConnect, StageAuth or StageHostKey (with the dialer's *HostKeyError,
-// also when a kept connection's key is no longer accepted) when the host
-// was not reached, at StageRemoteRefusal or StageRemoteExit when the
-// command failed, with stdout and stderr returned. An error wrapping
-// ErrKeeperUnavailable means no keeper took the call and nothing ran: fall
-// back to Pool.Run.
-func (c *KeeperClient) Run(ctx context.Context, t registry.Target, dialer *Dialer, argv []string, stdin []byte) (stdout, stderr []byte, err error) {
-	if _, err := Quote(argv); err != nil {
+// Errors are channel.Pool.Run's: a word channel.Quote cannot carry; a
+// *channel.RemoteError at StageConnect, StageAuth or StageHostKey (with the
+// dialer's *channel.HostKeyError, also when a kept connection's key is no
+// longer accepted) when the host was not reached, at StageRemoteRefusal or
+// StageRemoteExit when the command failed, with stdout and stderr
+// returned. An error wrapping ErrUnavailable means no keeper took the call
+// and nothing ran: fall back to channel.Pool.Run.
+func (c *Client) Run(ctx context.Context, t registry.Target, dialer *channel.Dialer, argv []string, stdin []byte) (stdout, stderr []byte, err error) {
+	if _, err := channel.Quote(argv); err != nil {
 		return nil, nil, fmt.Errorf("%s: %w", t.Name, err)
 	}
 	if dialer == nil {
-		dialer = &Dialer{}
+		dialer = &channel.Dialer{}
 	}
 	ep, err := dialer.Resolve(t)
 	if err != nil {
-		return nil, nil, &RemoteError{Host: t.Name, Stage: StageConnect, Err: err}
+		return nil, nil, &channel.RemoteError{Host: t.Name, Stage: channel.StageConnect, Err: err}
 	}
 	req, err := newKeeperRequest(dialer, ep, argv, stdin)
 	if err != nil {
-		return nil, nil, fmt.Errorf("%w: %v", ErrKeeperUnavailable, err)
+		return nil, nil, fmt.Errorf("%w: %v", ErrUnavailable, err)
 	}
 	for attempt := 0; ; attempt++ {
 		stdout, stderr, retry, err := c.call(ctx, t, req, stdin)
@@ -85,7 +94,7 @@ func (c *KeeperClient) Run(ctx context.Context, t registry.Target, dialer *Diale
 
 // newKeeperRequest is the request for one call, every path made absolute
 // in this process's working directory.
-func newKeeperRequest(d *Dialer, ep Endpoint, argv []string, stdin []byte) (*keeperRequest, error) {
+func newKeeperRequest(d *channel.Dialer, ep channel.Endpoint, argv []string, stdin []byte) (*keeperRequest, error) {
 	if len(stdin) > maxKeeperStdin {
 		return nil, fmt.Errorf("stdin of %d bytes exceeds %d", len(stdin), maxKeeperStdin)
 	}
@@ -95,7 +104,7 @@ func newKeeperRequest(d *Dialer, ep Endpoint, argv []string, stdin []byte) (*kee
 		}
 		return filepath.Abs(p)
 	}
-	we := keeperEndpoint{Host: ep.Host, Address: ep.Address, Port: ep.Port, User: ep.User, Explicit: ep.explicit}
+	we := keeperEndpoint{Host: ep.Host, Address: ep.Address, Port: ep.Port, User: ep.User, Explicit: ep.Explicit}
 	for _, f := range ep.IdentityFiles {
 		a, err := abs(f)
 		if err != nil {
@@ -103,7 +112,7 @@ func newKeeperRequest(d *Dialer, ep Endpoint, argv []string, stdin []byte) (*kee
 		}
 		we.IdentityFiles = append(we.IdentityFiles, a)
 	}
-	kh, err := abs(d.knownHostsPath())
+	kh, err := abs(d.KnownHostsFile())
 	if err != nil {
 		return nil, err
 	}
@@ -128,14 +137,14 @@ func newKeeperRequest(d *Dialer, ep Endpoint, argv []string, stdin []byte) (*kee
 
 // call makes one attempt; retry says the keeper was stopping or closed the
 // connection before answering, so one more attempt may start a new keeper.
-func (c *KeeperClient) call(ctx context.Context, t registry.Target, req *keeperRequest, stdin []byte) (stdout, stderr []byte, retry bool, err error) {
+func (c *Client) call(ctx context.Context, t registry.Target, req *keeperRequest, stdin []byte) (stdout, stderr []byte, retry bool, err error) {
 	unavailable := func(format string, args ...any) error {
-		return fmt.Errorf("%w: %s", ErrKeeperUnavailable, fmt.Sprintf(format, args...))
+		return fmt.Errorf("%w: %s", ErrUnavailable, fmt.Sprintf(format, args...))
 	}
 	conn, err := c.connect(ctx)
 	if err != nil {
 		if ctx.Err() != nil {
-			return nil, nil, false, &RemoteError{Host: t.Name, Stage: StageConnect, Err: ctx.Err()}
+			return nil, nil, false, &channel.RemoteError{Host: t.Name, Stage: channel.StageConnect, Err: ctx.Err()}
 		}
 		return nil, nil, false, unavailable("%v", err)
 	}
@@ -158,23 +167,23 @@ func (c *KeeperClient) call(ctx context.Context, t registry.Target, req *keeperR
 	}
 
 	r := bufio.NewReader(conn)
-	var out, errb cappedBuffer
+	var out, errb channel.OutputBuffer
 	addr, started := "", false
 	for {
 		var f keeperFrame
 		if err := readFrame(r, &f); err != nil {
 			switch {
 			case ctx.Err() != nil && started:
-				return out.Bytes(), errb.Bytes(), false, &RemoteError{Host: t.Name, Address: addr, Stage: StageRemoteExit, ExitStatus: -1, StderrTail: tail(errb.Bytes()), Err: ctx.Err()}
+				return out.Bytes(), errb.Bytes(), false, &channel.RemoteError{Host: t.Name, Address: addr, Stage: channel.StageRemoteExit, ExitStatus: -1, StderrTail: channel.StderrTail(errb.Bytes()), Err: ctx.Err()}
 			case ctx.Err() != nil:
-				return nil, nil, false, &RemoteError{Host: t.Name, Stage: StageConnect, Err: ctx.Err()}
+				return nil, nil, false, &channel.RemoteError{Host: t.Name, Stage: channel.StageConnect, Err: ctx.Err()}
 			case !started:
 				if werr != nil {
 					err = werr
 				}
 				return nil, nil, true, unavailable("keeper closed the call: %v", err)
 			default:
-				return out.Bytes(), errb.Bytes(), false, &RemoteError{Host: t.Name, Address: addr, Stage: StageConnect, ExitStatus: -1, StderrTail: tail(errb.Bytes()), Err: fmt.Errorf("keeper connection lost: %w", err)}
+				return out.Bytes(), errb.Bytes(), false, &channel.RemoteError{Host: t.Name, Address: addr, Stage: channel.StageConnect, ExitStatus: -1, StderrTail: channel.StderrTail(errb.Bytes()), Err: fmt.Errorf("keeper connection lost: %w", err)}
 			}
 		}
 		switch {
@@ -189,26 +198,28 @@ func (c *KeeperClient) call(ctx context.Context, t registry.Target, req *keeperR
 		case f.Kind == frameStderr && started:
 			_, _ = errb.Write(f.Data)
 		case f.Kind == frameExit && started && f.Exit != nil:
-			return out.Bytes(), errb.Bytes(), false, f.Exit.remoteError(t, addr, req.Argv, &out, &errb)
+			x := f.Exit.exit()
+			x.Over = x.Over || out.Over() || errb.Over()
+			return out.Bytes(), errb.Bytes(), false, x.Err(t, addr, req.Argv, out.Bytes(), errb.Bytes())
 		case !started:
 			return nil, nil, false, unavailable("unexpected %q frame from the keeper", f.Kind)
 		default:
-			return out.Bytes(), errb.Bytes(), false, &RemoteError{Host: t.Name, Address: addr, Stage: StageConnect, ExitStatus: -1, StderrTail: tail(errb.Bytes()), Err: fmt.Errorf("unexpected %q frame from the keeper", f.Kind)}
+			return out.Bytes(), errb.Bytes(), false, &channel.RemoteError{Host: t.Name, Address: addr, Stage: channel.StageConnect, ExitStatus: -1, StderrTail: channel.StderrTail(errb.Bytes()), Err: fmt.Errorf("unexpected %q frame from the keeper", f.Kind)}
 		}
 	}
 }
 
 // connect dials the keeper's socket; when nothing listens there and Start
 // is set, it starts a keeper and polls for its socket until StartTimeout.
-func (c *KeeperClient) connect(ctx context.Context) (*net.UnixConn, error) {
+func (c *Client) connect(ctx context.Context) (*net.UnixConn, error) {
 	sock := c.Socket
 	if sock == "" {
 		var err error
-		if sock, err = DefaultKeeperSocket(); err != nil {
+		if sock, err = DefaultSocket(); err != nil {
 			return nil, err
 		}
 	}
-	conn, err := dialKeeper(ctx, sock)
+	conn, err := dialSocket(ctx, sock)
 	if err == nil || c.Start == nil || !(errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ECONNREFUSED)) {
 		return conn, err
 	}
@@ -217,7 +228,7 @@ func (c *KeeperClient) connect(ctx context.Context) (*net.UnixConn, error) {
 	}
 	wait := c.StartTimeout
 	if wait <= 0 {
-		wait = DefaultKeeperStartTimeout
+		wait = DefaultStartTimeout
 	}
 	deadline := time.NewTimer(wait)
 	defer deadline.Stop()
@@ -231,13 +242,13 @@ func (c *KeeperClient) connect(ctx context.Context) (*net.UnixConn, error) {
 			return nil, fmt.Errorf("started keeper does not answer on %s after %v: %w", sock, wait, err)
 		case <-tick.C:
 		}
-		if conn, err = dialKeeper(ctx, sock); err == nil {
+		if conn, err = dialSocket(ctx, sock); err == nil {
 			return conn, nil
 		}
 	}
 }
 
-func dialKeeper(ctx context.Context, sock string) (*net.UnixConn, error) {
+func dialSocket(ctx context.Context, sock string) (*net.UnixConn, error) {
 	var d net.Dialer
 	c, err := d.DialContext(ctx, "unix", sock)
 	if err != nil {
@@ -246,24 +257,19 @@ func dialKeeper(ctx context.Context, sock string) (*net.UnixConn, error) {
 	return c.(*net.UnixConn), nil
 }
 
-// StartKeeperProcess starts exe with args (typically this executable's
+// StartProcess starts exe with args (typically this executable's
 // `host keeper`) as a keeper detached from the caller: a new session, no
 // controlling terminal, stdin, stdout and stderr on /dev/null, working
 // directory /, and the caller's environment without SSH_AUTH_SOCK (each
 // call names the agent its client uses; the keeper has none of its own).
 // It returns once the process started, without waiting for its socket
-// (KeeperClient polls for it), and reaps the process if it exits while the
+// (Client polls for it), and reaps the process if it exits while the
 // caller still runs.
 //
-// Under `go test` it refuses to start the test binary itself (an error, so
-// the caller dials directly): that binary would run the package's tests
-// again instead of a keeper, and they would start another.
-func StartKeeperProcess(exe string, args []string) error {
-	if testing.Testing() {
-		if self, err := os.Executable(); err == nil && sameFile(self, exe) {
-			return errors.New("start keeper: refusing to start the test binary as a keeper")
-		}
-	}
+// Callers decide whether to start a keeper at all: a process that is not
+// stado (a test binary) must not hand its own executable here, since it
+// would not serve a keeper; tests inject the start instead (Client.Start).
+func StartProcess(exe string, args []string) error {
 	if strings.ContainsRune(exe, os.PathSeparator) {
 		abs, err := filepath.Abs(exe) // the working directory becomes /
 		if err != nil {
@@ -286,19 +292,4 @@ func StartKeeperProcess(exe string, args []string) error {
 	}
 	go func() { _ = cmd.Wait() }()
 	return nil
-}
-
-// sameFile reports whether paths a and b name one existing file.
-func sameFile(a, b string) bool {
-	if !strings.ContainsRune(b, os.PathSeparator) {
-		if p, err := exec.LookPath(b); err == nil {
-			b = p
-		}
-	}
-	sa, err := os.Stat(a)
-	if err != nil {
-		return false
-	}
-	sb, err := os.Stat(b)
-	return err == nil && os.SameFile(sa, sb)
 }

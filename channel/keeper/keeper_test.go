@@ -1,4 +1,4 @@
-package channel
+package keeper
 
 import (
 	"bufio"
@@ -27,6 +27,8 @@ import (
 
 	"golang.org/x/crypto/ssh"
 
+	"github.com/wisent/stado/channel"
+	"github.com/wisent/stado/channel/channeltest"
 	"github.com/wisent/stado/registry"
 	"github.com/wisent/stado/tests/testbed"
 )
@@ -47,16 +49,16 @@ func keeperSocketPath(t *testing.T) string {
 	return filepath.Join(dir, "run", "keeper.sock")
 }
 
-// runningKeeper is a ServeKeeper in this process.
+// runningKeeper is a Serve in this process.
 type runningKeeper struct {
 	socket string
 	stop   context.CancelFunc
-	done   chan error // receives ServeKeeper's result
+	done   chan error // receives Serve's result
 }
 
-// startKeeper runs ServeKeeper with cfg (its Socket defaulted to a fresh
+// startKeeper runs Serve with cfg (its Socket defaulted to a fresh
 // path) and waits until it answers; cleanup stops it and waits for it.
-func startKeeper(t *testing.T, cfg KeeperConfig) *runningKeeper {
+func startKeeper(t *testing.T, cfg Config) *runningKeeper {
 	t.Helper()
 	k := launchKeeper(t, cfg)
 	waitUntil(t, "the keeper answers on "+k.socket, func() bool {
@@ -69,15 +71,15 @@ func startKeeper(t *testing.T, cfg KeeperConfig) *runningKeeper {
 	return k
 }
 
-// launchKeeper starts ServeKeeper without waiting for its socket.
-func launchKeeper(t *testing.T, cfg KeeperConfig) *runningKeeper {
+// launchKeeper starts Serve without waiting for its socket.
+func launchKeeper(t *testing.T, cfg Config) *runningKeeper {
 	t.Helper()
 	if cfg.Socket == "" {
 		cfg.Socket = keeperSocketPath(t)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	k := &runningKeeper{socket: cfg.Socket, stop: cancel, done: make(chan error, 1)}
-	go func() { k.done <- ServeKeeper(ctx, cfg) }()
+	go func() { k.done <- Serve(ctx, cfg) }()
 	t.Cleanup(func() {
 		cancel()
 		select {
@@ -105,7 +107,7 @@ func waitUntil(t *testing.T, what string, cond func() bool) {
 	}
 }
 
-// exited waits for ServeKeeper to return and gives its result.
+// exited waits for Serve to return and gives its result.
 func (k *runningKeeper) exited(t *testing.T) error {
 	t.Helper()
 	select {
@@ -120,11 +122,11 @@ func (k *runningKeeper) exited(t *testing.T) error {
 
 func TestASecondRunThroughTheKeeperReusesItsConnection(t *testing.T) {
 	f := newFixture(t)
-	k := startKeeper(t, KeeperConfig{})
-	target := f.srv.target("web1")
+	k := startKeeper(t, Config{})
+	target := f.srv.Target("web1")
 	// two clients, as two stado invocations would hold
 	for i := range 2 {
-		kc := &KeeperClient{Socket: k.socket}
+		kc := &Client{Socket: k.socket}
 		stdout, _, err := kc.Run(context.Background(), target, f.dialer(), []string{"version"}, nil)
 		if err != nil {
 			t.Fatalf("run %d: %v", i+1, err)
@@ -133,38 +135,38 @@ func TestASecondRunThroughTheKeeperReusesItsConnection(t *testing.T) {
 			t.Fatalf("run %d: stdout %q", i+1, stdout)
 		}
 	}
-	if n := f.srv.accepted.Load(); n != 1 {
+	if n := f.srv.Accepted.Load(); n != 1 {
 		t.Fatalf("the server saw %d connections (handshakes), want 1", n)
 	}
-	if n := f.srv.commands.Load(); n != 2 {
+	if n := f.srv.Commands.Load(); n != 2 {
 		t.Fatalf("the server ran %d commands, want 2", n)
 	}
 }
 
 func TestConnectionsAreKeptApartByIdentityAndKnownHosts(t *testing.T) {
 	f := newFixture(t)
-	k := startKeeper(t, KeeperConfig{})
-	kc := &KeeperClient{Socket: k.socket}
-	target := f.srv.target("web1")
+	k := startKeeper(t, Config{})
+	kc := &Client{Socket: k.socket}
+	target := f.srv.Target("web1")
 	other := filepath.Join(f.home, "other_known_hosts")
-	knownHostsWith(t, other, f.srv.hostSigner.PublicKey(), f.srv.hostPort())
+	channeltest.KnownHostsWith(t, other, f.srv.HostSigner.PublicKey(), f.srv.HostPort())
 	second := f.dialer()
 	second.KnownHostsPath = other
-	for _, d := range []*Dialer{f.dialer(), second, f.dialer(), second} {
+	for _, d := range []*channel.Dialer{f.dialer(), second, f.dialer(), second} {
 		if _, _, err := kc.Run(context.Background(), target, d, []string{"version"}, nil); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if n := f.srv.accepted.Load(); n != 2 {
+	if n := f.srv.Accepted.Load(); n != 2 {
 		t.Fatalf("the server saw %d connections, want one per known_hosts file", n)
 	}
 }
 
 func TestAChangedKnownHostsEntryRefusesTheKeptConnection(t *testing.T) {
 	f := newFixture(t)
-	k := startKeeper(t, KeeperConfig{})
-	kc := &KeeperClient{Socket: k.socket}
-	target := f.srv.target("web1")
+	k := startKeeper(t, Config{})
+	kc := &Client{Socket: k.socket}
+	target := f.srv.Target("web1")
 	ctx := context.Background()
 	if _, _, err := kc.Run(ctx, target, f.dialer(), []string{"version"}, nil); err != nil {
 		t.Fatal(err)
@@ -173,33 +175,33 @@ func TestAChangedKnownHostsEntryRefusesTheKeptConnection(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	knownHostsWith(t, f.knownHosts, newSigner(t).PublicKey(), f.srv.hostPort())
+	channeltest.KnownHostsWith(t, f.knownHosts, channeltest.NewSigner(t).PublicKey(), f.srv.HostPort())
 
 	_, _, err = kc.Run(ctx, target, f.dialer(), []string{"version"}, nil)
-	re := remoteErr(t, err, "web1", StageHostKey)
-	var he *HostKeyError
+	re := remoteErr(t, err, "web1", channel.StageHostKey)
+	var he *channel.HostKeyError
 	if !errors.As(err, &he) {
-		t.Fatalf("%v carries no *HostKeyError", err)
+		t.Fatalf("%v carries no *channel.HostKeyError", err)
 	}
-	if he.Kind != HostKeyChanged || he.RefusalCode() != "host_key_mismatch" {
+	if he.Kind != channel.HostKeyChanged || he.RefusalCode() != "host_key_mismatch" {
 		t.Fatalf("host key error %+v, want changed (host_key_mismatch)", he)
 	}
-	if want := ssh.FingerprintSHA256(f.srv.hostSigner.PublicKey()); he.Fingerprint != want {
+	if want := ssh.FingerprintSHA256(f.srv.HostSigner.PublicKey()); he.Fingerprint != want {
 		t.Fatalf("fingerprint %s, want the server's %s", he.Fingerprint, want)
 	}
-	if f.srv.commands.Load() != 1 {
+	if f.srv.Commands.Load() != 1 {
 		t.Fatal("a command ran over a connection whose host key is no longer known")
 	}
-	if n := f.srv.accepted.Load(); n != 1 {
+	if n := f.srv.Accepted.Load(); n != 1 {
 		t.Fatalf("the refusal came from %d connections, want the kept one", n)
 	}
 
 	// a fresh connection is refused with the same error
-	pool := NewPool(f.dialer())
+	pool := channel.NewPool(f.dialer())
 	defer pool.Close()
 	_, _, direct := pool.Run(ctx, target, []string{"version"}, nil)
-	var dre *RemoteError
-	var dhe *HostKeyError
+	var dre *channel.RemoteError
+	var dhe *channel.HostKeyError
 	if !errors.As(direct, &dre) || !errors.As(direct, &dhe) {
 		t.Fatalf("direct run: %v", direct)
 	}
@@ -212,62 +214,62 @@ func TestAChangedKnownHostsEntryRefusesTheKeptConnection(t *testing.T) {
 	if _, _, err := kc.Run(ctx, target, f.dialer(), []string{"version"}, nil); err != nil {
 		t.Fatal(err)
 	}
-	if n := f.srv.accepted.Load(); n != 3 { // kept, direct, new kept
+	if n := f.srv.Accepted.Load(); n != 3 { // kept, direct, new kept
 		t.Fatalf("the server saw %d connections, want 3", n)
 	}
 }
 
 func TestARevokedHostKeyRefusesTheKeptConnection(t *testing.T) {
 	f := newFixture(t)
-	k := startKeeper(t, KeeperConfig{})
-	kc := &KeeperClient{Socket: k.socket}
-	target := f.srv.target("web1")
+	k := startKeeper(t, Config{})
+	kc := &Client{Socket: k.socket}
+	target := f.srv.Target("web1")
 	if _, _, err := kc.Run(context.Background(), target, f.dialer(), []string{"version"}, nil); err != nil {
 		t.Fatal(err)
 	}
 	old, _ := os.ReadFile(f.knownHosts)
-	revoked := "@revoked * " + string(ssh.MarshalAuthorizedKey(f.srv.hostSigner.PublicKey()))
+	revoked := "@revoked * " + string(ssh.MarshalAuthorizedKey(f.srv.HostSigner.PublicKey()))
 	writeFile(t, f.knownHosts, revoked+string(old))
 	_, _, err := kc.Run(context.Background(), target, f.dialer(), []string{"version"}, nil)
-	remoteErr(t, err, "web1", StageHostKey)
-	var he *HostKeyError
-	if !errors.As(err, &he) || he.Kind != HostKeyRevoked || he.RefusalCode() != "host_key_mismatch" {
+	remoteErr(t, err, "web1", channel.StageHostKey)
+	var he *channel.HostKeyError
+	if !errors.As(err, &he) || he.Kind != channel.HostKeyRevoked || he.RefusalCode() != "host_key_mismatch" {
 		t.Fatalf("error %v, want a revoked host key", err)
 	}
 }
 
 func TestAKeptConnectionRedialsWhenKnownHostsNowRecordsAnotherKeyType(t *testing.T) {
-	home := isolatedHome(t)
+	home := channeltest.IsolatedHome(t)
 	ecKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
 		t.Fatal(err)
 	}
 	ecSigner, _ := ssh.NewSignerFromKey(ecKey)
-	edSigner := newSigner(t)
-	srv := startServer(t, ecSigner, edSigner)
-	id, pub := clientKey(t, home, "id")
-	srv.authorize(pub)
+	edSigner := channeltest.NewSigner(t)
+	srv := channeltest.StartServer(t, ecSigner, edSigner)
+	id, pub := channeltest.ClientKey(t, home, "id")
+	srv.Authorize(pub)
 	kh := filepath.Join(home, ".ssh", "known_hosts")
-	knownHostsWith(t, kh, edSigner.PublicKey(), srv.hostPort())
-	d := &Dialer{KnownHostsPath: kh, IdentityFiles: []string{id}}
-	k := startKeeper(t, KeeperConfig{})
-	kc := &KeeperClient{Socket: k.socket}
-	if _, _, err := kc.Run(context.Background(), srv.target("web1"), d, []string{"version"}, nil); err != nil {
+	channeltest.KnownHostsWith(t, kh, edSigner.PublicKey(), srv.HostPort())
+	d := &channel.Dialer{KnownHostsPath: kh, IdentityFiles: []string{id}}
+	k := startKeeper(t, Config{})
+	kc := &Client{Socket: k.socket}
+	if _, _, err := kc.Run(context.Background(), srv.Target("web1"), d, []string{"version"}, nil); err != nil {
 		t.Fatal(err)
 	}
 	// the host's ed25519 key gives way to its ECDSA key: a fresh connection
 	// would ask for ECDSA and be accepted, so the keeper's is too
-	knownHostsWith(t, kh, ecSigner.PublicKey(), srv.hostPort())
-	if _, _, err := kc.Run(context.Background(), srv.target("web1"), d, []string{"version"}, nil); err != nil {
+	channeltest.KnownHostsWith(t, kh, ecSigner.PublicKey(), srv.HostPort())
+	if _, _, err := kc.Run(context.Background(), srv.Target("web1"), d, []string{"version"}, nil); err != nil {
 		t.Fatalf("a host whose recorded key changed type was refused: %v", err)
 	}
-	if n := srv.accepted.Load(); n != 2 {
+	if n := srv.Accepted.Load(); n != 2 {
 		t.Fatalf("the server saw %d connections, want 2 (the kept one replaced)", n)
 	}
 }
 
 func TestKeeperRunReportsWhatPoolRunReports(t *testing.T) {
-	refusalDoc, _ := json.Marshal(RefusalDocument{Kind: KindRefusal, Code: string(CodeInvalidUnit), Message: "not a unit"})
+	refusalDoc, _ := json.Marshal(channel.RefusalDocument{Kind: channel.KindRefusal, Code: string(channel.CodeInvalidUnit), Message: "not a unit"})
 	cases := []struct {
 		name    string
 		handler func(cmd string, stdin io.Reader, stdout, stderr io.Writer) int
@@ -286,9 +288,12 @@ func TestKeeperRunReportsWhatPoolRunReports(t *testing.T) {
 			return 1
 		}, nil},
 		// exit 3 with the refusal document is a remote refusal
-		{"refusal", func(_ string, _ io.Reader, out, _ io.Writer) int { out.Write(refusalDoc); return ExitRefused }, nil},
+		{"refusal", func(_ string, _ io.Reader, out, _ io.Writer) int { out.Write(refusalDoc); return channel.ExitRefused }, nil},
 		// exit 3 without it is a plain remote exit
-		{"exit 3 without document", func(_ string, _ io.Reader, out, _ io.Writer) int { io.WriteString(out, "{}"); return ExitRefused }, nil},
+		{"exit 3 without document", func(_ string, _ io.Reader, out, _ io.Writer) int {
+			io.WriteString(out, "{}")
+			return channel.ExitRefused
+		}, nil},
 		// output larger than one frame arrives whole
 		{"large output", func(_ string, _ io.Reader, out, _ io.Writer) int {
 			out.Write(bytes.Repeat([]byte("0123456789abcdef"), 3*keeperChunk/16+7))
@@ -298,16 +303,16 @@ func TestKeeperRunReportsWhatPoolRunReports(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			f := newFixture(t)
-			f.srv.setHandler(tc.handler)
+			f.srv.SetHandler(tc.handler)
 			// these handlers are not the channel program: compare one
 			// execution with one execution
-			k := startKeeper(t, KeeperConfig{SessionStart: -1})
-			target := f.srv.target("web1")
+			k := startKeeper(t, Config{SessionStart: -1})
+			target := f.srv.Target("web1")
 			argv := []string{"/usr/local/bin/stado", "host", "channel", "unit-show", "system", "a b.service"}
-			pool := NewPool(f.dialer())
+			pool := channel.NewPool(f.dialer())
 			defer pool.Close()
 			wantOut, wantErr, wantE := pool.Run(context.Background(), target, argv, tc.stdin)
-			gotOut, gotErr, gotE := (&KeeperClient{Socket: k.socket}).Run(context.Background(), target, f.dialer(), argv, tc.stdin)
+			gotOut, gotErr, gotE := (&Client{Socket: k.socket}).Run(context.Background(), target, f.dialer(), argv, tc.stdin)
 			if !bytes.Equal(gotOut, wantOut) || !bytes.Equal(gotErr, wantErr) {
 				t.Fatalf("through the keeper stdout %q stderr %q; directly %q %q", short(gotOut), short(gotErr), short(wantOut), short(wantErr))
 			}
@@ -317,14 +322,14 @@ func TestKeeperRunReportsWhatPoolRunReports(t *testing.T) {
 			if wantE == nil {
 				return
 			}
-			var g, w *RemoteError
+			var g, w *channel.RemoteError
 			if !errors.As(gotE, &g) || !errors.As(wantE, &w) {
 				t.Fatalf("through the keeper %T %v; directly %T %v", gotE, gotE, wantE, wantE)
 			}
 			if g.Error() != w.Error() || g.Stage != w.Stage || g.ExitStatus != w.ExitStatus || g.StderrTail != w.StderrTail || g.Address != w.Address {
 				t.Fatalf("through the keeper %+v; directly %+v", g, w)
 			}
-			var gr, wr *Refusal
+			var gr, wr *channel.Refusal
 			if errors.As(wantE, &wr) && (!errors.As(gotE, &gr) || gr.Code != wr.Code) {
 				t.Fatalf("through the keeper the refusal is %v, directly %v", gr, wr)
 			}
@@ -342,22 +347,22 @@ func short(b []byte) string {
 func TestFailuresBeforeTheCommandReadAsTheyDoDirectly(t *testing.T) {
 	cases := []struct {
 		name  string
-		stage Stage
-		setup func(f *fixture) *Dialer
+		stage channel.Stage
+		setup func(f *fixture) *channel.Dialer
 	}{
 		// no known_hosts: the dialer's unknown-key refusal
-		{"unknown host key", StageHostKey, func(f *fixture) *Dialer { os.Remove(f.knownHosts); return f.dialer() }},
+		{"unknown host key", channel.StageHostKey, func(f *fixture) *channel.Dialer { os.Remove(f.knownHosts); return f.dialer() }},
 		// an identity the server does not accept
-		{"refused identity", StageAuth, func(f *fixture) *Dialer {
+		{"refused identity", channel.StageAuth, func(f *fixture) *channel.Dialer {
 			d := f.dialer()
-			other, _ := clientKey(f.srv.t, f.home, "id_other")
+			other, _ := channeltest.ClientKey(t, f.home, "id_other")
 			d.IdentityFiles = []string{other}
 			return d
 		}},
 		// a port nothing listens on
-		{"nothing listens", StageConnect, func(f *fixture) *Dialer {
+		{"nothing listens", channel.StageConnect, func(f *fixture) *channel.Dialer {
 			ln, _ := net.Listen("tcp", "127.0.0.1:0")
-			f.srv.port = ln.Addr().(*net.TCPAddr).Port
+			f.srv.Port = ln.Addr().(*net.TCPAddr).Port
 			ln.Close()
 			return f.dialer()
 		}},
@@ -366,18 +371,18 @@ func TestFailuresBeforeTheCommandReadAsTheyDoDirectly(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			f := newFixture(t)
 			d := tc.setup(f)
-			k := startKeeper(t, KeeperConfig{})
-			target := f.srv.target("web1")
-			pool := NewPool(d)
+			k := startKeeper(t, Config{})
+			target := f.srv.Target("web1")
+			pool := channel.NewPool(d)
 			defer pool.Close()
 			_, _, want := pool.Run(context.Background(), target, []string{"version"}, nil)
-			_, _, got := (&KeeperClient{Socket: k.socket}).Run(context.Background(), target, d, []string{"version"}, nil)
+			_, _, got := (&Client{Socket: k.socket}).Run(context.Background(), target, d, []string{"version"}, nil)
 			g := remoteErr(t, got, "web1", tc.stage)
 			w := remoteErr(t, want, "web1", tc.stage)
 			if g.Error() != w.Error() || g.Address != w.Address {
 				t.Fatalf("through the keeper %q at %s; directly %q at %s", g, g.Address, w, w.Address)
 			}
-			var gh, wh *HostKeyError
+			var gh, wh *channel.HostKeyError
 			if errors.As(want, &wh) && (!errors.As(got, &gh) || !reflect.DeepEqual(gh, wh)) {
 				t.Fatalf("host key error through the keeper %+v, directly %+v", gh, wh)
 			}
@@ -388,7 +393,7 @@ func TestFailuresBeforeTheCommandReadAsTheyDoDirectly(t *testing.T) {
 func TestCancellingTheCallEndsItAndKeepsTheKeeper(t *testing.T) {
 	f := newFixture(t)
 	release := make(chan struct{})
-	f.srv.setHandler(func(cmd string, _ io.Reader, stdout, _ io.Writer) int {
+	f.srv.SetHandler(func(cmd string, _ io.Reader, stdout, _ io.Writer) int {
 		if cmd == "wait" {
 			io.WriteString(stdout, "waiting")
 			<-release
@@ -396,48 +401,48 @@ func TestCancellingTheCallEndsItAndKeepsTheKeeper(t *testing.T) {
 		return 0
 	})
 	defer close(release)
-	k := startKeeper(t, KeeperConfig{})
-	kc := &KeeperClient{Socket: k.socket}
+	k := startKeeper(t, Config{})
+	kc := &Client{Socket: k.socket}
 	ctx, cancel := context.WithCancel(context.Background())
 	errc := make(chan error, 1)
 	go func() {
-		_, _, err := kc.Run(ctx, f.srv.target("web1"), f.dialer(), []string{"wait"}, nil)
+		_, _, err := kc.Run(ctx, f.srv.Target("web1"), f.dialer(), []string{"wait"}, nil)
 		errc <- err
 	}()
-	waitUntil(t, "the command runs", func() bool { return f.srv.commands.Load() == 1 })
+	waitUntil(t, "the command runs", func() bool { return f.srv.Commands.Load() == 1 })
 	cancel()
 	err := <-errc
-	re := remoteErr(t, err, "web1", StageRemoteExit)
+	re := remoteErr(t, err, "web1", channel.StageRemoteExit)
 	if !errors.Is(err, context.Canceled) || re.ExitStatus != -1 {
 		t.Fatalf("error %v, want the context's at remote exit -1", err)
 	}
-	if _, _, err := kc.Run(context.Background(), f.srv.target("web1"), f.dialer(), []string{"version"}, nil); err != nil {
+	if _, _, err := kc.Run(context.Background(), f.srv.Target("web1"), f.dialer(), []string{"version"}, nil); err != nil {
 		t.Fatalf("the keeper did not survive a cancelled call: %v", err)
 	}
 }
 
 func TestTheKeeperExitsAfterItsIdlePeriodAndRemovesItsSocket(t *testing.T) {
 	f := newFixture(t)
-	k := startKeeper(t, KeeperConfig{Idle: 20 * time.Millisecond})
+	k := startKeeper(t, Config{Idle: 20 * time.Millisecond})
 	// a call may or may not find it still there; either way nothing breaks
-	_, _, err := (&KeeperClient{Socket: k.socket}).Run(context.Background(), f.srv.target("web1"), f.dialer(), []string{"version"}, nil)
-	if err != nil && !errors.Is(err, ErrKeeperUnavailable) {
+	_, _, err := (&Client{Socket: k.socket}).Run(context.Background(), f.srv.Target("web1"), f.dialer(), []string{"version"}, nil)
+	if err != nil && !errors.Is(err, ErrUnavailable) {
 		t.Fatal(err)
 	}
 	if err := k.exited(t); err != nil {
-		t.Fatalf("ServeKeeper: %v", err)
+		t.Fatalf("Serve: %v", err)
 	}
 	if _, err := os.Lstat(k.socket); !errors.Is(err, fs.ErrNotExist) {
 		t.Fatalf("the socket is still there after the keeper exited: %v", err)
 	}
 	// its lock is free: a new keeper serves the same socket
-	startKeeper(t, KeeperConfig{Socket: k.socket})
+	startKeeper(t, Config{Socket: k.socket})
 }
 
 func TestACallInFlightHoldsAnIdleKeeper(t *testing.T) {
 	f := newFixture(t)
 	release := make(chan struct{})
-	f.srv.setHandler(func(cmd string, _ io.Reader, stdout, _ io.Writer) int {
+	f.srv.SetHandler(func(cmd string, _ io.Reader, stdout, _ io.Writer) int {
 		if cmd == "wait" {
 			<-release
 		}
@@ -447,19 +452,19 @@ func TestACallInFlightHoldsAnIdleKeeper(t *testing.T) {
 	// an idle period far shorter than the call; the first client starts a
 	// keeper again should the first one go idle before the call reaches it
 	sock := keeperSocketPath(t)
-	cfg := KeeperConfig{Socket: sock, Idle: 50 * time.Millisecond}
+	cfg := Config{Socket: sock, Idle: 50 * time.Millisecond}
 	launchKeeper(t, cfg)
-	starter := &KeeperClient{Socket: sock, Start: func() error { launchKeeper(t, cfg); return nil }}
+	starter := &Client{Socket: sock, Start: func() error { launchKeeper(t, cfg); return nil }}
 	errc := make(chan error, 1)
 	go func() {
-		_, _, err := starter.Run(context.Background(), f.srv.target("web1"), f.dialer(), []string{"wait"}, nil)
+		_, _, err := starter.Run(context.Background(), f.srv.Target("web1"), f.dialer(), []string{"wait"}, nil)
 		errc <- err
 	}()
-	waitUntil(t, "the command runs", func() bool { return f.srv.commands.Load() == 1 })
+	waitUntil(t, "the command runs", func() bool { return f.srv.Commands.Load() == 1 })
 	// while the call runs the keeper cannot go idle: a client that cannot
 	// start one is still served
-	plain := &KeeperClient{Socket: sock}
-	if _, _, err := plain.Run(context.Background(), f.srv.target("web1"), f.dialer(), []string{"version"}, nil); err != nil {
+	plain := &Client{Socket: sock}
+	if _, _, err := plain.Run(context.Background(), f.srv.Target("web1"), f.dialer(), []string{"version"}, nil); err != nil {
 		t.Fatalf("a keeper with a call in flight refused another: %v", err)
 	}
 	close(release)
@@ -532,7 +537,7 @@ func TestAPeerRunningAsAnotherUIDIsRefusedOnTheKernelsWord(t *testing.T) {
 		t.Fatal(err)
 	}
 	os.Chmod(bin, 0o755)
-	k := startKeeper(t, KeeperConfig{})
+	k := startKeeper(t, Config{})
 	// The keeper answers before it has narrowed its socket to 0600; a
 	// loosening made before that would be undone.
 	waitUntil(t, "the keeper narrows its socket", func() bool {
@@ -551,7 +556,7 @@ func TestAPeerRunningAsAnotherUIDIsRefusedOnTheKernelsWord(t *testing.T) {
 	if err != nil {
 		t.Fatalf("helper: %v\n%s", err, out)
 	}
-	want := "RESULT: " + ErrKeeperUnavailable.Error() + ": peer uid " + strconv.Itoa(nobody) + " is not the keeper's uid 0"
+	want := "RESULT: " + ErrUnavailable.Error() + ": peer uid " + strconv.Itoa(nobody) + " is not the keeper's uid 0"
 	if !strings.Contains(string(out), want) {
 		t.Fatalf("a client of uid %d got\n%s\nwant %q", nobody, out, want)
 	}
@@ -565,8 +570,8 @@ func TestForeignPeerHelperProcess(t *testing.T) {
 		return
 	}
 	target := registry.Target{Name: "web1", SSH: registry.SSH{Address: "127.0.0.1", Port: 1, User: "op"}}
-	d := &Dialer{KnownHostsPath: "/nonexistent/known_hosts", SSHConfigPath: "/nonexistent/config", NoAgent: true}
-	_, _, err := (&KeeperClient{Socket: sock}).Run(context.Background(), target, d, []string{"version"}, nil)
+	d := &channel.Dialer{KnownHostsPath: "/nonexistent/known_hosts", SSHConfigPath: "/nonexistent/config", NoAgent: true}
+	_, _, err := (&Client{Socket: sock}).Run(context.Background(), target, d, []string{"version"}, nil)
 	fmt.Println("RESULT:", err)
 }
 
@@ -577,13 +582,13 @@ func TestTheSocketIsPrivateToItsUser(t *testing.T) {
 	}
 	t.Cleanup(func() { os.RemoveAll(runtime) })
 	t.Setenv("XDG_RUNTIME_DIR", runtime)
-	sock, err := DefaultKeeperSocket()
+	sock, err := DefaultSocket()
 	if err != nil || sock != filepath.Join(runtime, "stado", "keeper.sock") {
 		t.Fatalf("default socket %q (%v)", sock, err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	go func() { done <- ServeKeeper(ctx, KeeperConfig{}) }()
+	go func() { done <- Serve(ctx, Config{}) }()
 	defer func() { cancel(); <-done }()
 	waitUntil(t, "the keeper listens on the default socket", func() bool {
 		_, err := os.Lstat(sock)
@@ -606,15 +611,15 @@ func TestTheSocketIsPrivateToItsUser(t *testing.T) {
 		t.Fatal(err)
 	}
 	os.Chmod(open, 0o777)
-	if err := ServeKeeper(context.Background(), KeeperConfig{Socket: filepath.Join(open, "k.sock")}); err == nil || !strings.Contains(err.Error(), "writable by others") {
-		t.Fatalf("ServeKeeper in a world-writable directory: %v", err)
+	if err := Serve(context.Background(), Config{Socket: filepath.Join(open, "k.sock")}); err == nil || !strings.Contains(err.Error(), "writable by others") {
+		t.Fatalf("Serve in a world-writable directory: %v", err)
 	}
 }
 
 func TestASecondKeeperOnTheSameSocketStandsDown(t *testing.T) {
-	k := startKeeper(t, KeeperConfig{})
-	if err := ServeKeeper(context.Background(), KeeperConfig{Socket: k.socket}); !errors.Is(err, ErrKeeperRunning) {
-		t.Fatalf("second keeper: %v, want ErrKeeperRunning", err)
+	k := startKeeper(t, Config{})
+	if err := Serve(context.Background(), Config{Socket: k.socket}); !errors.Is(err, ErrRunning) {
+		t.Fatalf("second keeper: %v, want ErrRunning", err)
 	}
 	if c, err := net.Dial("unix", k.socket); err != nil {
 		t.Fatalf("the first keeper's socket is gone: %v", err)
@@ -634,33 +639,33 @@ func TestAStaleSocketIsReplaced(t *testing.T) {
 	}
 	ln.SetUnlinkOnClose(false)
 	ln.Close() // a socket file nobody serves, as a killed keeper leaves
-	startKeeper(t, KeeperConfig{Socket: sock})
+	startKeeper(t, Config{Socket: sock})
 }
 
 func TestWithNothingListeningTheClientReportsKeeperUnavailable(t *testing.T) {
 	f := newFixture(t)
-	target := f.srv.target("web1")
+	target := f.srv.Target("web1")
 	sock := keeperSocketPath(t)
 	var started atomic.Int32
 	cases := []struct {
 		name   string
-		client *KeeperClient
+		client *Client
 	}{
 		// no way to start one
-		{"no start", &KeeperClient{Socket: sock}},
+		{"no start", &Client{Socket: sock}},
 		// starting one fails
-		{"start fails", &KeeperClient{Socket: sock, Start: func() error { started.Add(1); return errors.New("no executable") }}},
+		{"start fails", &Client{Socket: sock, Start: func() error { started.Add(1); return errors.New("no executable") }}},
 		// one starts but never answers
-		{"start never answers", &KeeperClient{Socket: sock, StartTimeout: 20 * time.Millisecond, Start: func() error { started.Add(1); return nil }}},
+		{"start never answers", &Client{Socket: sock, StartTimeout: 20 * time.Millisecond, Start: func() error { started.Add(1); return nil }}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			_, _, err := tc.client.Run(context.Background(), target, f.dialer(), []string{"version"}, nil)
-			if !errors.Is(err, ErrKeeperUnavailable) {
-				t.Fatalf("error %v, want ErrKeeperUnavailable", err)
+			if !errors.Is(err, ErrUnavailable) {
+				t.Fatalf("error %v, want ErrUnavailable", err)
 			}
 			// the caller falls back to a direct connection
-			pool := NewPool(f.dialer())
+			pool := channel.NewPool(f.dialer())
 			defer pool.Close()
 			if out, _, err := pool.Run(context.Background(), target, []string{"version"}, nil); err != nil || string(out) != "version" {
 				t.Fatalf("direct fallback: %q %v", out, err)
@@ -670,8 +675,8 @@ func TestWithNothingListeningTheClientReportsKeeperUnavailable(t *testing.T) {
 	if started.Load() != 2 {
 		t.Fatalf("Start was called %d times, want once per client that has it", started.Load())
 	}
-	if f.srv.commands.Load() != 3 {
-		t.Fatalf("the host ran %d commands, want only the 3 fallbacks", f.srv.commands.Load())
+	if f.srv.Commands.Load() != 3 {
+		t.Fatalf("the host ran %d commands, want only the 3 fallbacks", f.srv.Commands.Load())
 	}
 }
 
@@ -679,23 +684,23 @@ func TestTheClientStartsAKeeperOnDemandOnce(t *testing.T) {
 	f := newFixture(t)
 	sock := keeperSocketPath(t)
 	var starts atomic.Int32
-	kc := &KeeperClient{Socket: sock, Start: func() error {
+	kc := &Client{Socket: sock, Start: func() error {
 		starts.Add(1)
-		launchKeeper(t, KeeperConfig{Socket: sock})
+		launchKeeper(t, Config{Socket: sock})
 		return nil
 	}}
 	for range 3 {
-		if _, _, err := kc.Run(context.Background(), f.srv.target("web1"), f.dialer(), []string{"version"}, nil); err != nil {
+		if _, _, err := kc.Run(context.Background(), f.srv.Target("web1"), f.dialer(), []string{"version"}, nil); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if starts.Load() != 1 || f.srv.accepted.Load() != 1 {
-		t.Fatalf("%d starts and %d connections, want 1 and 1", starts.Load(), f.srv.accepted.Load())
+	if starts.Load() != 1 || f.srv.Accepted.Load() != 1 {
+		t.Fatalf("%d starts and %d connections, want 1 and 1", starts.Load(), f.srv.Accepted.Load())
 	}
 }
 
 func TestAKeeperOfAnotherProtocolRefusesAndMakesWayForANewerOne(t *testing.T) {
-	k := startKeeper(t, KeeperConfig{})
+	k := startKeeper(t, Config{})
 	c, err := net.Dial("unix", k.socket)
 	if err != nil {
 		t.Fatal(err)
@@ -732,8 +737,8 @@ func TestTheRequestCarriesPathsAndTheAgentSocketNeverKeys(t *testing.T) {
 	f := newFixture(t)
 	t.Setenv("SSH_AUTH_SOCK", "/run/agent.sock")
 	t.Chdir(f.home)
-	d := &Dialer{KnownHostsPath: "kh", IdentityFiles: []string{f.identity}}
-	ep, err := d.Resolve(f.srv.target("web1"))
+	d := &channel.Dialer{KnownHostsPath: "kh", IdentityFiles: []string{f.identity}}
+	ep, err := d.Resolve(f.srv.Target("web1"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -755,17 +760,7 @@ func TestTheRequestCarriesPathsAndTheAgentSocketNeverKeys(t *testing.T) {
 	}
 }
 
-func TestStartKeeperProcessRefusesToStartTheTestBinary(t *testing.T) {
-	exe, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := StartKeeperProcess(exe, []string{"host", "keeper"}); err == nil {
-		t.Fatal("the test binary was started as a keeper")
-	}
-}
-
-func TestStartKeeperProcessDetachesIt(t *testing.T) {
+func TestStartProcessDetachesIt(t *testing.T) {
 	if _, err := os.Stat("/proc/self/stat"); err != nil {
 		testbed.Unavailable(t, "needs /proc")
 	}
@@ -773,7 +768,7 @@ func TestStartKeeperProcessDetachesIt(t *testing.T) {
 	report := filepath.Join(dir, "report")
 	t.Setenv("SSH_AUTH_SOCK", "/run/agent.sock")
 	script := `fds=$(readlink /proc/$$/fd/0 /proc/$$/fd/1 /proc/$$/fd/2); echo $$ > "$1.tmp"; echo "$fds" >> "$1.tmp"; cat /proc/self/stat >> "$1.tmp"; pwd >> "$1.tmp"; echo "agent=${SSH_AUTH_SOCK-unset}" >> "$1.tmp"; mv "$1.tmp" "$1"`
-	if err := StartKeeperProcess("/bin/sh", []string{"-c", script, "sh", report}); err != nil {
+	if err := StartProcess("/bin/sh", []string{"-c", script, "sh", report}); err != nil {
 		t.Fatal(err)
 	}
 	waitUntil(t, "the started process reports", func() bool { _, err := os.Stat(report); return err == nil })
@@ -806,29 +801,87 @@ func TestStartKeeperProcessDetachesIt(t *testing.T) {
 
 func TestAPoolWithAKeeperRidesItAndFallsBackWithoutOne(t *testing.T) {
 	f := newFixture(t)
-	target := f.srv.target("web1")
+	target := f.srv.Target("web1")
 	sock := keeperSocketPath(t)
 	// nothing listens and nothing starts one: the pool dials directly
-	pool := NewPool(f.dialer())
-	pool.Keeper = &KeeperClient{Socket: sock}
+	pool := channel.NewPool(f.dialer())
+	pool.Transport = &Client{Socket: sock}
 	if out, _, err := pool.Run(context.Background(), target, []string{"version"}, nil); err != nil || string(out) != "version" {
 		t.Fatalf("fallback: %q %v", out, err)
 	}
 	pool.Close()
-	if n := f.srv.accepted.Load(); n != 1 {
+	if n := f.srv.Accepted.Load(); n != 1 {
 		t.Fatalf("%d connections, want the direct one", n)
 	}
 	// with a keeper, two pools (two commands) share its one connection
-	startKeeper(t, KeeperConfig{Socket: sock})
+	startKeeper(t, Config{Socket: sock})
 	for range 2 {
-		pool := NewPool(f.dialer())
-		pool.Keeper = &KeeperClient{Socket: sock}
+		pool := channel.NewPool(f.dialer())
+		pool.Transport = &Client{Socket: sock}
 		if _, _, err := pool.Run(context.Background(), target, []string{"version"}, nil); err != nil {
 			t.Fatal(err)
 		}
 		pool.Close()
 	}
-	if n := f.srv.accepted.Load(); n != 2 {
+	if n := f.srv.Accepted.Load(); n != 2 {
 		t.Fatalf("%d connections, want the direct one and the kept one", n)
+	}
+}
+
+func TestKeptCallsRideOneRemoteSession(t *testing.T) {
+	f := newFixture(t)
+	host := &restartingHost{}
+	f.srv.SetHandler(func(cmd string, stdin io.Reader, stdout, stderr io.Writer) int {
+		return channel.Serve(context.Background(), cmd, stdin, stdout, stderr, host)
+	})
+	k := startKeeper(t, Config{})
+	pool := channel.NewPool(f.dialer())
+	pool.Transport = &Client{Socket: k.socket}
+	defer pool.Close()
+	c := &channel.Client{Pool: pool, Target: f.srv.Target("web1")}
+	for i := range 3 {
+		if _, err := c.UnitRestart(context.Background(), channel.UnitRef{Scope: channel.ScopeSystem, Unit: "a.service"}); err != nil {
+			t.Fatalf("call %d: %v", i+1, err)
+		}
+	}
+	// a refusal inside the session reads as a remote refusal, as it does
+	// from its own execution
+	_, err := c.UnitShow(context.Background(), channel.ShowRequest{Scope: channel.ScopeSystem, Units: []string{"com.example.x"}})
+	if re := remoteErr(t, err, "web1", channel.StageRemoteRefusal); re.ExitStatus != channel.ExitRefused {
+		t.Fatalf("refusal %+v", re)
+	}
+	if n := f.srv.Commands.Load(); n != 1 {
+		t.Fatalf("the server ran %d commands, want 1 session", n)
+	}
+	if n := host.restarts.Load(); n != 3 {
+		t.Fatalf("the host restarted %d times, want 3", n)
+	}
+}
+
+func TestAHostWithoutSessionsIsCalledOneExecutionAtATime(t *testing.T) {
+	f := newFixture(t)
+	host := &restartingHost{}
+	// an older remote program: it refuses the session verb as unknown
+	f.srv.SetHandler(func(cmd string, stdin io.Reader, stdout, stderr io.Writer) int {
+		if strings.HasSuffix(strings.TrimSuffix(cmd, "'"), "session") {
+			io.WriteString(stdout, `{"kind":"stado.channel.refusal","protocol":1,"code":"unknown_verb","message":"unknown verb"}`+"\n")
+			return channel.ExitRefused
+		}
+		return channel.Serve(context.Background(), cmd, stdin, stdout, stderr, host)
+	})
+	k := startKeeper(t, Config{})
+	pool := channel.NewPool(f.dialer())
+	pool.Transport = &Client{Socket: k.socket}
+	defer pool.Close()
+	c := &channel.Client{Pool: pool, Target: f.srv.Target("web1")}
+	for i := range 2 {
+		if _, err := c.UnitRestart(context.Background(), channel.UnitRef{Scope: channel.ScopeSystem, Unit: "a.service"}); err != nil {
+			t.Fatalf("call %d: %v", i+1, err)
+		}
+	}
+	// one refused session, then one execution per call (the refusal is
+	// remembered for the connection)
+	if n := f.srv.Commands.Load(); n != 3 {
+		t.Fatalf("the server ran %d commands, want 3", n)
 	}
 }

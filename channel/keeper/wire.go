@@ -1,4 +1,4 @@
-package channel
+package keeper
 
 import (
 	"encoding/binary"
@@ -10,12 +10,10 @@ import (
 	"path/filepath"
 	"time"
 
-	"golang.org/x/crypto/ssh"
-
-	"github.com/wisent/stado/registry"
+	"github.com/wisent/stado/channel"
 )
 
-// The keeper protocol, between a KeeperClient and ServeKeeper over the
+// The keeper protocol, between a Client and Serve over the
 // keeper's unix socket. One connection carries one call. Every frame is a
 // 4-byte big-endian length and that many bytes of one JSON keeperFrame,
 // at most maxKeeperFrame.
@@ -27,7 +25,7 @@ import (
 //
 // "unavailable" means nothing was attempted (the client falls back to a
 // direct connection); "failed" is a dial, authentication or host key
-// failure before a session opened (a RemoteError); "started" is sent once a
+// failure before a session opened (a channel.RemoteError); "started" is sent once a
 // session is open, before the command runs, so a client that never saw it
 // knows the command did not run. Closing the connection cancels the call:
 // the keeper kills the remote command. A keeper speaking another version
@@ -36,7 +34,7 @@ const (
 	keeperProtocol = 1
 	maxKeeperFrame = 1 << 20   // bytes of one frame's JSON
 	keeperChunk    = 256 << 10 // data bytes per stdin/stdout/stderr frame
-	maxKeeperStdin = maxOutputBytes
+	maxKeeperStdin = channel.MaxOutputBytes
 )
 
 // Frame kinds.
@@ -81,13 +79,13 @@ type keeperRequest struct {
 	ConnectTimeout  int64 `json:"connect_timeout_ns,omitempty"`
 	KeepAlive       int64 `json:"keepalive_ns,omitempty"`
 	KeepAliveMissed int   `json:"keepalive_missed,omitempty"`
-	// Argv is sent as Pool.Run sends it (Quote); Stdin says whether stdin
+	// Argv is sent as channel.Pool.Run sends it (Quote); Stdin says whether stdin
 	// frames follow as the command's input (nil stdin sends none).
 	Argv  []string `json:"argv"`
 	Stdin bool     `json:"stdin,omitempty"`
 }
 
-// keeperEndpoint is an Endpoint on the wire.
+// keeperEndpoint is a channel.Endpoint on the wire.
 type keeperEndpoint struct {
 	Host          string   `json:"host"`
 	Address       string   `json:"address"`
@@ -99,17 +97,17 @@ type keeperEndpoint struct {
 	Explicit int `json:"explicit,omitempty"`
 }
 
-func (e keeperEndpoint) endpoint() Endpoint {
-	return Endpoint{Host: e.Host, Address: e.Address, Port: e.Port, User: e.User, IdentityFiles: e.IdentityFiles, explicit: e.Explicit}
+func (e keeperEndpoint) endpoint() channel.Endpoint {
+	return channel.Endpoint{Host: e.Host, Address: e.Address, Port: e.Port, User: e.User, IdentityFiles: e.IdentityFiles, Explicit: e.Explicit}
 }
 
 // dialer is the Dialer the keeper dials the request's endpoint with: the
 // client's agent socket, never the keeper's own $SSH_AUTH_SOCK. A client
 // without an agent gets none (as "not set" when the keeper has none
 // either, so an authentication failure reads as it would have directly).
-func (r *keeperRequest) dialer() *Dialer {
+func (r *keeperRequest) dialer() *channel.Dialer {
 	noAgent := r.NoAgent || (r.AgentSocket == "" && os.Getenv("SSH_AUTH_SOCK") != "")
-	return &Dialer{
+	return &channel.Dialer{
 		KnownHostsPath:   r.KnownHosts,
 		AcceptNewHostKey: r.AcceptNew,
 		AgentSocket:      r.AgentSocket,
@@ -140,7 +138,7 @@ func (r *keeperRequest) validate() error {
 			return errors.New("identity file path is not absolute")
 		}
 	}
-	_, err := Quote(r.Argv)
+	_, err := channel.Quote(r.Argv)
 	return err
 }
 
@@ -172,21 +170,21 @@ func (r *keeperRequest) key() keptKey {
 	}
 }
 
-// keeperFailure is a *RemoteError raised before a session opened: dialing,
+// keeperFailure is a *channel.RemoteError raised before a session opened: dialing,
 // authenticating, checking the host key (of a new or a kept connection) or
 // opening the session.
 type keeperFailure struct {
-	Host    string        `json:"host"`
-	Address string        `json:"address,omitempty"`
-	Stage   Stage         `json:"stage"`
-	Message string        `json:"message"`            // the cause's message
-	HostKey *HostKeyError `json:"host_key,omitempty"` // the cause, when it is a refused host key
+	Host    string                `json:"host"`
+	Address string                `json:"address,omitempty"`
+	Stage   channel.Stage         `json:"stage"`
+	Message string                `json:"message"`            // the cause's message
+	HostKey *channel.HostKeyError `json:"host_key,omitempty"` // the cause, when it is a refused host key
 }
 
 func failureOf(err error) *keeperFailure {
-	var re *RemoteError
+	var re *channel.RemoteError
 	if !errors.As(err, &re) {
-		return &keeperFailure{Stage: StageConnect, Message: err.Error()}
+		return &keeperFailure{Stage: channel.StageConnect, Message: err.Error()}
 	}
 	f := &keeperFailure{Host: re.Host, Address: re.Address, Stage: re.Stage}
 	if re.Err != nil {
@@ -196,11 +194,11 @@ func failureOf(err error) *keeperFailure {
 	return f
 }
 
-// remoteError is the *RemoteError the keeper met. A refused host key comes
-// back as the very *HostKeyError the dialer returns; other causes keep
+// remoteError is the *channel.RemoteError the keeper met. A refused host key comes
+// back as the very *channel.HostKeyError the dialer returns; other causes keep
 // their message.
-func (f *keeperFailure) remoteError(host string) *RemoteError {
-	re := &RemoteError{Host: f.Host, Address: f.Address, Stage: f.Stage}
+func (f *keeperFailure) remoteError(host string) *channel.RemoteError {
+	re := &channel.RemoteError{Host: f.Host, Address: f.Address, Stage: f.Stage}
 	if re.Host == "" {
 		re.Host = host
 	}
@@ -225,61 +223,22 @@ type wireError struct {
 func (e *wireError) Error() string { return e.msg }
 func (e *wireError) Unwrap() error { return e.cause }
 
-// keeperExit is how a session ended, as facts the client turns into what
-// Pool.Run returns for the same end.
+// keeperExit is how a session ended (a channel.Exit on the wire), as facts
+// the client turns into what channel.Pool.Run returns for the same end.
 type keeperExit struct {
 	Status  int    `json:"status"`            // exit status; -1 when none came
 	Signal  string `json:"signal,omitempty"`  // the signal that ended it
 	Missing bool   `json:"missing,omitempty"` // it ended with neither status nor signal
 	Failed  string `json:"failed,omitempty"`  // the session failed otherwise (transport)
-	Over    bool   `json:"over,omitempty"`    // stdout or stderr passed maxOutputBytes
+	Over    bool   `json:"over,omitempty"`    // stdout or stderr passed channel.MaxOutputBytes
 }
 
-// exitOf reads the error of ssh.Session.Run.
-func exitOf(err error) *keeperExit {
-	var exit *ssh.ExitError
-	var missing *ssh.ExitMissingError
-	switch {
-	case err == nil:
-		return &keeperExit{}
-	case errors.As(err, &exit):
-		return &keeperExit{Status: exit.ExitStatus(), Signal: exit.Signal()}
-	case errors.As(err, &missing):
-		return &keeperExit{Status: -1, Missing: true}
-	default:
-		return &keeperExit{Status: -1, Failed: err.Error()}
-	}
+func wireExit(x channel.Exit) *keeperExit {
+	return &keeperExit{Status: x.Status, Signal: x.Signal, Missing: x.Missing, Failed: x.Failed, Over: x.Over}
 }
 
-// remoteError is what Pool.Run returns for a session that ended as x, with
-// out and errb what it printed (nil when it succeeded).
-func (x *keeperExit) remoteError(t registry.Target, addr string, argv []string, out, errb *cappedBuffer) error {
-	failed := x.Failed
-	if failed == "" && x.Status == 0 && x.Signal == "" && !x.Missing {
-		if !x.Over && !out.over && !errb.over {
-			return nil
-		}
-		failed = fmt.Sprintf("output exceeds %d bytes", maxOutputBytes)
-	}
-	re := &RemoteError{Host: t.Name, Address: addr, Stage: StageRemoteExit, ExitStatus: -1, StderrTail: tail(errb.Bytes())}
-	switch {
-	case failed != "":
-		re.Stage, re.Err = StageConnect, errors.New(failed)
-	case x.Missing:
-		re.Err = fmt.Errorf("%s ended without an exit status", argv[0])
-	default:
-		re.ExitStatus = x.Status
-		re.Err = fmt.Errorf("%s exited %d", argv[0], re.ExitStatus)
-		if x.Signal != "" {
-			re.Err = fmt.Errorf("%s killed by signal %s", argv[0], x.Signal)
-		}
-		if re.ExitStatus == ExitRefused {
-			if r, ok := refusalIn(t.Name, out.Bytes()); ok {
-				re.Stage, re.Err = StageRemoteRefusal, r
-			}
-		}
-	}
-	return re
+func (x *keeperExit) exit() channel.Exit {
+	return channel.Exit{Status: x.Status, Signal: x.Signal, Missing: x.Missing, Failed: x.Failed, Over: x.Over}
 }
 
 // writeFrame writes f as one length-prefixed frame in one Write.

@@ -1,4 +1,4 @@
-package channel
+package keeper
 
 import (
 	"bufio"
@@ -12,78 +12,79 @@ import (
 	"net"
 	"os"
 	"path/filepath"
-	"slices"
 	"sync"
 	"syscall"
 	"time"
 
 	"golang.org/x/crypto/ssh"
+
+	"github.com/wisent/stado/channel"
 )
 
-// DefaultKeeperIdle is how long a keeper waits with no call before it exits.
-const DefaultKeeperIdle = 60 * time.Second
+// DefaultIdle is how long a keeper waits with no call before it exits.
+const DefaultIdle = 60 * time.Second
 
-// keeperRequestTimeout bounds reading one call's request and stdin.
-const keeperRequestTimeout = 30 * time.Second
+// requestTimeout bounds reading one call's request and stdin.
+const requestTimeout = 30 * time.Second
 
-// ErrKeeperRunning is returned by ServeKeeper when another keeper already
+// ErrRunning is returned by Serve when another keeper already
 // serves the socket.
-var ErrKeeperRunning = errors.New("channel: a keeper already serves this socket")
+var ErrRunning = errors.New("channel: a keeper already serves this socket")
 
-// KeeperConfig configures ServeKeeper. The zero value is usable.
-type KeeperConfig struct {
-	// Socket is the unix socket to listen on; default DefaultKeeperSocket().
+// Config configures Serve. The zero value is usable.
+type Config struct {
+	// Socket is the unix socket to listen on; default DefaultSocket().
 	Socket string
 	// Idle is how long the keeper runs with no call in flight and none
-	// arriving before it exits; default DefaultKeeperIdle.
+	// arriving before it exits; default DefaultIdle.
 	Idle time.Duration
 	// Logger receives connection events (host, address, stage; never
 	// commands, input or output). Nil discards them.
 	Logger *slog.Logger
 	// SessionStart bounds the wait for a host's remote program to open a
-	// session (see session.go); a host that does not in time is called one
-	// execution per call. Default DefaultSessionStart; negative never opens
-	// sessions.
+	// session (channel.StartSession); a host that does not in time is
+	// called one execution per call. Default channel.DefaultSessionStart;
+	// negative never opens sessions.
 	SessionStart time.Duration
 }
 
-// ServeKeeper keeps SSH connections between stado invocations, as OpenSSH's
+// Serve keeps SSH connections between stado invocations, as OpenSSH's
 // ControlPersist does: it listens on cfg.Socket, answers calls from
-// KeeperClients of its own uid only (checked with the socket's peer
+// Clients of its own uid only (checked with the socket's peer
 // credentials), and runs each call's command over one connection per
 // endpoint and identity (see keptKey), dialing it on first use. Before each
 // reuse the host key the connection was established with is checked
 // against the current known_hosts by the rules of a new connection, so an
 // edit there takes effect at once; a refused key closes the connection and
-// fails the call with the *HostKeyError the dialer returns.
+// fails the call with the *channel.HostKeyError the dialer returns.
 //
 // The socket's directory is created 0700 (an existing one must be the
 // user's and writable by no one else), the socket is 0600, and a sidecar
 // ".lock" file held for the keeper's life makes it the socket's only
-// server. ServeKeeper returns nil when it has been idle for cfg.Idle or ctx
+// server. Serve returns nil when it has been idle for cfg.Idle or ctx
 // ends (in-flight commands are then killed), having removed its socket and
-// closed every connection; ErrKeeperRunning when another keeper serves the
+// closed every connection; ErrRunning when another keeper serves the
 // socket; other errors when it cannot listen.
-func ServeKeeper(ctx context.Context, cfg KeeperConfig) error {
+func Serve(ctx context.Context, cfg Config) error {
 	sock := cfg.Socket
 	if sock == "" {
 		var err error
-		if sock, err = DefaultKeeperSocket(); err != nil {
+		if sock, err = DefaultSocket(); err != nil {
 			return err
 		}
 	}
 	idle := cfg.Idle
 	if idle <= 0 {
-		idle = DefaultKeeperIdle
+		idle = DefaultIdle
 	}
 	log := cfg.Logger
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	if err := keeperDir(filepath.Dir(sock)); err != nil {
+	if err := socketDir(filepath.Dir(sock)); err != nil {
 		return err
 	}
-	unlock, err := lockKeeper(ctx, sock)
+	unlock, err := lockSocket(ctx, sock)
 	if err != nil {
 		return err
 	}
@@ -110,7 +111,7 @@ func ServeKeeper(ctx context.Context, cfg KeeperConfig) error {
 	defer cancel()
 	k := &keeper{ctx: kctx, idle: idle, log: log, self: os.Geteuid(), conns: map[keptKey]*keptConn{}, stop: make(chan struct{}), sessionStart: cfg.SessionStart}
 	if k.sessionStart == 0 {
-		k.sessionStart = DefaultSessionStart
+		k.sessionStart = channel.DefaultSessionStart
 	}
 	k.mu.Lock()
 	k.armIdle()
@@ -148,9 +149,9 @@ func ServeKeeper(ctx context.Context, cfg KeeperConfig) error {
 	return nil
 }
 
-// DefaultKeeperSocket is $XDG_RUNTIME_DIR/stado/keeper.sock, or
+// DefaultSocket is $XDG_RUNTIME_DIR/stado/keeper.sock, or
 // $HOME/.stado/run/keeper.sock when XDG_RUNTIME_DIR is not set.
-func DefaultKeeperSocket() (string, error) {
+func DefaultSocket() (string, error) {
 	if d := os.Getenv("XDG_RUNTIME_DIR"); d != "" && filepath.IsAbs(d) {
 		return filepath.Join(d, "stado", "keeper.sock"), nil
 	}
@@ -161,9 +162,9 @@ func DefaultKeeperSocket() (string, error) {
 	return filepath.Join(home, ".stado", "run", "keeper.sock"), nil
 }
 
-// keeperDir makes dir 0700, or checks that an existing dir is the user's
+// socketDir makes dir 0700, or checks that an existing dir is the user's
 // and writable by no one else.
-func keeperDir(dir string) error {
+func socketDir(dir string) error {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return fmt.Errorf("keeper socket directory: %w", err)
 	}
@@ -183,11 +184,11 @@ func keeperDir(dir string) error {
 	return nil
 }
 
-// lockKeeper takes the socket's sidecar lock. While another keeper holds it
-// and answers on the socket, that keeper serves: ErrKeeperRunning. A holder
+// lockSocket takes the socket's sidecar lock. While another keeper holds it
+// and answers on the socket, that keeper serves: ErrRunning. A holder
 // that does not answer is finishing its last calls after closing its
 // socket; the lock is waited for, briefly.
-func lockKeeper(ctx context.Context, sock string) (func(), error) {
+func lockSocket(ctx context.Context, sock string) (func(), error) {
 	f, err := os.OpenFile(sock+".lock", os.O_RDWR|os.O_CREATE, 0o600)
 	if err != nil {
 		return nil, fmt.Errorf("keeper lock: %w", err)
@@ -214,13 +215,13 @@ func lockKeeper(ctx context.Context, sock string) (func(), error) {
 		if c, err := net.Dial("unix", sock); err == nil {
 			c.Close()
 			f.Close()
-			return nil, ErrKeeperRunning
+			return nil, ErrRunning
 		}
 		select {
 		case <-tick.C:
 		case <-giveUp.C:
 			f.Close()
-			return nil, ErrKeeperRunning
+			return nil, ErrRunning
 		case <-ctx.Done():
 			f.Close()
 			return nil, ctx.Err()
@@ -228,14 +229,14 @@ func lockKeeper(ctx context.Context, sock string) (func(), error) {
 	}
 }
 
-// keeper is one ServeKeeper's state.
+// keeper is one Serve's state.
 type keeper struct {
 	ctx  context.Context // ends when the keeper stops
 	idle time.Duration
 	log  *slog.Logger
 	self int // the keeper's euid: the only uid served
 
-	sessionStart time.Duration // see KeeperConfig.SessionStart
+	sessionStart time.Duration // see Config.SessionStart
 
 	calls sync.WaitGroup // connections being served
 
@@ -252,7 +253,7 @@ type keeper struct {
 type keptConn struct {
 	ready    chan struct{}
 	client   *ssh.Client
-	seen     *hostKeySeen
+	seen     *channel.HostKeySeen
 	err      error
 	sessions sessions // remote programs kept running to serve channel calls
 }
@@ -272,7 +273,7 @@ func (k *keeper) armIdle() {
 	})
 }
 
-// shutdown makes ServeKeeper stop.
+// shutdown makes Serve stop.
 func (k *keeper) shutdown() {
 	k.mu.Lock()
 	defer k.mu.Unlock()
@@ -322,7 +323,7 @@ func (k *keeper) serve(conn *net.UnixConn) {
 		unavailable("%v", err)
 		return
 	}
-	_ = conn.SetReadDeadline(time.Now().Add(keeperRequestTimeout))
+	_ = conn.SetReadDeadline(time.Now().Add(requestTimeout))
 	r := bufio.NewReader(conn)
 	var f keeperFrame
 	if err := readFrame(r, &f); err != nil || f.Kind != frameRequest || f.Request == nil {
@@ -376,7 +377,7 @@ func (k *keeper) serve(conn *net.UnixConn) {
 }
 
 // run runs req over its kept connection, streaming to w. A non-nil error is
-// a *RemoteError raised before the session opened.
+// a *channel.RemoteError raised before the session opened.
 func (k *keeper) run(ctx context.Context, req *keeperRequest, stdin []byte, w *frameWriter) error {
 	ep := req.Endpoint.endpoint()
 	d := req.dialer()
@@ -389,12 +390,12 @@ func (k *keeper) run(ctx context.Context, req *keeperRequest, stdin []byte, w *f
 			return err
 		}
 		if !fresh {
-			redial, err := recheckHostKey(d, ep, kc.seen)
+			redial, err := d.Recheck(ep, kc.seen)
 			if err != nil || redial {
 				k.retire(key, kc, "host key no longer accepted")
 			}
 			if err != nil {
-				return &RemoteError{Host: ep.Host, Address: ep.HostPort(), Stage: StageHostKey, Err: err}
+				return &channel.RemoteError{Host: ep.Host, Address: ep.HostPort(), Stage: channel.StageHostKey, Err: err}
 			}
 			if redial {
 				continue
@@ -415,14 +416,14 @@ func (k *keeper) run(ctx context.Context, req *keeperRequest, stdin []byte, w *f
 		}
 		k.retire(key, kc, "session refused")
 		if fresh || attempt > 0 { // a kept connection may have died unnoticed: dial once more
-			return &RemoteError{Host: ep.Host, Address: addr, Stage: StageConnect, Err: fmt.Errorf("open session: %w", err)}
+			return &channel.RemoteError{Host: ep.Host, Address: addr, Stage: channel.StageConnect, Err: fmt.Errorf("open session: %w", err)}
 		}
 	}
 	defer sess.Close()
 	if err := w.frame(&keeperFrame{Kind: frameStarted, Address: addr}); err != nil {
 		return nil // the client is gone; nothing ran
 	}
-	line, _ := Quote(req.Argv) // validated
+	line, _ := channel.Quote(req.Argv) // validated
 	if stdin != nil {
 		sess.Stdin = bytes.NewReader(stdin)
 	}
@@ -439,7 +440,7 @@ func (k *keeper) run(ctx context.Context, req *keeperRequest, stdin []byte, w *f
 		<-done
 		return nil // the client is gone, or the keeper stops
 	}
-	x := exitOf(err)
+	x := wireExit(channel.ExitOf(err))
 	x.Over = out.over || errb.over
 	_ = w.frame(&keeperFrame{Kind: frameExit, Exit: x})
 	return nil
@@ -447,12 +448,12 @@ func (k *keeper) run(ctx context.Context, req *keeperRequest, stdin []byte, w *f
 
 // callSession runs one channel call in rs and streams its answer to w as an
 // execution's would be.
-func callSession(ctx context.Context, kc *keptConn, rs *remoteSession, addr string, call []string, stdin []byte, w *frameWriter) error {
+func callSession(ctx context.Context, kc *keptConn, rs *channel.RemoteSession, addr string, call []string, stdin []byte, w *frameWriter) error {
 	if err := w.frame(&keeperFrame{Kind: frameStarted, Address: addr}); err != nil {
 		kc.sessions.put(rs)
 		return nil // the client is gone; nothing ran
 	}
-	resp, err := rs.call(ctx, call, stdin)
+	resp, err := rs.Call(ctx, call, stdin)
 	if err != nil {
 		if ctx.Err() == nil {
 			_ = w.frame(&keeperFrame{Kind: frameExit, Exit: &keeperExit{Status: -1, Failed: err.Error()}})
@@ -468,30 +469,11 @@ func callSession(ctx context.Context, kc *keptConn, rs *remoteSession, addr stri
 	return nil
 }
 
-// recheckHostKey checks the key seen against known_hosts as it is now, by
-// the rules of a new connection (an unknown key is recorded with
-// acceptNew). It asks for a redial when known_hosts now records the host
-// only with keys of other types: a new connection would ask for one of
-// those, and its outcome is the one a new connection has.
-func recheckHostKey(d *Dialer, ep Endpoint, seen *hostKeySeen) (redial bool, err error) {
-	addr, remote, key := seen.get()
-	checker := &hostKeyChecker{host: ep.Host, path: d.knownHostsPath(), acceptNew: d.AcceptNewHostKey}
-	err = checker.check(addr, remote, key)
-	var he *HostKeyError
-	if errors.As(err, &he) && he.Kind == HostKeyChanged {
-		algos, aerr := knownAlgorithms(checker.path, addr, remote)
-		if aerr == nil && !slices.ContainsFunc(algorithmsFor(key.Type()), func(a string) bool { return slices.Contains(algos, a) }) {
-			return true, nil
-		}
-	}
-	return false, err
-}
-
 // acquire returns the kept connection for key, dialing it when there is
 // none; fresh says it was dialed for this call. Calls arriving during a dial
 // share it. The dial runs under the keeper's context, bounded by the
 // connect timeout; ctx bounds only the wait.
-func (k *keeper) acquire(ctx context.Context, key keptKey, d *Dialer, ep Endpoint) (*keptConn, bool, error) {
+func (k *keeper) acquire(ctx context.Context, key keptKey, d *channel.Dialer, ep channel.Endpoint) (*keptConn, bool, error) {
 	k.mu.Lock()
 	kc, ok := k.conns[key]
 	if !ok {
@@ -500,7 +482,7 @@ func (k *keeper) acquire(ctx context.Context, key keptKey, d *Dialer, ep Endpoin
 	}
 	k.mu.Unlock()
 	if !ok {
-		kc.client, kc.seen, kc.err = d.dialEndpoint(k.ctx, ep)
+		kc.client, kc.seen, kc.err = d.DialEndpoint(k.ctx, ep)
 		if kc.err != nil {
 			k.forget(key, kc)
 			k.log.Info("keeper dial failed", "host", ep.Host, "address", ep.HostPort(), "err", kc.err)
@@ -517,7 +499,7 @@ func (k *keeper) acquire(ctx context.Context, key keptKey, d *Dialer, ep Endpoin
 	select {
 	case <-kc.ready:
 	case <-ctx.Done():
-		return nil, false, &RemoteError{Host: ep.Host, Stage: StageConnect, Err: ctx.Err()}
+		return nil, false, &channel.RemoteError{Host: ep.Host, Stage: channel.StageConnect, Err: ctx.Err()}
 	}
 	if kc.err != nil { // the dial this call waited for failed
 		return nil, false, kc.err
@@ -580,7 +562,7 @@ func (w *frameWriter) frame(f *keeperFrame) error {
 }
 
 // streamWriter sends a session's stdout or stderr as frames, up to
-// maxOutputBytes, and notes that more came.
+// channel.MaxOutputBytes, and notes that more came.
 type streamWriter struct {
 	fw   *frameWriter
 	kind string
@@ -590,7 +572,7 @@ type streamWriter struct {
 
 func (s *streamWriter) Write(p []byte) (int, error) {
 	b := p
-	if room := maxOutputBytes - s.n; len(b) > room {
+	if room := channel.MaxOutputBytes - s.n; len(b) > room {
 		s.over = true
 		b = b[:max(room, 0)]
 	}

@@ -1,9 +1,9 @@
-package channel
+package keeper
 
 import "golang.org/x/sys/unix"
 
 func fdPeerUID(fd int) (int, error) {
-	cred, err := unix.GetsockoptXucred(fd, unix.SOL_LOCAL, unix.LOCAL_PEERCRED)
+	cred, err := unix.GetsockoptUcred(fd, unix.SOL_SOCKET, unix.SO_PEERCRED)
 	if err != nil {
 		return -1, err
 	}

@@ -1,6 +1,6 @@
 //go:build linux || darwin
 
-package channel
+package keeper
 
 import (
 	"fmt"

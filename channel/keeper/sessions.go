@@ -1,0 +1,71 @@
+package keeper
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"time"
+
+	"golang.org/x/crypto/ssh"
+
+	"github.com/wisent/stado/channel"
+)
+
+// maxIdleSessions bounds the sessions a kept connection keeps open between
+// calls; more run at once when more calls to one host are in flight.
+const maxIdleSessions = 4
+
+// sessions are a kept connection's idle sessions (channel.RemoteSession);
+// none when the host has no session support.
+type sessions struct {
+	mu          sync.Mutex
+	idle        []*channel.RemoteSession
+	unsupported bool
+}
+
+// channelCall splits argv into the remote program and the verb call when
+// argv runs the host channel (PROGRAM host channel VERB ...).
+func channelCall(argv []string) (prog string, call []string, ok bool) {
+	if len(argv) >= 4 && argv[1] == "host" && argv[2] == "channel" && argv[3] != string(channel.VerbSession) {
+		return argv[0], argv[3:], true
+	}
+	return "", nil, false
+}
+
+// take returns an idle session of kc, or starts one running prog. A host
+// that serves no sessions is remembered: later calls get
+// channel.ErrNoSession at once.
+func (s *sessions) take(ctx context.Context, client *ssh.Client, prog string, wait time.Duration) (*channel.RemoteSession, error) {
+	s.mu.Lock()
+	if s.unsupported {
+		s.mu.Unlock()
+		return nil, channel.ErrNoSession
+	}
+	if n := len(s.idle); n > 0 {
+		rs := s.idle[n-1]
+		s.idle = s.idle[:n-1]
+		s.mu.Unlock()
+		return rs, nil
+	}
+	s.mu.Unlock()
+	rs, err := channel.StartSession(ctx, client, prog, wait)
+	if errors.Is(err, channel.ErrNoSession) {
+		s.mu.Lock()
+		s.unsupported = true
+		s.mu.Unlock()
+	}
+	return rs, err
+}
+
+// put gives a session back after a call that completed.
+func (s *sessions) put(rs *channel.RemoteSession) {
+	s.mu.Lock()
+	if len(s.idle) < maxIdleSessions {
+		s.idle = append(s.idle, rs)
+		rs = nil
+	}
+	s.mu.Unlock()
+	if rs != nil {
+		rs.Close()
+	}
+}
