@@ -19,10 +19,13 @@ deps:
 build:
 	$(GO) build -o $(BIN) ./cmd/stado
 
-# test runs every test, journeys included; with STADO_TESTBED=required
+# test vets every package for linux and darwin (launchd hosts' code cannot
+# rot unbuilt), then runs every test, journeys included; with STADO_TESTBED=required
 # (CI) a journey that cannot run fails instead of skipping.
 test: deps
 	$(GO) vet ./...
+	GOOS=darwin $(GO) vet ./...
+	GOOS=darwin $(GO) build -o /dev/null ./cmd/stado
 	$(GO) test -race -count=1 -timeout 14m ./...
 
 test-unit:

@@ -208,7 +208,7 @@ func (c *Cluster) start(m *member) error {
 	cmd.Stdout, cmd.Stderr = logf, logf
 	// Its own process group (a ^C to the test does not reach it first), and
 	// SIGKILL if the test process dies without stopping it.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	cmd.SysProcAttr = memberProcAttr()
 	if err := cmd.Start(); err != nil {
 		return fmt.Errorf("start %s: %w", m.name, err)
 	}
