@@ -8,8 +8,8 @@ import (
 	"time"
 
 	"github.com/wisent/stado/beacon"
+	"github.com/wisent/stado/register"
 	"github.com/wisent/stado/registry"
-	"github.com/wisent/stado/repair"
 )
 
 // readFleet stores a registry declaring skarbiec on h1 and a fresh beacon
@@ -21,12 +21,12 @@ func readFleet(t *testing.T) (string, time.Time) {
 	dir := repairFleet(t, 10)
 	now := time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC)
 	exit0 := 0
-	rec, _ := json.Marshal(repair.Recovery{Kind: repair.RecoveryKind, State: repair.RecoveryAttempted, When: now, Service: "skarbiec", Host: "h1", Complete: true,
-		Steps:   []repair.StepReport{{Step: "crypto", OK: true, ExitCode: &exit0}},
-		Restart: &repair.RestartReport{Unit: "skarbiec.service", OK: true, Answer: "done", PID: 813},
-		Alerts:  []repair.AlertOutcome{{Channel: "ops", Type: "webhook", Answer: "HTTP 500", Cause: "server error"}}})
-	peer, _ := json.Marshal(repair.Recovery{Kind: repair.RecoveryKind, State: repair.RecoveryAttempted, When: now, Service: "brama", Host: "h2",
-		Restart: &repair.RestartReport{Unit: "brama.service", Code: "failure", Refusal: "connect refused"}})
+	rec, _ := json.Marshal(register.Recovery{Kind: register.Kind, State: register.Attempted, When: now, Service: "skarbiec", Host: "h1", Complete: true,
+		Steps:   []register.StepResult{{Step: "crypto", OK: true, ExitCode: &exit0}},
+		Restart: &register.Restart{Unit: "skarbiec.service", OK: true, Answer: "done", PID: 813},
+		Alerts:  []register.AlertOutcome{{Channel: "ops", Type: "webhook", Answer: "HTTP 500", Cause: "server error"}}})
+	peer, _ := json.Marshal(register.Recovery{Kind: register.Kind, State: register.Attempted, When: now, Service: "brama", Host: "h2",
+		Restart: &register.Restart{Unit: "brama.service", Code: "failure", Refusal: "connect refused"}})
 	b := beacon.Beacon{Kind: beacon.Kind, Version: beacon.FormatVersion, Host: "h1", Pass: 4, At: now, IntervalSeconds: 15, StaleAfterSeconds: 45,
 		Units: []beacon.UnitReport{{Service: "skarbiec", Unit: "skarbiec.service", State: beacon.StateActive, PID: 812,
 			Answering: &beacon.Answering{State: beacon.AnswerStood, WaitedSeconds: 31, BoundSeconds: 10, Recovery: rec,

@@ -9,6 +9,7 @@ import (
 	"github.com/wisent/stado/channel"
 	"github.com/wisent/stado/fleet"
 	"github.com/wisent/stado/refusal"
+	"github.com/wisent/stado/register"
 )
 
 // OpTimeout bounds one operation's host calls.
@@ -24,7 +25,7 @@ type OpResult struct {
 	Refusal *OpRefusal
 	// JSON is the result document, as `--json` prints it.
 	JSON       string
-	Recoveries []channel.Recovery
+	Recoveries []register.Recovery
 	File       string
 	Logs       []string
 	Unit       string
