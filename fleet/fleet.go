@@ -27,6 +27,15 @@ import (
 	"github.com/wisent/stado/registry"
 )
 
+// Connector returns a target's Host: how the write half reaches each host
+// (the SSH client's Host through a pool, or an in-process one in tests).
+// It is channel's type, named here so that fleet's callers (the autonomy
+// cycle, the desktop page) hand one over without importing channel.
+type Connector = channel.Connector
+
+// MaxLogLines is the most log lines one read returns.
+const MaxLogLines = channel.MaxLogLines
+
 // Fleet is one command's view of the fleet: the registry document as read
 // at Meta's revision, the catalog, the store to write declarations to, and
 // how to reach a target's host.
@@ -36,7 +45,7 @@ type Fleet struct {
 	Meta    registry.Meta
 	Catalog *catalog.Catalog
 	// Connect returns a target's Host; nil refuses every host operation.
-	Connect channel.Connector
+	Connect Connector
 	// Parallel bounds how many hosts are acted on at once; <= 0 means
 	// channel.DefaultParallel.
 	Parallel int
