@@ -5,7 +5,10 @@
 // closed set of verbs `stado host channel` accepts, each with validated
 // arguments, and Serve, which refuses anything else having run nothing).
 //
-// channel imports only registry (for registry.Target). It must never be
+// channel imports registry (for registry.Target and the declaration an
+// ensure carries), units (verdicts and unit files in results), register (a
+// repair step's result and the register rows of the recoveries verb are the
+// register's record), refusal and safefile. It must never be
 // imported by the read half (beacon, service list/status, registry doctor):
 // those answer from the store while a host is wedged, so they have no business
 // linking an SSH client. The host-side work a verb triggers is behind the Host

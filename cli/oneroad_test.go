@@ -1,8 +1,6 @@
 package cli
 
 import (
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -12,20 +10,8 @@ import (
 // repair steps, logs or anything else, and cli never acts on a host through
 // repair: `repair --apply` hands repair the target's Host.
 func TestCLIBuildsOneHostChannelForEveryCommand(t *testing.T) {
-	files, err := filepath.Glob("*.go")
-	if err != nil {
-		t.Fatal(err)
-	}
 	pools := 0
-	for _, f := range files {
-		if strings.HasSuffix(f, "_test.go") {
-			continue
-		}
-		b, err := os.ReadFile(f)
-		if err != nil {
-			t.Fatal(err)
-		}
-		src := string(b)
+	for f, src := range cliSources(t) {
 		if n := strings.Count(src, "channel.NewPool("); n > 0 {
 			pools += n
 			if f != "sshflags.go" {

@@ -8,9 +8,11 @@
 // functions.
 //
 // fleet imports channel (never an SSH type directly: hosts come through the
-// Connector), units, catalog, registry and refusal. It must not import cli,
-// repair or beacon. The name says what it acts on: the fleet's hosts, as
-// declared.
+// Connector, which fleet names for its callers), register (the recovery rows
+// a host's register holds), units, catalog, registry and refusal. It must
+// not import cli, repair or beacon. Above it, autonomy and desktop reach
+// hosts only through fleet and never import channel. The name says what it
+// acts on: the fleet's hosts, as declared.
 package fleet
 
 import (
