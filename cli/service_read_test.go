@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/wisent/stado/beacon"
+	"github.com/wisent/stado/channel"
+	"github.com/wisent/stado/fleet"
 	"github.com/wisent/stado/register"
 	"github.com/wisent/stado/registry"
 )
@@ -121,5 +123,39 @@ func TestServiceListAndDoctorReadTheSameBeacons(t *testing.T) {
 	code, out, _ = runReadCLI(t, dir, now.Add(time.Hour), "service", "list")
 	if code != 0 || !strings.Contains(out, "unknown") || strings.Contains(out, "active") {
 		t.Errorf("stale list: exit %d\n%s", code, out)
+	}
+}
+
+// logsHost answers unit-logs with one line and keeps the request.
+type logsHost struct {
+	channel.Host
+	got channel.LogsRequest
+}
+
+func (h *logsHost) UnitLogs(_ context.Context, req channel.LogsRequest) (channel.LogsResult, error) {
+	h.got = req
+	return channel.LogsResult{Unit: req.Unit, Lines: []string{"skarbiec ready"}}, nil
+}
+
+// --lines reads the declaration's log through the command's host channel
+// (fleet over the connector the ssh flags describe), not a pool of its own.
+func TestServiceStatusLinesReadTheLogThroughTheCommandsConnector(t *testing.T) {
+	dir, now := readFleet(t)
+	env, out, _ := repairTestEnv(t, dir)
+	env.Now = func() time.Time { return now }
+	env.StoreURL = "file://" + dir
+	h := &logsHost{}
+	connect := func(registry.Target) channel.Host { return h }
+	logs := func(ctx context.Context, t registry.Target, s registry.Service, n int) ([]string, error) {
+		return fleet.ServiceLogs(ctx, connect, t, s, n)
+	}
+	if err := runServiceStatus(context.Background(), env, statusOptions{Name: "skarbiec", Host: "h1", Lines: 5, Logs: logs}); err != nil {
+		t.Fatal(err)
+	}
+	if h.got.Unit != "skarbiec.service" || h.got.Scope != registry.ScopeSystem || h.got.Lines != 5 {
+		t.Errorf("logs request %+v", h.got)
+	}
+	if !strings.Contains(out.String(), "skarbiec ready") {
+		t.Errorf("status lacks the log line:\n%s", out)
 	}
 }

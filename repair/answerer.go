@@ -341,7 +341,7 @@ func (a *Answerer) read(p *beacon.Pass, cat *catalog.Catalog, svc *registry.Serv
 	}
 	st.active = rec
 	a.running.Add(1)
-	go a.recover(st, pr, *rec, slices.Clone(p.Target.Alerts), refresh)
+	go a.recover(st, pr, cat, *rec, slices.Clone(p.Target.Alerts), refresh)
 	return block
 }
 
@@ -426,9 +426,10 @@ func (a *Answerer) send(ctx context.Context, endpoint string, decl *catalog.Answ
 	return beacon.Finished{Answered: ans}
 }
 
-// reach is this machine as repair acts on it.
-func (a *Answerer) reach() Reach {
-	r := Reach{Host: a.Host, Catalog: catalog.OrShipped(a.Catalog), Now: a.Now}
+// reach is this machine (named host) as repair acts on it, with the
+// catalog of the pass that found the question standing.
+func (a *Answerer) reach(host string, cat *catalog.Catalog) Reach {
+	r := Reach{Name: host, Host: a.Host, Catalog: cat, Now: a.Now}
 	if a.Host == nil {
 		r.Unreachable = refusal.New(refusal.NoManager, "this host process has no host end to run repair steps and restarts on")
 	}
@@ -437,12 +438,10 @@ func (a *Answerer) reach() Reach {
 
 // recover runs the attempt: steps and restart (Recover), forget the question
 // when the restart ended well, alerts, then the register append.
-func (a *Answerer) recover(st *serviceState, pr *probe, rec register.Recovery, channels []registry.AlertChannel, refresh int) {
+func (a *Answerer) recover(st *serviceState, pr *probe, cat *catalog.Catalog, rec register.Recovery, channels []registry.AlertChannel, refresh int) {
 	defer a.running.Done()
 	ctx := a.ctx
-	on := a.reach()
-	on.Name = rec.Host
-	out := on.Recover(ctx, Plan{
+	out := a.reach(rec.Host, cat).Recover(ctx, Plan{
 		Host: rec.Host, Service: rec.Service, Unit: rec.Unit, Scope: rec.Scope,
 		Steps: rec.Question.Repair, Inputs: StepInputs(refresh),
 	})

@@ -33,9 +33,9 @@ type PeerOldest struct {
 // waiting list; a service on another host that holds a request in phase
 // answer (request sent, first byte awaited) longer than the fleet's
 // service_resolver.refresh_seconds is standing, and Peer runs its declared
-// repair steps and the restart on the host that serves it through
-// Executor (over SSH in production, so that host's own stado process is
-// not needed). Waits still opening their channel, waits on this host's own
+// repair steps and the restart on the host that serves it through that
+// host's channel.Host (Connect: the SSH client in production, so that
+// host's own stado process is not needed). Waits still opening their channel, waits on this host's own
 // services and waits younger than the bound are never acted on.
 //
 // One standing (identified by its oldest held request) is acted on once:

@@ -56,7 +56,7 @@ steps:
 }
 
 // peerRig is host1 with a resolver recorder and publisher, its peer
-// contributor, and host2's fixtures behind a Local executor.
+// contributor, and host2's fixtures behind this machine's channel/local end.
 type peerRig struct {
 	t      *testing.T
 	clock  *clock

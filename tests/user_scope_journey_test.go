@@ -26,7 +26,7 @@ import (
 // host's stado process, a system service run by root, observes it in that
 // user's manager, asks its question, and when the question stands repairs
 // it and restarts it through the same user manager (a new MainPID). The
-// write half's restart over the channel, and the executor a peer's recovery
+// write half's restart over the channel, and the Host a peer's recovery
 // restarts through, reach it the same way (ssh as that user). Once the
 // user stops lingering, the beacon says the manager is not running, never
 // that the unit is missing.
