@@ -106,7 +106,7 @@ func newServiceRecoveriesCommand(env *Env) *ucli.Command {
 					return runHostRecoveries(ctx, env, f, host, c.String("service"))
 				})
 			}
-			return runServiceRecoveries(env, c.String("service"))
+			return runServiceRecoveries(c.Context, env, c.String("service"))
 		},
 	}, true)
 }
@@ -136,24 +136,22 @@ type recoveriesDoc struct {
 	Recoveries []register.Recovery `json:"recoveries"`
 }
 
-func runServiceRecoveries(env *Env, service string) error {
-	reg := register.Home(homeDir(env))
-	recs, err := reg.Read()
-	var fe *register.FileError
-	if errors.As(err, &fe) {
-		return refuse("register_unreadable", "%v", err)
-	} else if err != nil {
+// runServiceRecoveries reads this machine's register through its own end
+// of the host channel (channel/local), the road every register read takes.
+func runServiceRecoveries(ctx context.Context, env *Env, service string) error {
+	res, err := newLocalHost(env).Recoveries(ctx)
+	if err != nil {
 		return err
 	}
-	doc := recoveriesDoc{File: reg.Path, Service: service, Recoveries: []register.Recovery{}}
-	for _, r := range recs {
+	doc := recoveriesDoc{File: res.File, Service: service, Recoveries: []register.Recovery{}}
+	for _, r := range res.Recoveries {
 		if service == "" || r.Service == service {
 			doc.Recoveries = append(doc.Recoveries, r)
 		}
 	}
 	return emit(env, "stado.service.recoveries", doc, func(t *text) {
 		if len(doc.Recoveries) == 0 {
-			t.f("no recoveries in %s\n", reg.Path)
+			t.f("no recoveries in %s\n", doc.File)
 		}
 		for _, r := range doc.Recoveries {
 			t.lines(r.RegisterLines())
