@@ -4,9 +4,10 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/wisent/stado/alert"
 	"github.com/wisent/stado/refusal"
+	"github.com/wisent/stado/register"
 	"github.com/wisent/stado/registry"
-	"github.com/wisent/stado/repair"
 )
 
 // Alert events of the cycle.
@@ -19,12 +20,12 @@ type hostService struct{ host, service string }
 
 // AlertRecord is one alert of a cycle and what each channel answered.
 type AlertRecord struct {
-	Host     string                `json:"host"`
-	Service  string                `json:"service"`
-	Event    string                `json:"event"`
-	Code     string                `json:"code,omitempty"`
-	Summary  string                `json:"summary"`
-	Channels []repair.AlertOutcome `json:"channels"`
+	Host     string                  `json:"host"`
+	Service  string                  `json:"service"`
+	Event    string                  `json:"event"`
+	Code     string                  `json:"code,omitempty"`
+	Summary  string                  `json:"summary"`
+	Channels []register.AlertOutcome `json:"channels"`
 }
 
 // alert delivers, on the host's alert channels, one alert per failed
@@ -51,7 +52,7 @@ func (r *Runner) alert(ctx context.Context, doc *registry.Document, c *Cycle) []
 	}
 	a := r.Alerter
 	if a == nil {
-		a = &repair.Alerter{}
+		a = &alert.Alerter{}
 	}
 	var out []AlertRecord
 	for _, row := range c.Rows {
@@ -72,8 +73,8 @@ func (r *Runner) alert(ctx context.Context, doc *registry.Document, c *Cycle) []
 			continue
 		}
 		rec.Host, rec.Service = row.Host, row.Service
-		al := repair.Alert{Kind: repair.AlertKind, Event: rec.Event, Summary: rec.Summary,
-			Recovery: repair.Recovery{Kind: CycleKind, State: rec.Code, When: c.Start, Service: row.Service, Host: row.Host, Unit: row.Unit}}
+		al := alert.Alert{Kind: alert.Kind, Event: rec.Event, Summary: rec.Summary,
+			Recovery: register.Recovery{Kind: CycleKind, State: rec.Code, When: c.Start, Service: row.Service, Host: row.Host, Unit: row.Unit}}
 		rec.Channels = a.Deliver(ctx, t.Alerts, al)
 		out = append(out, rec)
 	}

@@ -6,13 +6,12 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/wisent/stado/alert"
 	"github.com/wisent/stado/beacon"
 	"github.com/wisent/stado/catalog"
-	"github.com/wisent/stado/channel"
 	"github.com/wisent/stado/fleet"
 	"github.com/wisent/stado/refusal"
 	"github.com/wisent/stado/registry"
-	"github.com/wisent/stado/repair"
 )
 
 // Options are one cycle's settings.
@@ -36,9 +35,9 @@ type Runner struct {
 	Store registry.Store
 	// Connect opens a fresh set of host connections (one for the sweep,
 	// one per host acted on) and returns the func that closes them.
-	Connect func() (channel.Connector, func())
+	Connect func() (fleet.Connector, func())
 	// Alerter delivers the alerts; nil means the zero Alerter.
-	Alerter *repair.Alerter
+	Alerter *alert.Alerter
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
 	// Actor acts in enforce mode; nil means a FleetActor over Connect.

@@ -11,7 +11,10 @@
 // verify results: it opens nothing and changes nothing, so report mode and
 // the benchmarks run it alone.
 //
-// autonomy imports fleet (the write half), beacon (the read half's join),
-// repair (only its Alerter), catalog, channel and registry. It must not
-// import cli; nothing but cli imports it.
+// autonomy imports fleet (the write half, its only road to a host: hosts come
+// through a fleet.Connector), beacon (the read half's join), alert (the
+// alerts of failed and refused actions), register (the record an alert
+// document carries), catalog, units, refusal and registry. It must not
+// import channel, repair or cli (fleet/roads_test.go holds it to that);
+// nothing but cli imports it.
 package autonomy

@@ -6,7 +6,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/wisent/stado/channel"
 	"github.com/wisent/stado/fleet"
 	"github.com/wisent/stado/units"
 )
@@ -172,7 +171,7 @@ type FleetActor struct {
 	Fleet *fleet.Fleet
 	// Connect opens a fresh set of host connections and returns the func
 	// that closes them.
-	Connect func() (channel.Connector, func())
+	Connect func() (fleet.Connector, func())
 	Reason  string
 	// Settle and Wait are ensure's (zero: its defaults).
 	Settle, Wait time.Duration

@@ -8,10 +8,11 @@
 // channel imports registry (registry.Target, the declared service an ensure
 // or a verify carries, and the unit name, path and environment rules its
 // grammar checks arguments by), units (the verdicts, install results, unit
-// files and listeners the verbs' typed results are made of), catalog (the answering
-// declaration a recovery record carries), refusal (the one refusal type and
-// code set, so a code survives the wire) and safefile (the locked, atomic
-// rewrite of known_hosts when a new host key is accepted). It must never be
+// files and listeners the verbs' typed results are made of), register (a repair
+// step's result and the rows of the recoveries verb are the register's
+// record), refusal (the one refusal type and code set, so a code survives
+// the wire) and safefile (the locked, atomic rewrite of known_hosts when a
+// new host key is accepted). It must never be
 // imported by the read half (beacon, service list/status, registry doctor):
 // those answer from the store while a host is wedged, so they have no business
 // linking an SSH client. The host-side work a verb triggers is behind the Host

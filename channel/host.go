@@ -4,6 +4,7 @@ import (
 	"context"
 	"time"
 
+	"github.com/wisent/stado/register"
 	"github.com/wisent/stado/registry"
 	"github.com/wisent/stado/units"
 )
@@ -235,20 +236,9 @@ type StepRequest struct {
 	Env  []EnvVar `json:"env,omitempty"`
 }
 
-// StepResult is what one repair step did.
-type StepResult struct {
-	Step     string    `json:"step"`
-	Host     string    `json:"host"`
-	Argv     []string  `json:"argv,omitempty"`
-	OK       bool      `json:"ok"`
-	ExitCode *int      `json:"exit_code,omitempty"`
-	Output   string    `json:"output,omitempty"` // the last lines it printed
-	Code     string    `json:"code,omitempty"`
-	Refusal  string    `json:"refusal,omitempty"`
-	At       time.Time `json:"at"`
-	// ElapsedMS is how long the payload ran.
-	ElapsedMS int64 `json:"elapsed_ms"`
-}
+// StepResult is what one repair step did: the register's record of a step,
+// so a step's result is written to the register as the host returned it.
+type StepResult = register.StepResult
 
 // VersionResult is what version reports.
 type VersionResult struct {

@@ -6,6 +6,7 @@ import (
 	"sync"
 
 	"github.com/wisent/stado/refusal"
+	"github.com/wisent/stado/register"
 	"github.com/wisent/stado/units"
 )
 
@@ -118,7 +119,7 @@ func (h *recordingHost) Verify(_ context.Context, r VerifyRequest) (VerifyResult
 	return res, h.record(hostCall{Method: "Verify", Units: names})
 }
 func (h *recordingHost) Recoveries(context.Context) (RecoveriesResult, error) {
-	return RecoveriesResult{Recoveries: []Recovery{}}, h.record(hostCall{Method: "Recoveries"})
+	return RecoveriesResult{Recoveries: []register.Recovery{}}, h.record(hostCall{Method: "Recoveries"})
 }
 func (h *recordingHost) Version(context.Context) (VersionResult, error) {
 	return VersionResult{Protocol: ProtocolVersion, OS: h.OS()}, h.record(hostCall{Method: "Version"})

@@ -12,7 +12,6 @@ import (
 	"github.com/wisent/stado/catalog"
 	"github.com/wisent/stado/channel"
 	"github.com/wisent/stado/channel/local"
-	"github.com/wisent/stado/repair"
 )
 
 // newHostChannelCommand is `stado host channel`, the remote end of the host
@@ -43,16 +42,12 @@ func newHostChannelCommand(env *Env) *ucli.Command {
 }
 
 // newLocalHost is this machine as a channel.Host: its init system, its
-// unit files and /proc, and the repair steps of its store's catalog.
+// unit files and /proc, and the repair steps of its store's catalog (run by
+// channel/local's step runner, the one every recovery reaches).
 func newLocalHost(env *Env) *local.Host {
 	h := local.New(homeDir(env), env.Getenv("USER"), Version)
 	h.Now = env.Now
 	h.Catalog = func(ctx context.Context) (*catalog.Catalog, error) { return hostCatalog(ctx, env) }
-	h.RunStep = func(ctx context.Context, cat *catalog.Catalog, step string, vars map[string]string) channel.StepResult {
-		// One step runner for every path: the same code a host's own
-		// recovery and `stado repair --apply` use.
-		return (&repair.Local{Catalog: cat, OS: h.OS(), Home: h.Home}).RunStep(ctx, "", step, vars)
-	}
 	return h
 }
 

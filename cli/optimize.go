@@ -9,7 +9,7 @@ import (
 	ucli "github.com/urfave/cli/v2"
 
 	"github.com/wisent/stado/autonomy"
-	"github.com/wisent/stado/channel"
+	"github.com/wisent/stado/fleet"
 	"github.com/wisent/stado/printer"
 	"github.com/wisent/stado/registry"
 )
@@ -77,13 +77,13 @@ func newOptimizeRunCommand(env *Env) *ucli.Command {
 			if o.Every < 0 {
 				return usagef("--every must be positive")
 			}
-			return runOptimize(c.Context, env, o, func() (channel.Connector, func()) { return connectorFrom(c, env) })
+			return runOptimize(c.Context, env, o, func() (fleet.Connector, func()) { return connectorFrom(c, env) })
 		},
 	}, true)
 }
 
 // runOptimize runs one cycle, or one every o.Every until ctx ends.
-func runOptimize(ctx context.Context, env *Env, o optimizeRunOptions, connect func() (channel.Connector, func())) error {
+func runOptimize(ctx context.Context, env *Env, o optimizeRunOptions, connect func() (fleet.Connector, func())) error {
 	st, err := openStore(ctx, env)
 	if err != nil {
 		return err

@@ -10,6 +10,8 @@ import (
 	"github.com/wisent/stado/catalog"
 	"github.com/wisent/stado/channel"
 	"github.com/wisent/stado/fleet"
+	"github.com/wisent/stado/refusal"
+	"github.com/wisent/stado/register"
 	"github.com/wisent/stado/registry"
 	"github.com/wisent/stado/repair"
 )
@@ -20,10 +22,9 @@ type repairOptions struct {
 	Step    string
 	Target  string
 	Apply   bool
-	// Executor reaches the target for --apply; nil means the host channel
-	// through Dialer.
-	Executor repair.Executor
-	Dialer   *channel.Dialer
+	// Connect reaches the target's host for --apply: the command's host
+	// channel (connectorFrom), the one road every host command takes.
+	Connect channel.Connector
 }
 
 func newRepairCommand(env *Env) *ucli.Command {
@@ -44,20 +45,11 @@ func newRepairCommand(env *Env) *ucli.Command {
 			if c.NArg() != 1 {
 				return usagef("repair takes one SERVICE argument")
 			}
-			return runRepair(c.Context, env, repairOptions{Service: c.Args().First(), Step: c.String("step"), Target: c.String("target"), Apply: c.Bool("apply"), Dialer: dialerFrom(c)})
+			conn, done := connectorFrom(c, env)
+			defer done()
+			return runRepair(c.Context, env, repairOptions{Service: c.Args().First(), Step: c.String("step"), Target: c.String("target"), Apply: c.Bool("apply"), Connect: conn})
 		},
 	}, true)
-}
-
-// repairExecutor is the executor --apply uses when none is given: the
-// target's host channel over SSH, the same Remote executor peer recovery
-// uses.
-var repairExecutor = func(ctx context.Context, env *Env, d *channel.Dialer, doc *registry.Document, cat *catalog.Catalog) (repair.Executor, func(), error) {
-	if d == nil {
-		d = &channel.Dialer{}
-	}
-	pool := channel.NewPool(d)
-	return &repair.Remote{Pool: pool, Target: repair.TargetsOf(doc), Catalog: cat, Now: env.Now}, func() { pool.Close() }, nil
 }
 
 func runRepair(ctx context.Context, env *Env, o repairOptions) error {
@@ -80,16 +72,11 @@ func runRepair(ctx context.Context, env *Env, o repairOptions) error {
 	}
 	kind, applied := "stado.repair.plan", error(nil)
 	if o.Apply {
-		ex := o.Executor
-		if ex == nil {
-			e, closeFn, err := repairExecutor(ctx, env, o.Dialer, doc, cat)
-			if err != nil {
-				return err
-			}
-			defer closeFn()
-			ex = e
+		if o.Connect == nil {
+			return refuse(refusal.NoManager, "no host channel to reach %s", o.Target)
 		}
-		kind, applied = "stado.repair", plan.Apply(ctx, ex)
+		t, _ := doc.Target(o.Target) // PlanStep refused a target the registry does not declare
+		kind, applied = "stado.repair", plan.Apply(ctx, o.Connect(*t))
 	}
 	if err := emit(env, kind, plan, func(t *text) { t.lines(plan.Lines()) }); err != nil {
 		return err
@@ -119,7 +106,7 @@ func newServiceRecoveriesCommand(env *Env) *ucli.Command {
 					return runHostRecoveries(ctx, env, f, host, c.String("service"))
 				})
 			}
-			return runServiceRecoveries(env, c.String("service"))
+			return runServiceRecoveries(c.Context, env, c.String("service"))
 		},
 	}, true)
 }
@@ -136,7 +123,7 @@ func runHostRecoveries(ctx context.Context, env *Env, f *fleet.Fleet, host, serv
 		}
 		var out []string
 		for _, r := range res.Recoveries {
-			out = append(out, repair.FromChannel(r).RegisterLines()...)
+			out = append(out, r.RegisterLines()...)
 		}
 		return out
 	})
@@ -144,29 +131,27 @@ func runHostRecoveries(ctx context.Context, env *Env, f *fleet.Fleet, host, serv
 
 // recoveriesDoc is the JSON form of service recoveries.
 type recoveriesDoc struct {
-	File       string            `json:"file"`
-	Service    string            `json:"service,omitempty"`
-	Recoveries []repair.Recovery `json:"recoveries"`
+	File       string              `json:"file"`
+	Service    string              `json:"service,omitempty"`
+	Recoveries []register.Recovery `json:"recoveries"`
 }
 
-func runServiceRecoveries(env *Env, service string) error {
-	reg := repair.HomeRegister(homeDir(env))
-	recs, err := reg.Read()
-	var fe *repair.FileError
-	if errors.As(err, &fe) {
-		return refuse("register_unreadable", "%v", err)
-	} else if err != nil {
+// runServiceRecoveries reads this machine's register through its own end
+// of the host channel (channel/local), the road every register read takes.
+func runServiceRecoveries(ctx context.Context, env *Env, service string) error {
+	res, err := newLocalHost(env).Recoveries(ctx)
+	if err != nil {
 		return err
 	}
-	doc := recoveriesDoc{File: reg.Path, Service: service, Recoveries: []repair.Recovery{}}
-	for _, r := range recs {
+	doc := recoveriesDoc{File: res.File, Service: service, Recoveries: []register.Recovery{}}
+	for _, r := range res.Recoveries {
 		if service == "" || r.Service == service {
 			doc.Recoveries = append(doc.Recoveries, r)
 		}
 	}
 	return emit(env, "stado.service.recoveries", doc, func(t *text) {
 		if len(doc.Recoveries) == 0 {
-			t.f("no recoveries in %s\n", reg.Path)
+			t.f("no recoveries in %s\n", doc.File)
 		}
 		for _, r := range doc.Recoveries {
 			t.lines(r.RegisterLines())

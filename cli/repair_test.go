@@ -9,6 +9,9 @@ import (
 	"time"
 
 	"github.com/wisent/stado/catalog"
+	"github.com/wisent/stado/channel"
+	"github.com/wisent/stado/channel/local"
+	"github.com/wisent/stado/register"
 	"github.com/wisent/stado/registry"
 	"github.com/wisent/stado/repair"
 )
@@ -82,7 +85,7 @@ func TestRepairRefusesUnknownTargetServiceAndStep(t *testing.T) {
 	}
 }
 
-func TestRepairApplyRunsTheStepThroughTheExecutor(t *testing.T) {
+func TestRepairApplyRunsTheStepThroughTheTargetsHost(t *testing.T) {
 	dir := repairFleet(t, 5)
 	marker := filepath.Join(t.TempDir(), "marker")
 	os.WriteFile(marker, nil, 0o600)
@@ -96,8 +99,11 @@ func TestRepairApplyRunsTheStepThroughTheExecutor(t *testing.T) {
 		t.Fatal(err)
 	}
 	env, out, _ := repairTestEnv(t, dir)
-	ex := &repair.Local{Catalog: cat, Host: "h1", OS: registry.OSLinux}
-	if err := runRepair(context.Background(), env, repairOptions{Service: "skarbiec", Step: "unmark", Target: "h1", Apply: true, Executor: ex}); err != nil {
+	// this machine's end stands in for h1's channel: the same step runner
+	h1 := local.New(t.TempDir(), "", "test")
+	h1.Catalog = func(context.Context) (*catalog.Catalog, error) { return cat, nil }
+	ex := func(registry.Target) channel.Host { return h1 }
+	if err := runRepair(context.Background(), env, repairOptions{Service: "skarbiec", Step: "unmark", Target: "h1", Apply: true, Connect: ex}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := os.Stat(marker); !os.IsNotExist(err) {
@@ -106,7 +112,7 @@ func TestRepairApplyRunsTheStepThroughTheExecutor(t *testing.T) {
 	if !strings.Contains(out.String(), "ran repair step unmark") || !strings.Contains(out.String(), "result:  ok") {
 		t.Errorf("output %s", out)
 	}
-	err = runRepair(context.Background(), env, repairOptions{Service: "skarbiec", Step: "broken", Target: "h1", Apply: true, Executor: ex})
+	err = runRepair(context.Background(), env, repairOptions{Service: "skarbiec", Step: "broken", Target: "h1", Apply: true, Connect: ex})
 	if c, m := exitCode(err); c != ExitRefused || m != repair.CodeStepFailed {
 		t.Errorf("failing step: %v (%d %s)", err, c, m)
 	}
@@ -119,10 +125,10 @@ func TestServiceRecoveriesReadsThisMachinesRegister(t *testing.T) {
 	if code != 0 || !strings.Contains(out, `"recoveries": []`) {
 		t.Fatalf("missing register: exit %d %s %s", code, out, errOut)
 	}
-	reg := repair.HomeRegister(home)
+	reg := register.Home(home)
 	for _, s := range []string{"skarbiec", "brama"} {
-		rec := repair.Recovery{When: time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC), Service: s, Host: "h1", Unit: s + ".service",
-			Restart: &repair.RestartReport{Unit: s + ".service", OK: true, Answer: "done", PID: 42}, Complete: true}
+		rec := register.Recovery{When: time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC), Service: s, Host: "h1", Unit: s + ".service",
+			Restart: &register.Restart{Unit: s + ".service", OK: true, Answer: "done", PID: 42}, Complete: true}
 		if err := reg.Append(rec); err != nil {
 			t.Fatal(err)
 		}

@@ -13,9 +13,9 @@ import (
 
 	"github.com/wisent/stado/beacon"
 	"github.com/wisent/stado/catalog"
-	"github.com/wisent/stado/channel"
 	"github.com/wisent/stado/hugeheap"
-	"github.com/wisent/stado/repair"
+	"github.com/wisent/stado/register"
+	"github.com/wisent/stado/registry"
 )
 
 func serviceReadCommands(env *Env) []*ucli.Command {
@@ -166,7 +166,9 @@ type statusOptions struct {
 	Host       string
 	Lines      int
 	StaleAfter time.Duration
-	Dialer     *channel.Dialer
+	// Logs reads a declaration's last log lines over its host's channel
+	// (logsReader); nil when --lines is not given.
+	Logs func(ctx context.Context, t registry.Target, s registry.Service, lines int) ([]string, error)
 }
 
 func newServiceStatusCommand(env *Env) *ucli.Command {
@@ -186,7 +188,9 @@ func newServiceStatusCommand(env *Env) *ucli.Command {
 			if c.NArg() != 1 {
 				return usagef("service status takes one NAME")
 			}
-			return runServiceStatus(c.Context, env, statusOptions{Name: c.Args().First(), Host: c.String("host"), Lines: c.Int("lines"), StaleAfter: c.Duration("stale-after"), Dialer: dialerFrom(c)})
+			logs, done := logsReader(c, env)
+			defer done()
+			return runServiceStatus(c.Context, env, statusOptions{Name: c.Args().First(), Host: c.String("host"), Lines: c.Int("lines"), StaleAfter: c.Duration("stale-after"), Logs: logs})
 		},
 	}, true)
 }
@@ -222,7 +226,7 @@ func runServiceStatus(ctx context.Context, env *Env, o statusOptions) error {
 		if o.Lines > 0 { // the row comes from this declaration
 			t, _ := v.Document.Target(r.Host)
 			s, _ := t.Service(r.Service)
-			if e.Logs, err = readServiceLogs(ctx, o.Dialer, *t, *s, o.Lines); err != nil {
+			if e.Logs, err = o.Logs(ctx, *t, *s, o.Lines); err != nil {
 				e.LogsRead = err.Error()
 			}
 		}
@@ -261,7 +265,7 @@ func statusText(t *text, e statusEntry, lines int) {
 	rowLines = slices.Insert(rowLines, 1, "  source: "+cmp.Or(e.Source, "-"))
 	t.lines(rowLines)
 	if a := e.Answering; a != nil {
-		t.indented("    ", repair.BeaconLines(a.Recovery))
+		t.indented("    ", register.BeaconLines(a.Recovery))
 	}
 	switch {
 	case lines > 0 && e.LogsRead != "":
@@ -322,7 +326,7 @@ func runHostHealth(ctx context.Context, env *Env, o healthOptions) error {
 		for _, h := range doc.Hosts {
 			for _, pr := range h.PeerRecoveries {
 				t.f("%s saw %s\n", h.Host, pr.Summary())
-				t.indented("  ", repair.BeaconLines(pr.Recovery))
+				t.indented("  ", register.BeaconLines(pr.Recovery))
 			}
 		}
 	})

@@ -8,8 +8,10 @@ import (
 	"time"
 
 	"github.com/wisent/stado/beacon"
+	"github.com/wisent/stado/channel"
+	"github.com/wisent/stado/fleet"
+	"github.com/wisent/stado/register"
 	"github.com/wisent/stado/registry"
-	"github.com/wisent/stado/repair"
 )
 
 // readFleet stores a registry declaring skarbiec on h1 and a fresh beacon
@@ -21,12 +23,12 @@ func readFleet(t *testing.T) (string, time.Time) {
 	dir := repairFleet(t, 10)
 	now := time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC)
 	exit0 := 0
-	rec, _ := json.Marshal(repair.Recovery{Kind: repair.RecoveryKind, State: repair.RecoveryAttempted, When: now, Service: "skarbiec", Host: "h1", Complete: true,
-		Steps:   []repair.StepReport{{Step: "crypto", OK: true, ExitCode: &exit0}},
-		Restart: &repair.RestartReport{Unit: "skarbiec.service", OK: true, Answer: "done", PID: 813},
-		Alerts:  []repair.AlertOutcome{{Channel: "ops", Type: "webhook", Answer: "HTTP 500", Cause: "server error"}}})
-	peer, _ := json.Marshal(repair.Recovery{Kind: repair.RecoveryKind, State: repair.RecoveryAttempted, When: now, Service: "brama", Host: "h2",
-		Restart: &repair.RestartReport{Unit: "brama.service", Code: "failure", Refusal: "connect refused"}})
+	rec, _ := json.Marshal(register.Recovery{Kind: register.Kind, State: register.Attempted, When: now, Service: "skarbiec", Host: "h1", Complete: true,
+		Steps:   []register.StepResult{{Step: "crypto", OK: true, ExitCode: &exit0}},
+		Restart: &register.Restart{Unit: "skarbiec.service", OK: true, Answer: "done", PID: 813},
+		Alerts:  []register.AlertOutcome{{Channel: "ops", Type: "webhook", Answer: "HTTP 500", Cause: "server error"}}})
+	peer, _ := json.Marshal(register.Recovery{Kind: register.Kind, State: register.Attempted, When: now, Service: "brama", Host: "h2",
+		Restart: &register.Restart{Unit: "brama.service", Code: "failure", Refusal: "connect refused"}})
 	b := beacon.Beacon{Kind: beacon.Kind, Version: beacon.FormatVersion, Host: "h1", Pass: 4, At: now, IntervalSeconds: 15, StaleAfterSeconds: 45,
 		Units: []beacon.UnitReport{{Service: "skarbiec", Unit: "skarbiec.service", State: beacon.StateActive, PID: 812,
 			Answering: &beacon.Answering{State: beacon.AnswerStood, WaitedSeconds: 31, BoundSeconds: 10, Recovery: rec,
@@ -121,5 +123,39 @@ func TestServiceListAndDoctorReadTheSameBeacons(t *testing.T) {
 	code, out, _ = runReadCLI(t, dir, now.Add(time.Hour), "service", "list")
 	if code != 0 || !strings.Contains(out, "unknown") || strings.Contains(out, "active") {
 		t.Errorf("stale list: exit %d\n%s", code, out)
+	}
+}
+
+// logsHost answers unit-logs with one line and keeps the request.
+type logsHost struct {
+	channel.Host
+	got channel.LogsRequest
+}
+
+func (h *logsHost) UnitLogs(_ context.Context, req channel.LogsRequest) (channel.LogsResult, error) {
+	h.got = req
+	return channel.LogsResult{Unit: req.Unit, Lines: []string{"skarbiec ready"}}, nil
+}
+
+// --lines reads the declaration's log through the command's host channel
+// (fleet over the connector the ssh flags describe), not a pool of its own.
+func TestServiceStatusLinesReadTheLogThroughTheCommandsConnector(t *testing.T) {
+	dir, now := readFleet(t)
+	env, out, _ := repairTestEnv(t, dir)
+	env.Now = func() time.Time { return now }
+	env.StoreURL = "file://" + dir
+	h := &logsHost{}
+	connect := func(registry.Target) channel.Host { return h }
+	logs := func(ctx context.Context, t registry.Target, s registry.Service, n int) ([]string, error) {
+		return fleet.ServiceLogs(ctx, connect, t, s, n)
+	}
+	if err := runServiceStatus(context.Background(), env, statusOptions{Name: "skarbiec", Host: "h1", Lines: 5, Logs: logs}); err != nil {
+		t.Fatal(err)
+	}
+	if h.got.Unit != "skarbiec.service" || h.got.Scope != registry.ScopeSystem || h.got.Lines != 5 {
+		t.Errorf("logs request %+v", h.got)
+	}
+	if !strings.Contains(out.String(), "skarbiec ready") {
+		t.Errorf("status lacks the log line:\n%s", out)
 	}
 }

@@ -7,6 +7,7 @@ import (
 
 	"github.com/wisent/stado/channel"
 	"github.com/wisent/stado/channel/keeper"
+	"github.com/wisent/stado/fleet"
 	"github.com/wisent/stado/registry"
 )
 
@@ -49,11 +50,12 @@ func connectorFrom(c *ucli.Context, env *Env) (channel.Connector, func()) {
 	return pool.Connect(), func() { pool.Close() }
 }
 
-// readServiceLogs reads the last lines of a declared service's log over the
-// host channel.
-func readServiceLogs(ctx context.Context, d *channel.Dialer, t registry.Target, s registry.Service, lines int) ([]string, error) {
-	pool := channel.NewPool(d)
-	defer pool.Close()
-	res, err := (&channel.Client{Pool: pool, Target: t}).UnitLogs(ctx, channel.LogsRequest{UnitRef: channel.UnitRef{Scope: s.EffectiveScope(), Unit: s.Unit}, Lines: lines})
-	return res.Lines, err
+// logsReader reads the last lines of a declared service's log through
+// fleet over the command's host channel (connectorFrom). The func it also
+// returns closes that channel.
+func logsReader(c *ucli.Context, env *Env) (func(ctx context.Context, t registry.Target, s registry.Service, lines int) ([]string, error), func()) {
+	conn, done := connectorFrom(c, env)
+	return func(ctx context.Context, t registry.Target, s registry.Service, lines int) ([]string, error) {
+		return fleet.ServiceLogs(ctx, conn, t, s, lines)
+	}, done
 }

@@ -14,7 +14,9 @@
 // secret reaches the browser: declared environment values are masked with
 // fleet.MaskEnv, as the CLI masks them.
 //
-// desktop imports the read half (beacon, catalog, registry) and the write
-// half (fleet, and channel for its typed results); cli imports desktop,
-// never the reverse, and desktop never imports repair.
+// desktop imports the read half (beacon, catalog, registry), the write half
+// (fleet, its only road to a host: the server takes a fleet.Connector),
+// register (the recovery rows it shows) and refusal. It never imports
+// channel or repair (fleet/roads_test.go holds it to that); cli imports
+// desktop, never the reverse.
 package desktop

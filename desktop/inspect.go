@@ -9,9 +9,9 @@ import (
 
 	"github.com/wisent/stado/beacon"
 	"github.com/wisent/stado/catalog"
-	"github.com/wisent/stado/channel"
 	"github.com/wisent/stado/fleet"
 	"github.com/wisent/stado/refusal"
+	"github.com/wisent/stado/register"
 	"github.com/wisent/stado/registry"
 )
 
@@ -28,7 +28,7 @@ type Inspection struct {
 	AnsweringJSON string
 	// Recovery is the block's recovery, decoded; RecoveryUnreadable says
 	// why it could not be.
-	Recovery           *channel.Recovery
+	Recovery           *register.Recovery
 	RecoveryUnreadable string
 	// MissingEvidence: the question stood and the block carries no
 	// recovery.
@@ -44,7 +44,7 @@ type Inspection struct {
 type PeerView struct {
 	ObservedBy         string
 	Summary            string
-	Recovery           *channel.Recovery
+	Recovery           *register.Recovery
 	RecoveryUnreadable string
 	RecordingRefusal   *beacon.FileRefusal
 }
@@ -110,9 +110,9 @@ func (sn *snapshot) Inspect(host, service string, now time.Time) (Inspection, bo
 }
 
 // decodeRecovery reads a recovery a beacon carries (the register row's
-// JSON, which channel.Recovery shares with repair.Recovery).
-func decodeRecovery(raw json.RawMessage) (*channel.Recovery, string) {
-	var r channel.Recovery
+// JSON, which register.Recovery shares with register.Recovery).
+func decodeRecovery(raw json.RawMessage) (*register.Recovery, string) {
+	var r register.Recovery
 	if err := json.Unmarshal(raw, &r); err != nil {
 		return nil, err.Error()
 	}

@@ -6,9 +6,9 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/wisent/stado/channel"
 	"github.com/wisent/stado/fleet"
 	"github.com/wisent/stado/refusal"
+	"github.com/wisent/stado/register"
 )
 
 // OpTimeout bounds one operation's host calls.
@@ -24,7 +24,7 @@ type OpResult struct {
 	Refusal *OpRefusal
 	// JSON is the result document, as `--json` prints it.
 	JSON       string
-	Recoveries []channel.Recovery
+	Recoveries []register.Recovery
 	File       string
 	Logs       []string
 	Unit       string
@@ -100,7 +100,7 @@ func (s *Server) handleLogs(w http.ResponseWriter, r *http.Request) {
 		n, err := strconv.Atoi(v)
 		if err != nil {
 			s.render(w, "op", OpResult{Op: "logs", Host: host, Service: service,
-				Refusal: &OpRefusal{Code: string(refusal.Usage), Message: "lines must be a number between 1 and " + strconv.Itoa(channel.MaxLogLines), Refused: true}})
+				Refusal: &OpRefusal{Code: string(refusal.Usage), Message: "lines must be a number between 1 and " + strconv.Itoa(fleet.MaxLogLines), Refused: true}})
 			return
 		}
 		lines = n

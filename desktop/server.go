@@ -17,7 +17,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/wisent/stado/channel"
+	"github.com/wisent/stado/fleet"
 	"github.com/wisent/stado/refusal"
 	"github.com/wisent/stado/registry"
 )
@@ -64,7 +64,7 @@ type Config struct {
 	Store registry.Store
 	// Connect reaches a target's host for the operations; nil refuses
 	// every operation (restart_unavailable).
-	Connect channel.Connector
+	Connect fleet.Connector
 	// Now is the reader's clock (default time.Now).
 	Now func() time.Time
 	// StaleAfter, when positive, overrides every beacon's own bound.

@@ -8,9 +8,11 @@
 // functions.
 //
 // fleet imports channel (never an SSH type directly: hosts come through the
-// Connector), units, catalog, registry and refusal. It must not import cli,
-// repair or beacon. The name says what it acts on: the fleet's hosts, as
-// declared.
+// Connector, which fleet names for its callers), register (the recovery rows
+// a host's register holds), units, catalog, registry and refusal. It must
+// not import cli, repair or beacon. Above it, autonomy and desktop reach
+// hosts only through fleet and never import channel. The name says what it
+// acts on: the fleet's hosts, as declared.
 package fleet
 
 import (
@@ -27,6 +29,15 @@ import (
 	"github.com/wisent/stado/registry"
 )
 
+// Connector returns a target's Host: how the write half reaches each host
+// (the SSH client's Host through a pool, or an in-process one in tests).
+// It is channel's type, named here so that fleet's callers (the autonomy
+// cycle, the desktop page) hand one over without importing channel.
+type Connector = channel.Connector
+
+// MaxLogLines is the most log lines one read returns.
+const MaxLogLines = channel.MaxLogLines
+
 // Fleet is one command's view of the fleet: the registry document as read
 // at Meta's revision, the catalog, the store to write declarations to, and
 // how to reach a target's host.
@@ -36,7 +47,7 @@ type Fleet struct {
 	Meta    registry.Meta
 	Catalog *catalog.Catalog
 	// Connect returns a target's Host; nil refuses every host operation.
-	Connect channel.Connector
+	Connect Connector
 	// Parallel bounds how many hosts are acted on at once; <= 0 means
 	// channel.DefaultParallel.
 	Parallel int

@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"github.com/wisent/stado/channel"
+	"github.com/wisent/stado/register"
 )
 
 // RecoveriesResult is one host's recovery register as read over its
@@ -11,11 +12,11 @@ import (
 // `stado service recoveries`, oldest first, keeping only Service's rows
 // when it is set.
 type RecoveriesResult struct {
-	Host       string             `json:"host"`
-	File       string             `json:"file,omitempty"`
-	Service    string             `json:"service,omitempty"`
-	Recoveries []channel.Recovery `json:"recoveries"`
-	Error      *HostError         `json:"error,omitempty"`
+	Host       string              `json:"host"`
+	File       string              `json:"file,omitempty"`
+	Service    string              `json:"service,omitempty"`
+	Recoveries []register.Recovery `json:"recoveries"`
+	Error      *HostError          `json:"error,omitempty"`
 }
 
 // Recoveries reads the recovery register of host (a registry target) in
@@ -24,7 +25,7 @@ type RecoveriesResult struct {
 // and line), is the returned error and the result's Error. Safe for
 // concurrent use.
 func (f *Fleet) Recoveries(ctx context.Context, host, service string) (RecoveriesResult, error) {
-	res := RecoveriesResult{Host: host, Service: service, Recoveries: []channel.Recovery{}}
+	res := RecoveriesResult{Host: host, Service: service, Recoveries: []register.Recovery{}}
 	t, err := f.Target(host)
 	if err != nil {
 		return res, err

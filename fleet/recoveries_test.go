@@ -11,6 +11,7 @@ import (
 	"github.com/wisent/stado/channel/local"
 	"github.com/wisent/stado/fleet"
 	"github.com/wisent/stado/refusal"
+	"github.com/wisent/stado/register"
 	"github.com/wisent/stado/registry"
 )
 
@@ -19,7 +20,7 @@ import (
 // file and line; an unknown target is refused before any host is asked.
 func TestRecoveriesReadTheHostsRegisterThroughItsChannel(t *testing.T) {
 	home := t.TempDir()
-	reg := filepath.Join(home, channel.RegisterFile)
+	reg := filepath.Join(home, register.HomeFile)
 	if err := os.MkdirAll(filepath.Dir(reg), 0o700); err != nil {
 		t.Fatal(err)
 	}

@@ -202,3 +202,15 @@ func (f *Fleet) UnitShow(ctx context.Context, u channel.UnitRef, host string) (U
 	}
 	return res, nil
 }
+
+// ServiceLogs reads the last lines of declaration s's log on target t
+// through connect, reading no registry: what `service status --lines`
+// shows beside a row the beacons gave. The error is the host's as it came
+// (a refusal, or a *channel.RemoteError naming the stage).
+func ServiceLogs(ctx context.Context, connect channel.Connector, t registry.Target, s registry.Service, lines int) ([]string, error) {
+	if connect == nil {
+		return nil, refusal.New(refusal.NoManager, "no host channel to reach %s", t.Name)
+	}
+	res, err := connect(t).UnitLogs(ctx, channel.LogsRequest{UnitRef: channel.UnitRef{Scope: s.EffectiveScope(), Unit: s.Unit}, Lines: lines})
+	return res.Lines, err
+}

@@ -17,8 +17,12 @@ import (
 	"sync"
 	"time"
 
+	"github.com/wisent/stado/alert"
 	"github.com/wisent/stado/beacon"
 	"github.com/wisent/stado/catalog"
+	"github.com/wisent/stado/channel"
+	"github.com/wisent/stado/refusal"
+	"github.com/wisent/stado/register"
 	"github.com/wisent/stado/registry"
 )
 
@@ -34,13 +38,14 @@ type Answerer struct {
 	// Catalog holds the products and repair steps; nil means
 	// catalog.Shipped(). Swap it between passes with SetCatalog.
 	Catalog *catalog.Catalog
-	// Executor runs repair steps and restarts (normally *Local).
-	Executor Executor
+	// Host is this machine's end of the channel (a *local.Host): it runs
+	// the repair steps and the restart. Nil refuses both.
+	Host channel.Host
 	// Register receives each finished attempt; nil means none is kept
 	// (reported as a recording refusal).
-	Register *Register
-	// Alerter delivers alerts; nil means the zero Alerter.
-	Alerter *Alerter
+	Register *register.File
+	// Alerter delivers alerts; nil means the zero alert.Alerter.
+	Alerter *alert.Alerter
 	// Client sends the questions; nil means a client without keep-alive
 	// and without any timeout (a question ends when it is forgotten).
 	Client *http.Client
@@ -66,7 +71,7 @@ type serviceState struct {
 	probe  *probe           // the question in flight, nil when none
 	last   *beacon.Finished // the newest finished question
 	ep     episode
-	active *Recovery // the attempt running now, nil when none
+	active *register.Recovery // the attempt running now, nil when none
 }
 
 // questionID is everything whose change retires a question.
@@ -77,7 +82,7 @@ type questionID struct {
 // episode is one continuous failed-answering episode.
 type episode struct {
 	// last is the episode's latest attempt, nil before the first.
-	last *Recovery
+	last *register.Recovery
 	// attempted is set when an attempt completed (steps and restart ended
 	// well): a later standing reading does not restart again.
 	attempted bool
@@ -327,16 +332,16 @@ func (a *Answerer) read(p *beacon.Pass, cat *catalog.Catalog, svc *registry.Serv
 		st.forget() // ask the restarted process afresh next pass
 		return block
 	}
-	rec := &Recovery{
-		Kind: RecoveryKind, State: RecoveryRunning, When: now,
+	rec := &register.Recovery{
+		Kind: register.Kind, State: register.Running, When: now,
 		Service: svc.Name, Host: p.Target.Name, Unit: svc.Unit, Scope: svc.EffectiveScope(),
-		Question: *q, Declaration: decl,
+		Question: register.Question(*q), Declaration: decl,
 		Since: since, WaitedSeconds: waited.Seconds(), BoundSeconds: bound.Seconds(),
-		Steps: []StepReport{}, Alerts: []AlertOutcome{},
+		Steps: []register.StepResult{}, Alerts: []register.AlertOutcome{},
 	}
 	st.active = rec
 	a.running.Add(1)
-	go a.recover(st, pr, *rec, slices.Clone(p.Target.Alerts), refresh)
+	go a.recover(st, pr, cat, *rec, slices.Clone(p.Target.Alerts), refresh)
 	return block
 }
 
@@ -421,38 +426,33 @@ func (a *Answerer) send(ctx context.Context, endpoint string, decl *catalog.Answ
 	return beacon.Finished{Answered: ans}
 }
 
+// reach is this machine (named host) as repair acts on it, with the
+// catalog of the pass that found the question standing.
+func (a *Answerer) reach(host string, cat *catalog.Catalog) Reach {
+	r := Reach{Name: host, Host: a.Host, Catalog: cat, Now: a.Now}
+	if a.Host == nil {
+		r.Unreachable = refusal.New(refusal.NoManager, "this host process has no host end to run repair steps and restarts on")
+	}
+	return r
+}
+
 // recover runs the attempt: steps and restart (Recover), forget the question
 // when the restart ended well, alerts, then the register append.
-func (a *Answerer) recover(st *serviceState, pr *probe, rec Recovery, channels []registry.AlertChannel, refresh int) {
+func (a *Answerer) recover(st *serviceState, pr *probe, cat *catalog.Catalog, rec register.Recovery, channels []registry.AlertChannel, refresh int) {
 	defer a.running.Done()
 	ctx := a.ctx
-	out := Recover(ctx, a.Executor, Plan{
+	out := a.reach(rec.Host, cat).Recover(ctx, Plan{
 		Host: rec.Host, Service: rec.Service, Unit: rec.Unit, Scope: rec.Scope,
 		Steps: rec.Question.Repair, Inputs: StepInputs(refresh),
 	})
 	rec.Steps, rec.Restart, rec.Complete = out.Steps, &out.Restart, out.Complete
-	rec.State = RecoveryAttempted
+	rec.State = register.Attempted
 	if out.Restart.OK {
 		// the next pass asks the new process afresh
 		pr.cancel()
 	}
-	al := a.Alerter
-	if al == nil {
-		al = &Alerter{}
-	}
-	rec.Alerts = al.Deliver(ctx, channels, NewAlert(rec))
 	var recording *beacon.FileRefusal
-	if a.Register == nil {
-		recording = &beacon.FileRefusal{Op: "append", File: RegisterFile, Cause: "no register configured on this host"}
-	} else if err := a.Register.Append(rec); err != nil {
-		var fe *FileError
-		if errors.As(err, &fe) {
-			recording = fe.Refusal()
-		} else {
-			recording = &beacon.FileRefusal{Op: "append", File: a.Register.Path, Cause: err.Error()}
-		}
-		a.logger().Warn("recovery register", "service", rec.Service, "err", err)
-	}
+	rec, recording = alertAndRecord(ctx, a.Alerter, channels, a.Register, rec, a.logger().With("service", rec.Service))
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	st.active = nil
@@ -463,4 +463,28 @@ func (a *Answerer) recover(st *serviceState, pr *probe, rec Recovery, channels [
 	if out.Restart.OK && st.probe == pr {
 		st.probe = nil
 	}
+}
+
+// alertAndRecord ends an attempt the same way for a host's own service and a
+// peer's: the alert on every channel (its outcomes kept in rec), then the
+// append to the register. A register that is missing or refuses the append
+// is the recording refusal the beacon carries; the attempt stands either way.
+func alertAndRecord(ctx context.Context, al *alert.Alerter, channels []registry.AlertChannel, reg *register.File, rec register.Recovery, log *slog.Logger) (register.Recovery, *beacon.FileRefusal) {
+	if al == nil {
+		al = &alert.Alerter{}
+	}
+	rec.Alerts = al.Deliver(ctx, channels, alert.New(rec))
+	if reg == nil {
+		return rec, &beacon.FileRefusal{Op: "append", File: register.HomeFile, Cause: "no register configured on this host"}
+	}
+	err := reg.Append(rec)
+	if err == nil {
+		return rec, nil
+	}
+	log.Warn("recovery register", "err", err)
+	var fe *register.FileError
+	if errors.As(err, &fe) {
+		return rec, &beacon.FileRefusal{Op: fe.Op, File: fe.File, Cause: fe.Cause()}
+	}
+	return rec, &beacon.FileRefusal{Op: "append", File: reg.Path, Cause: err.Error()}
 }

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/wisent/stado/beacon"
+	"github.com/wisent/stado/register"
 	"github.com/wisent/stado/registry"
 )
 
@@ -29,7 +30,7 @@ func TestStandingQuestionIsRepairedRestartedAlertedAndRecordedOnce(t *testing.T)
 	if stood.State != beacon.AnswerStood || stood.BoundSeconds != 1 || stood.WaitedSeconds != 1.5 {
 		t.Fatalf("past the bound: %+v, want stood, waited 1.5 of bound 1", stood)
 	}
-	if rec := recoveryOf(t, stood); rec.State != RecoveryRunning {
+	if rec := recoveryOf(t, stood); rec.State != register.Running {
 		t.Errorf("stood block carries recovery %q, want running", rec.State)
 	}
 	r.a.Idle()
@@ -45,7 +46,7 @@ func TestStandingQuestionIsRepairedRestartedAlertedAndRecordedOnce(t *testing.T)
 		t.Fatalf("after the recovery: %s, want a fresh question (asked)", after.State)
 	}
 	rec := recoveryOf(t, after)
-	if rec.State != RecoveryAttempted || !rec.Complete || len(rec.Steps) != 1 || !rec.Steps[0].OK || rec.Restart == nil || !rec.Restart.OK {
+	if rec.State != register.Attempted || !rec.Complete || len(rec.Steps) != 1 || !rec.Steps[0].OK || rec.Restart == nil || !rec.Restart.OK {
 		t.Fatalf("recovery %+v, want a complete attempt: unmark ok, restart ok", rec)
 	}
 	r.settle("hold")
@@ -342,7 +343,6 @@ func TestChangedRepairStepsStartANewEpisode(t *testing.T) {
     units: {systemd: stado-test-never-repaired.service}
     program: /usr/local/bin/stado-answering-fixture
     answering: {method: POST, path: /v1/chat/completions, body: {q: ping}, repair: [unmark]}`)
-	r.a.Executor.(*Local).Catalog = r.a.Catalog
 	r.doc.Targets[0].Services[0].Product = "fixture-never-repaired"
 	r.pass()
 	r.clock.Advance(2 * time.Second)

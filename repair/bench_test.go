@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/wisent/stado/beacon"
+	"github.com/wisent/stado/catalog"
+	"github.com/wisent/stado/register"
 	"github.com/wisent/stado/registry"
 	"github.com/wisent/stado/units"
 )
@@ -26,8 +28,8 @@ func benchHost(b *testing.B, n, standing int, now func() time.Time) (*Answerer, 
 	ok := startFixture(b, modeOK, "")
 	never := startFixture(b, modeNever, "")
 	cat := siteCatalog(b, "/nonexistent", "")
-	a := &Answerer{Catalog: cat, Now: now, Register: HomeRegister(b.TempDir()),
-		Executor: &Local{Catalog: cat, OS: registry.OSLinux, Managers: map[string]units.Manager{"system": noopManager{}}}}
+	a := &Answerer{Catalog: cat, Now: now, Register: register.Home(b.TempDir()),
+		Host: testHost(func() *catalog.Catalog { return cat }, noopManager{}, now)}
 	b.Cleanup(a.Close)
 	doc := &registry.Document{Version: 1, ServiceResolver: registry.ServiceResolver{RefreshSeconds: 1},
 		Targets: []registry.Target{{Name: "h1", OS: registry.OSLinux, SSH: registry.SSH{Address: "127.0.0.1"}}}}

@@ -14,8 +14,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/wisent/stado/alert"
 	"github.com/wisent/stado/beacon"
 	"github.com/wisent/stado/catalog"
+	"github.com/wisent/stado/channel/local"
+	"github.com/wisent/stado/refusal"
+	"github.com/wisent/stado/register"
 	"github.com/wisent/stado/registry"
 	"github.com/wisent/stado/units"
 )
@@ -253,6 +257,22 @@ type rig struct {
 
 const rigHost = "h1"
 
+// testHost is this machine's end of the channel as a host process gives it
+// to repair (HostProcess.Self), without root: the repair steps of the
+// catalog cat returns run by a local.StepRunner at the clock now, restarts
+// through mgr for system units. A user-scope unit has no manager.
+func testHost(cat func() *catalog.Catalog, mgr units.Manager, now func() time.Time) *local.Host {
+	return &local.Host{GOOS: registry.OSLinux,
+		Catalog: func(context.Context) (*catalog.Catalog, error) { return cat(), nil },
+		RunStep: (&local.StepRunner{OS: registry.OSLinux, Now: now}).Run,
+		Manager: func(_ context.Context, scope string) (units.Manager, func(), error) {
+			if scope == registry.ScopeSystem && mgr != nil {
+				return mgr, func() {}, nil
+			}
+			return nil, nil, refusal.New(refusal.NoManager, "no %s service manager", scope)
+		}}
+}
+
 func newRig(t *testing.T, refresh int) *rig {
 	t.Helper()
 	home := t.TempDir()
@@ -265,10 +285,10 @@ func newRig(t *testing.T, refresh int) *rig {
 	cat := siteCatalog(t, marker, "")
 	r.a = &Answerer{
 		Catalog:  cat,
-		Executor: &Local{Catalog: cat, Host: rigHost, OS: registry.OSLinux, Managers: map[string]units.Manager{registry.ScopeSystem: r.mgr}, Now: r.clock.Now},
-		Register: HomeRegister(home),
+		Register: register.Home(home),
 		Now:      r.clock.Now,
 	}
+	r.a.Host = testHost(func() *catalog.Catalog { return r.a.Catalog }, r.mgr, r.clock.Now)
 	t.Cleanup(r.a.Close)
 	r.doc = &registry.Document{
 		Version:         1,
@@ -341,21 +361,21 @@ func (r *rig) settle(service string) {
 	}
 }
 
-func (r *rig) recoveries() []Recovery {
+func (r *rig) recoveries() []register.Recovery {
 	r.t.Helper()
-	recs, err := HomeRegister(r.home).Read()
+	recs, err := register.Home(r.home).Read()
 	if err != nil {
 		r.t.Fatal(err)
 	}
 	return recs
 }
 
-func recoveryOf(t *testing.T, a *beacon.Answering) *Recovery {
+func recoveryOf(t *testing.T, a *beacon.Answering) *register.Recovery {
 	t.Helper()
 	if len(a.Recovery) == 0 {
 		t.Fatalf("block in state %s carries no recovery", a.State)
 	}
-	var rec Recovery
+	var rec register.Recovery
 	if err := json.Unmarshal(a.Recovery, &rec); err != nil {
 		t.Fatal(err)
 	}
@@ -366,7 +386,7 @@ func recoveryOf(t *testing.T, a *beacon.Answering) *Recovery {
 type webhook struct {
 	url    string
 	mu     sync.Mutex
-	alerts []Alert
+	alerts []alert.Alert
 	status int
 }
 
@@ -378,7 +398,7 @@ func startWebhook(t *testing.T) *webhook {
 		t.Fatal(err)
 	}
 	srv := &http.Server{Handler: http.HandlerFunc(func(rw http.ResponseWriter, req *http.Request) {
-		var al Alert
+		var al alert.Alert
 		if err := json.NewDecoder(req.Body).Decode(&al); err != nil {
 			rw.WriteHeader(400)
 			return
@@ -395,10 +415,10 @@ func startWebhook(t *testing.T) *webhook {
 	return w
 }
 
-func (w *webhook) received() []Alert {
+func (w *webhook) received() []alert.Alert {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	return append([]Alert(nil), w.alerts...)
+	return append([]alert.Alert(nil), w.alerts...)
 }
 
 func mustContain(t *testing.T, what, s string, subs ...string) {

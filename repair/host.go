@@ -9,7 +9,9 @@ import (
 	"github.com/wisent/stado/beacon"
 	"github.com/wisent/stado/catalog"
 	"github.com/wisent/stado/channel"
+	"github.com/wisent/stado/channel/local"
 	"github.com/wisent/stado/refusal"
+	"github.com/wisent/stado/register"
 	"github.com/wisent/stado/registry"
 	"github.com/wisent/stado/resolver"
 	"github.com/wisent/stado/units"
@@ -28,7 +30,7 @@ type HostProcess struct {
 	Users beacon.UserManagers
 	Home  string
 	// StoreURL is the URL Store was opened from; repair steps get it as
-	// STADO_STORE (Local.StoreURL).
+	// STADO_STORE (local.StepRunner.StoreURL).
 	StoreURL string
 	Dialer   *channel.Dialer
 	Now      func() time.Time
@@ -37,41 +39,53 @@ type HostProcess struct {
 
 // Contributors returns the pass contributors of a host process, and the
 // func that stops them: the Answerer of this host's own services (the
-// store's catalog, or the shipped one when the store cannot be read; the
-// Local executor over Manager; the register under Home) and the Peer of
-// other hosts' services this host's resolvers see standing (the waiting
-// list under Home, the catalog read every pass, the Remote executor over
-// SSH, targets read from the registry when each recovery starts). A site
-// catalog that breaks a rule is returned as its error: a host does not run
-// on a catalog it cannot trust.
+// store's catalog, or the shipped one when the store cannot be read; this
+// host's end of the channel, Self; the register under Home) and the Peer
+// of other hosts' services this host's resolvers see standing (the waiting
+// list under Home, the catalog read every pass, the SSH channel to the
+// serving host, targets from each pass's registry). A site catalog that
+// breaks a rule is returned as its error: a host does not run on a catalog
+// it cannot trust.
 func (h HostProcess) Contributors(ctx context.Context) ([]beacon.Contributor, func(), error) {
 	cat, err := catalog.LoadOrShipped(ctx, h.Store)
 	if err != nil {
 		return nil, nil, err
 	}
-	local := &Local{Catalog: cat, Host: h.Host, Managers: map[string]units.Manager{registry.ScopeSystem: h.Manager}, Home: h.Home, StoreURL: h.StoreURL}
-	if h.Users != nil {
-		local.UserManager = h.userManager
-	}
 	answerer := &Answerer{
 		Catalog:  cat,
-		Executor: local,
-		Register: HomeRegister(h.Home), Now: h.Now, Logger: h.Logger,
+		Host:     h.Self(cat),
+		Register: register.Home(h.Home), Now: h.Now, Logger: h.Logger,
 	}
 	pool := channel.NewPool(h.Dialer)
 	peer := &Peer{
 		ListPath:    resolver.ListPath(h.Home),
 		LoadCatalog: func(ctx context.Context) (*catalog.Catalog, error) { return catalog.Load(ctx, h.Store) },
-		Executor: &Remote{Pool: pool, Now: h.Now, Target: func(host string) (registry.Target, bool) {
-			doc, _, err := registry.Load(context.Background(), h.Store)
-			if err != nil {
-				return registry.Target{}, false
-			}
-			return TargetsOf(doc)(host)
-		}},
-		Register: HomeRegister(h.Home), Now: h.Now, Logger: h.Logger,
+		Connect:     pool.Connect(),
+		Register:    register.Home(h.Home), Now: h.Now, Logger: h.Logger,
 	}
 	return []beacon.Contributor{answerer, peer}, func() { _ = pool.Close(); answerer.Close() }, nil
+}
+
+// Self is this host's end of the channel as its own recoveries use it: the
+// repair steps of cat run by a local.StepRunner (HOME and STADO_STORE of
+// this process), restarts through Manager for system units and, for
+// user-scope units, the manager of the user they belong to (Users).
+func (h HostProcess) Self(cat *catalog.Catalog) *local.Host {
+	self := &local.Host{Home: h.Home, Now: h.Now,
+		Catalog: func(context.Context) (*catalog.Catalog, error) { return cat, nil },
+		RunStep: (&local.StepRunner{Home: h.Home, StoreURL: h.StoreURL}).Run,
+	}
+	self.Manager = func(ctx context.Context, scope string) (units.Manager, func(), error) {
+		switch {
+		case scope == registry.ScopeSystem && h.Manager != nil:
+			return h.Manager, func() {}, nil
+		case scope == registry.ScopeUser && h.Users != nil:
+			m, err := h.userManager(ctx)
+			return m, func() {}, err
+		}
+		return nil, nil, refusal.New(refusal.NoManager, "no %s service manager on %s", scope, h.Host)
+	}
+	return self
 }
 
 // userManager opens the manager of this host's user-scope units: those of

@@ -7,7 +7,9 @@ import (
 	"sync"
 	"time"
 
+	"github.com/wisent/stado/alert"
 	"github.com/wisent/stado/beacon"
+	"github.com/wisent/stado/register"
 	"github.com/wisent/stado/registry"
 )
 
@@ -48,8 +50,8 @@ type IncompleteAlert struct {
 // channel that failed is reported in the next passes' refusals
 // (alert_failed) until the next delivery. Safe for concurrent use.
 type IncompleteAlerts struct {
-	// Alerter delivers; nil means the zero Alerter.
-	Alerter *Alerter
+	// alert.Alerter delivers; nil means the zero alert.Alerter.
+	Alerter *alert.Alerter
 	// Interval between reminders; 0 means DefaultIncompleteRealert.
 	Interval time.Duration
 	// Now is the clock; nil means time.Now.
@@ -65,7 +67,7 @@ type incompleteState struct {
 	decl     string    // the declaration, encoded: a change is a new alert
 	since    time.Time // when this declaration was first seen
 	alerted  time.Time // when its latest alert was started
-	failures []AlertOutcome
+	failures []register.AlertOutcome
 }
 
 func (ia *IncompleteAlerts) now() time.Time {
@@ -119,7 +121,7 @@ func (ia *IncompleteAlerts) Contribute(ctx context.Context, p *beacon.Pass) {
 			continue
 		}
 		st.alerted = now
-		al := IncompleteAlert{Kind: AlertKind, Event: EventDeclarationIncomplete, Host: p.Target.Name,
+		al := IncompleteAlert{Kind: alert.Kind, Event: EventDeclarationIncomplete, Host: p.Target.Name,
 			Service: svc.Name, Unit: svc.Unit, UnitPath: svc.UnitPath, Reason: svc.IncompleteReason, Since: st.since, Reminder: reminder}
 		al.Summary = fmt.Sprintf("%s on %s: declaration_incomplete: %s names no program, so it cannot be reinstalled; write its program and args into the entry (stado service show %s)",
 			svc.Name, p.Target.Name, svc.Unit, svc.Name)
@@ -141,10 +143,10 @@ func (ia *IncompleteAlerts) deliver(ctx context.Context, st *incompleteState, ch
 	defer ia.running.Done()
 	a := ia.Alerter
 	if a == nil {
-		a = &Alerter{}
+		a = &alert.Alerter{}
 	}
-	out := a.deliverDocument(ctx, channels, al)
-	var failed []AlertOutcome
+	out := a.Deliver(ctx, channels, al)
+	var failed []register.AlertOutcome
 	for _, o := range out {
 		if !o.OK {
 			failed = append(failed, o)
@@ -153,24 +155,4 @@ func (ia *IncompleteAlerts) deliver(ctx context.Context, st *incompleteState, ch
 	ia.mu.Lock()
 	st.failures = failed
 	ia.mu.Unlock()
-}
-
-// deliverDocument is Deliver for any alert document: every channel, in
-// order, never stopping at a failing one.
-func (a *Alerter) deliverDocument(ctx context.Context, channels []registry.AlertChannel, doc any) []AlertOutcome {
-	out := []AlertOutcome{}
-	body, err := json.Marshal(doc)
-	for _, ch := range channels {
-		switch {
-		case err != nil:
-			out = append(out, AlertOutcome{Channel: ch.Name, Cause: "encode alert: " + err.Error()})
-		case ch.Webhook != nil:
-			out = append(out, a.webhook(ctx, ch, body))
-		case ch.Command != nil:
-			out = append(out, a.command(ctx, ch, body))
-		default:
-			out = append(out, AlertOutcome{Channel: ch.Name, Cause: "the channel declares neither webhook nor command"})
-		}
-	}
-	return out
 }

@@ -13,6 +13,7 @@ import (
 
 	retryablehttp "github.com/hashicorp/go-retryablehttp"
 
+	"github.com/wisent/stado/alert"
 	"github.com/wisent/stado/beacon"
 	"github.com/wisent/stado/registry"
 )
@@ -90,7 +91,7 @@ func TestIncompleteDeclarationIsAlertedOncePerChangeAndRemindedAtTheInterval(t *
 	}
 	got := sink.taken()
 	first, reminder := got[0], got[1]
-	if first.Kind != AlertKind || first.Event != EventDeclarationIncomplete || first.Host != "h1" || first.Service != "legacy" ||
+	if first.Kind != alert.Kind || first.Event != EventDeclarationIncomplete || first.Host != "h1" || first.Service != "legacy" ||
 		first.Unit != "legacy.service" || first.Reason != "two ExecStart= lines" || first.Reminder {
 		t.Errorf("first alert %+v", first)
 	}
@@ -112,7 +113,7 @@ func TestFailedIncompleteAlertIsARefusalOfTheNextPasses(t *testing.T) {
 	srv := httptest.NewServer(sink)
 	defer srv.Close()
 	now := time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
-	ia := &IncompleteAlerts{Now: func() time.Time { return now }, Alerter: &Alerter{Webhook: quickWebhook()}}
+	ia := &IncompleteAlerts{Now: func() time.Time { return now }, Alerter: &alert.Alerter{Webhook: quickWebhook()}}
 	target := registry.Target{Name: "h1", Alerts: []registry.AlertChannel{{Name: "ops", Webhook: &registry.WebhookAlert{URL: srv.URL}}},
 		Services: []registry.Service{{Name: "legacy", Unit: "legacy.service"}}}
 	for i := 0; i < 2; i++ {
@@ -144,7 +145,7 @@ func TestAnswererAlertsIncompleteDeclarations(t *testing.T) {
 
 // quickWebhook is the webhook client without retries.
 func quickWebhook() *retryablehttp.Client {
-	c := NewWebhookClient()
+	c := alert.NewWebhookClient()
 	c.RetryMax = 0
 	return c
 }

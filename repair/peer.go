@@ -2,7 +2,6 @@ package repair
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"slices"
@@ -10,8 +9,12 @@ import (
 	"sync"
 	"time"
 
+	"github.com/wisent/stado/alert"
 	"github.com/wisent/stado/beacon"
 	"github.com/wisent/stado/catalog"
+	"github.com/wisent/stado/channel"
+	"github.com/wisent/stado/refusal"
+	"github.com/wisent/stado/register"
 	"github.com/wisent/stado/registry"
 	"github.com/wisent/stado/resolver"
 )
@@ -30,9 +33,9 @@ type PeerOldest struct {
 // waiting list; a service on another host that holds a request in phase
 // answer (request sent, first byte awaited) longer than the fleet's
 // service_resolver.refresh_seconds is standing, and Peer runs its declared
-// repair steps and the restart on the host that serves it through
-// Executor (over SSH in production, so that host's own stado process is
-// not needed). Waits still opening their channel, waits on this host's own
+// repair steps and the restart on the host that serves it through that
+// host's channel.Host (Connect: the SSH client in production, so that
+// host's own stado process is not needed). Waits still opening their channel, waits on this host's own
 // services and waits younger than the bound are never acted on.
 //
 // One standing (identified by its oldest held request) is acted on once:
@@ -61,14 +64,16 @@ type Peer struct {
 	// LoadCatalog, when set, is read every pass (the shipped catalog with
 	// the site's); when it fails the pass says so and uses Catalog.
 	LoadCatalog func(context.Context) (*catalog.Catalog, error)
-	// Executor runs the steps and the restart on the serving host.
-	Executor Executor
+	// Connect reaches the serving host (the SSH client's Host in
+	// production); it runs the steps and the restart. The host's target is
+	// the pass's registry's. Nil refuses every attempt.
+	Connect channel.Connector
 	// Register receives every attempt, with observed_by set to this host.
 	// nil keeps none (each attempt is then a recording refusal).
-	Register *Register
+	Register *register.File
 	// Alerter delivers an alert to the serving host's channels; nil means
-	// the zero Alerter.
-	Alerter *Alerter
+	// the zero alert.Alerter.
+	Alerter *alert.Alerter
 	// Running says whether a waiting-list publisher still runs; nil means
 	// resolver.Running.
 	Running func(resolver.Publication) bool
@@ -81,8 +86,8 @@ type Peer struct {
 
 	mu      sync.Mutex
 	memo    map[standingKey]*peerMemo
-	running map[standingKey]*Recovery // attempts in flight, as started
-	base    context.Context           // the attempts' context, ended by Close
+	running map[standingKey]*register.Recovery // attempts in flight, as started
+	base    context.Context                    // the attempts' context, ended by Close
 	cancel  context.CancelFunc
 	wg      sync.WaitGroup
 }
@@ -122,7 +127,7 @@ type standingKey struct{ service, host string }
 // standing.
 type peerMemo struct {
 	oldest    string // identity of the oldest held request
-	rec       Recovery
+	rec       register.Recovery
 	recording *beacon.FileRefusal
 	bound     float64
 	held      int
@@ -329,7 +334,7 @@ func (pr *Peer) judge(ctx context.Context, p *beacon.Pass, cat *catalog.Catalog,
 		b.Recovery, b.RecordingRefusal = mustJSON(memo.rec), memo.recording
 		return
 	}
-	var rows []Recovery
+	var rows []register.Recovery
 	if pr.Register != nil {
 		var err error
 		if rows, err = pr.Register.Read(); err != nil {
@@ -349,14 +354,14 @@ func (pr *Peer) judge(ctx context.Context, p *beacon.Pass, cat *catalog.Catalog,
 		break // the newest attempt on this service decides
 	}
 
-	rec := Recovery{
-		Kind: RecoveryKind, State: RecoveryRunning, When: now,
+	rec := register.Recovery{
+		Kind: register.Kind, State: register.Running, When: now,
 		Service: s.key.service, Host: s.key.host, Unit: svc.Unit, Scope: scope,
-		Question:    beacon.Question{Method: decl.Method, Path: decl.Path, Body: decl.Body, Endpoint: s.oldest.Endpoint, Repair: nonNil(decl.Repair)},
+		Question:    register.Question{Method: decl.Method, Path: decl.Path, Body: decl.Body, Endpoint: s.oldest.Endpoint, Repair: nonNil(decl.Repair)},
 		Declaration: cloneAnswering(decl),
 		Since:       s.oldest.AcceptedAt, WaitedSeconds: now.Sub(s.oldest.AcceptedAt).Seconds(),
 		BoundSeconds: b.BoundSeconds, HeldRequests: s.held,
-		Alerts: []AlertOutcome{}, ObservedBy: p.Host,
+		Alerts: []register.AlertOutcome{}, ObservedBy: p.Host,
 	}
 	plan := Plan{
 		Host: s.key.host, Service: s.key.service, Unit: svc.Unit, Scope: scope,
@@ -370,7 +375,7 @@ func (pr *Peer) judge(ctx context.Context, p *beacon.Pass, cat *catalog.Catalog,
 		return
 	}
 	if pr.running == nil {
-		pr.running = map[standingKey]*Recovery{}
+		pr.running = map[standingKey]*register.Recovery{}
 	}
 	if pr.base == nil {
 		pr.base, pr.cancel = context.WithCancel(context.WithoutCancel(ctx))
@@ -384,34 +389,19 @@ func (pr *Peer) judge(ctx context.Context, p *beacon.Pass, cat *catalog.Catalog,
 	alerts := slices.Clone(target.Alerts)
 	go func() {
 		defer pr.wg.Done()
-		pr.attempt(base, cat, s, rec, plan, alerts, b.BoundSeconds)
+		pr.attempt(base, pr.reach(*target, cat), s, rec, plan, alerts, b.BoundSeconds)
 	}()
 }
 
 // attempt runs one recovery off the pass: the steps and the restart on the
 // serving host, the alerts, the register append; then it leaves the
 // outcome for the next pass.
-func (pr *Peer) attempt(ctx context.Context, cat *catalog.Catalog, s *standing, rec Recovery, plan Plan, alerts []registry.AlertChannel, bound float64) {
-	out := Recover(ctx, neededInputs{Executor: pr.Executor, cat: cat}, plan)
-	rec.State = RecoveryAttempted
+func (pr *Peer) attempt(ctx context.Context, on Reach, s *standing, rec register.Recovery, plan Plan, alerts []registry.AlertChannel, bound float64) {
+	out := on.Recover(ctx, plan)
+	rec.State = register.Attempted
 	rec.Steps, rec.Restart, rec.Complete = out.Steps, &out.Restart, out.Complete
-	al := pr.Alerter
-	if al == nil {
-		al = &Alerter{}
-	}
-	rec.Alerts = al.Deliver(ctx, alerts, NewAlert(rec))
 	var recording *beacon.FileRefusal
-	if pr.Register == nil {
-		recording = &beacon.FileRefusal{Op: "append", File: RegisterFile, Cause: "no register configured on this host"}
-	} else if err := pr.Register.Append(rec); err != nil {
-		var fe *FileError
-		if errors.As(err, &fe) {
-			recording = fe.Refusal()
-		} else {
-			recording = &beacon.FileRefusal{Op: "append", File: pr.Register.Path, Cause: err.Error()}
-		}
-		pr.logger().Warn("recovery register", "service", rec.Service, "host", rec.Host, "err", err)
-	}
+	rec, recording = alertAndRecord(ctx, pr.Alerter, alerts, pr.Register, rec, pr.logger().With("service", rec.Service, "host", rec.Host))
 	pr.mu.Lock()
 	if pr.memo == nil {
 		pr.memo = map[standingKey]*peerMemo{}
@@ -421,11 +411,23 @@ func (pr *Peer) attempt(ctx context.Context, cat *catalog.Catalog, s *standing, 
 	pr.mu.Unlock()
 }
 
+// reach is the serving host t as repair acts on it.
+func (pr *Peer) reach(t registry.Target, cat *catalog.Catalog) Reach {
+	r := Reach{Name: t.Name, Catalog: cat, Now: pr.Now}
+	if pr.Connect != nil {
+		r.Host = pr.Connect(t)
+	}
+	if r.Host == nil {
+		r.Unreachable = refusal.New(refusal.NoManager, "no host channel to reach %s", t.Name)
+	}
+	return r
+}
+
 // proves reports whether rec is a complete attempt for unit under the
 // current declaration: the same unit, an answering snapshot asking the
 // same question with the same repair steps, every declared step applied
 // in order and the restart done. A row without a snapshot proves nothing.
-func proves(rec *Recovery, unit, scope string, decl *catalog.Answering) bool {
+func proves(rec *register.Recovery, unit, scope string, decl *catalog.Answering) bool {
 	if rec.Unit != unit || (rec.Scope != "" && rec.Scope != scope) || rec.Declaration == nil {
 		return false
 	}
@@ -455,24 +457,4 @@ func nonNil(s []string) []string {
 		return []string{}
 	}
 	return slices.Clone(s)
-}
-
-// neededInputs hands each step only the inputs its catalog entry needs: a
-// host's channel refuses a variable the step does not take.
-type neededInputs struct {
-	Executor
-	cat *catalog.Catalog
-}
-
-func (n neededInputs) RunStep(ctx context.Context, host, step string, inputs map[string]string) StepReport {
-	if s, ok := n.cat.Step(step); ok {
-		in := map[string]string{}
-		for _, k := range s.Needs {
-			if v, ok := inputs[k]; ok {
-				in[k] = v
-			}
-		}
-		inputs = in
-	}
-	return n.Executor.RunStep(ctx, host, step, inputs)
 }

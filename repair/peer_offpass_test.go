@@ -8,19 +8,22 @@ import (
 	"time"
 
 	"github.com/wisent/stado/beacon"
+	"github.com/wisent/stado/channel"
+	"github.com/wisent/stado/register"
+	"github.com/wisent/stado/registry"
 )
 
-// gatedExecutor holds every repair step until its gate opens, counting how
+// gatedHost holds every repair step until its gate opens, counting how
 // many run at once: a 60 s step on a slow host, without the minute.
-type gatedExecutor struct {
-	Executor
+type gatedHost struct {
+	channel.Host
 	gate chan struct{}
 
 	mu       sync.Mutex
 	now, max int
 }
 
-func (g *gatedExecutor) RunStep(ctx context.Context, host, step string, inputs map[string]string) StepReport {
+func (g *gatedHost) RepairStep(ctx context.Context, req channel.StepRequest) (channel.StepResult, error) {
 	g.mu.Lock()
 	g.now++
 	g.max = max(g.max, g.now)
@@ -32,7 +35,7 @@ func (g *gatedExecutor) RunStep(ctx context.Context, host, step string, inputs m
 	g.mu.Lock()
 	g.now--
 	g.mu.Unlock()
-	return g.Executor.RunStep(ctx, host, step, inputs)
+	return g.Host.RepairStep(ctx, req)
 }
 
 // contributeReturns runs one peer pass and fails the test if the pass does
@@ -67,7 +70,7 @@ func states(t *testing.T, b *beacon.Beacon) map[string]string {
 		case len(blk.Recovery) > 0:
 			rec := peerRecovery(t, blk)
 			out[blk.Service] = rec.State
-			if rec.State == RecoveryAttempted && rec.Complete {
+			if rec.State == register.Attempted && rec.Complete {
 				out[blk.Service] += " complete"
 			}
 		default:
@@ -83,8 +86,8 @@ func states(t *testing.T, b *beacon.Beacon) map[string]string {
 // outcomes, then start the third.
 func TestPeerRecoveriesRunOffThePassAtMostTwoAtOnce(t *testing.T) {
 	r := newPeerRig(t, 2, "[noop]")
-	g := &gatedExecutor{Executor: r.peer.Executor, gate: make(chan struct{})}
-	r.peer.Executor = g
+	g := &gatedHost{Host: r.host, gate: make(chan struct{})}
+	r.peer.Connect = func(registry.Target) channel.Host { return g }
 	t.Cleanup(func() {
 		select {
 		case <-g.gate:
@@ -101,13 +104,13 @@ func TestPeerRecoveriesRunOffThePassAtMostTwoAtOnce(t *testing.T) {
 	r.clock.Advance(3 * time.Second)
 
 	first := states(t, contributeReturns(t, r))
-	if first["a"] != RecoveryRunning || first["b"] != RecoveryRunning || !strings.Contains(first["c"], "2 peer recoveries already run") {
+	if first["a"] != register.Running || first["b"] != register.Running || !strings.Contains(first["c"], "2 peer recoveries already run") {
 		t.Fatalf("first pass: %v", first)
 	}
 	// while the steps hang, every pass returns and says the same
 	r.clock.Advance(time.Second)
 	second := states(t, contributeReturns(t, r))
-	if second["a"] != RecoveryRunning || second["b"] != RecoveryRunning || !strings.HasPrefix(second["c"], "not_recovered") {
+	if second["a"] != register.Running || second["b"] != register.Running || !strings.HasPrefix(second["c"], "not_recovered") {
 		t.Fatalf("second pass: %v", second)
 	}
 	if n := fixtures[0].restartCount() + fixtures[1].restartCount() + fixtures[2].restartCount(); n != 0 {
@@ -118,7 +121,7 @@ func TestPeerRecoveriesRunOffThePassAtMostTwoAtOnce(t *testing.T) {
 	r.peer.Wait()
 	r.clock.Advance(time.Second)
 	third := states(t, contributeReturns(t, r))
-	if third["a"] != "attempted complete" || third["b"] != "attempted complete" || third["c"] != RecoveryRunning {
+	if third["a"] != "attempted complete" || third["b"] != "attempted complete" || third["c"] != register.Running {
 		t.Fatalf("third pass: %v", third)
 	}
 	r.peer.Wait()
@@ -138,8 +141,8 @@ func TestPeerRecoveriesRunOffThePassAtMostTwoAtOnce(t *testing.T) {
 // The cap is the observer's setting.
 func TestPeerConcurrencyIsConfigurable(t *testing.T) {
 	r := newPeerRig(t, 2, "[noop]")
-	g := &gatedExecutor{Executor: r.peer.Executor, gate: make(chan struct{})}
-	r.peer.Executor, r.peer.Concurrency = g, 3
+	g := &gatedHost{Host: r.host, gate: make(chan struct{})}
+	r.peer.Connect, r.peer.Concurrency = func(registry.Target) channel.Host { return g }, 3
 	for _, s := range []string{"a", "b", "c"} {
 		r.declare(s, "peer-hold", serving, modeNever)
 		r.wait(s, serving, true)
@@ -149,7 +152,7 @@ func TestPeerConcurrencyIsConfigurable(t *testing.T) {
 	close(g.gate)
 	r.peer.Close()
 	for _, s := range []string{"a", "b", "c"} {
-		if got[s] != RecoveryRunning {
+		if got[s] != register.Running {
 			t.Fatalf("with a cap of 3: %v", got)
 		}
 	}
@@ -162,7 +165,7 @@ func TestPeerOutcomeIsCarriedOnceAfterItsStandingEnded(t *testing.T) {
 	r.declare("brama", "peer-hold", serving, modeNever)
 	w := r.wait("brama", serving, true)
 	r.clock.Advance(3 * time.Second)
-	if got := states(t, contributeReturns(t, r)); got["brama"] != RecoveryRunning {
+	if got := states(t, contributeReturns(t, r)); got["brama"] != register.Running {
 		t.Fatalf("first: %v", got)
 	}
 	r.peer.Wait()

@@ -15,9 +15,11 @@ import (
 
 	"github.com/wisent/stado/beacon"
 	"github.com/wisent/stado/catalog"
+	"github.com/wisent/stado/channel"
+	"github.com/wisent/stado/channel/local"
+	"github.com/wisent/stado/register"
 	"github.com/wisent/stado/registry"
 	"github.com/wisent/stado/resolver"
-	"github.com/wisent/stado/units"
 )
 
 const (
@@ -54,13 +56,14 @@ steps:
 }
 
 // peerRig is host1 with a resolver recorder and publisher, its peer
-// contributor, and host2's fixtures behind a Local executor.
+// contributor, and host2's fixtures behind this machine's channel/local end.
 type peerRig struct {
 	t      *testing.T
 	clock  *clock
 	home   string
 	marker string
 	mgr    *fixtureManager
+	host   *local.Host
 	doc    *registry.Document
 	peer   *Peer
 	rec    *resolver.Recorder
@@ -80,11 +83,17 @@ func newPeerRig(t *testing.T, refresh int, repair string) *peerRig {
 	r.peer = &Peer{
 		ListPath: resolver.ListPath(home),
 		Catalog:  cat,
-		// Local stands in for the SSH executor: it runs the step and the
-		// restart for host2 on this machine, refusing any other host.
-		Executor: &Local{Catalog: cat, Host: serving, OS: registry.OSLinux, Managers: map[string]units.Manager{registry.ScopeSystem: r.mgr}, Now: r.clock.Now},
-		Register: HomeRegister(home),
+		Register: register.Home(home),
 		Now:      r.clock.Now,
+	}
+	// this machine's end of the channel stands in for the SSH client of
+	// host2: it runs the step and the restart here; no other host answers
+	r.host = testHost(func() *catalog.Catalog { return r.peer.Catalog }, r.mgr, r.clock.Now)
+	r.peer.Connect = func(t registry.Target) channel.Host {
+		if t.Name != serving {
+			return nil
+		}
+		return r.host
 	}
 	r.doc = &registry.Document{
 		Version:         1,
@@ -102,7 +111,6 @@ func newPeerRig(t *testing.T, refresh int, repair string) *peerRig {
 func (r *peerRig) setRepair(repair string) {
 	cat := peerCatalog(r.t, r.marker, repair)
 	r.peer.Catalog = cat
-	r.peer.Executor.(*Local).Catalog = cat
 }
 
 // declare puts service (a product) on host with a fixture of mode.
@@ -139,7 +147,7 @@ func (r *peerRig) pass() *beacon.Beacon {
 	}
 	b := r.passOnly()
 	for _, blk := range b.PeerRecoveries {
-		if len(blk.Recovery) > 0 && peerRecovery(r.t, blk).State == RecoveryRunning {
+		if len(blk.Recovery) > 0 && peerRecovery(r.t, blk).State == register.Running {
 			r.peer.Wait()
 			return r.passOnly()
 		}
@@ -157,7 +165,7 @@ func (r *peerRig) passOnly() *beacon.Beacon {
 	return b
 }
 
-func (r *peerRig) rows() []Recovery {
+func (r *peerRig) rows() []register.Recovery {
 	r.t.Helper()
 	rows, err := r.peer.Register.Read()
 	if err != nil {
@@ -174,12 +182,12 @@ func onlyBlock(t *testing.T, b *beacon.Beacon) beacon.PeerRecovery {
 	return b.PeerRecoveries[0]
 }
 
-func peerRecovery(t *testing.T, b beacon.PeerRecovery) Recovery {
+func peerRecovery(t *testing.T, b beacon.PeerRecovery) register.Recovery {
 	t.Helper()
 	if len(b.Recovery) == 0 {
 		t.Fatalf("block %+v carries no recovery", b)
 	}
-	var rec Recovery
+	var rec register.Recovery
 	if err := json.Unmarshal(b.Recovery, &rec); err != nil {
 		t.Fatal(err)
 	}
@@ -491,7 +499,7 @@ func TestFailedAppendIsARecordingRefusalKeptForTheSameOldestRequest(t *testing.T
 	r := newPeerRig(t, 2, "[noop]")
 	f := r.declare("brama", "peer-hold", serving, modeNever)
 	regHome := t.TempDir()
-	r.peer.Register = HomeRegister(regHome)
+	r.peer.Register = register.Home(regHome)
 	readOnlyDir(t, regHome+"/.stado")
 	r.wait("brama", serving, true)
 	r.clock.Advance(3 * time.Second)

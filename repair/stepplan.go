@@ -2,11 +2,14 @@ package repair
 
 import (
 	"context"
+	"fmt"
 	"runtime"
 	"strings"
 
 	"github.com/wisent/stado/catalog"
+	"github.com/wisent/stado/channel"
 	"github.com/wisent/stado/refusal"
+	"github.com/wisent/stado/register"
 	"github.com/wisent/stado/registry"
 )
 
@@ -23,9 +26,10 @@ type StepPlan struct {
 	Timeout int               `json:"timeout_seconds"`
 	Applied bool              `json:"applied"`
 	// Report is what the step did once applied.
-	Report *StepReport `json:"report,omitempty"`
+	Report *register.StepResult `json:"report,omitempty"`
 
 	inputs map[string]string
+	cat    *catalog.Catalog
 }
 
 // PlanStep resolves step for service on target from the registry document
@@ -59,14 +63,15 @@ func PlanStep(doc *registry.Document, cat *catalog.Catalog, service, target, ste
 		return nil, err
 	}
 	return &StepPlan{Service: service, Target: target, Step: step, OS: goos, Argv: cmd.Argv,
-		Env: MaskSecrets(cmd.Env), Timeout: cmd.TimeoutSeconds, inputs: inputs}, nil
+		Env: MaskSecrets(cmd.Env), Timeout: cmd.TimeoutSeconds, inputs: inputs, cat: cat}, nil
 }
 
-// Apply runs the planned step on its target through ex — the path a
-// standing question's repair steps take — and keeps the report. A step
-// that did not end well returns a *refusal.Error with the report's code.
-func (p *StepPlan) Apply(ctx context.Context, ex Executor) error {
-	rep := RunSteps(ctx, ex, p.Target, []string{p.Step}, p.inputs)[0]
+// Apply runs the planned step on its target through h, the target's
+// channel.Host — the path a standing question's repair steps take — and
+// keeps the report. A step that did not end well returns a *refusal.Error
+// with the report's code.
+func (p *StepPlan) Apply(ctx context.Context, h channel.Host) error {
+	rep := Reach{Name: p.Target, Host: h, Catalog: p.cat}.Step(ctx, p.Step, p.inputs)
 	p.Applied, p.Report = true, &rep
 	if rep.OK {
 		return nil
@@ -99,4 +104,25 @@ func MaskSecrets(env map[string]string) map[string]string {
 		}
 	}
 	return out
+}
+
+// UnknownStepError refuses a step name the repair catalog does not hold.
+type UnknownStepError struct{ Step string }
+
+func (e *UnknownStepError) Error() string {
+	return fmt.Sprintf("the repair catalog has no step %q", e.Step)
+}
+
+// RefusalCode is the stable machine code the CLI reports.
+func (e *UnknownStepError) RefusalCode() refusal.Code { return refusal.StepUnknown }
+
+// ResolveStep turns a step name into the command that runs on os, without
+// running it. Errors are *catalog.NeedError, *catalog.NoPayloadError or
+// *UnknownStepError.
+func ResolveStep(c *catalog.Catalog, os, step string, inputs map[string]string) (catalog.Command, error) {
+	s, ok := c.Step(step)
+	if !ok {
+		return catalog.Command{}, &UnknownStepError{Step: step}
+	}
+	return s.Command(os, inputs)
 }

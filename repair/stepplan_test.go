@@ -56,7 +56,7 @@ func TestStepPlanApplyKeepsTheReportAndRefusesAFailure(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ex := &Local{Catalog: frag, Host: "h1", OS: registry.OSLinux}
+	ex := testHost(func() *catalog.Catalog { return frag }, nil, nil)
 	p, err := PlanStep(stepPlanDoc(5), frag, "skarbiec", "h1", "ok")
 	if err != nil {
 		t.Fatal(err)

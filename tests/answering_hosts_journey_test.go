@@ -12,8 +12,8 @@ import (
 	"time"
 
 	"github.com/wisent/stado/beacon"
+	"github.com/wisent/stado/register"
 	"github.com/wisent/stado/registry"
-	"github.com/wisent/stado/repair"
 	"github.com/wisent/stado/resolver"
 	"github.com/wisent/stado/tests/testbed"
 )
@@ -229,7 +229,7 @@ func TestAnsweringOnSeveralHostsRecoversOnlyTheHostWhoseCopyStands(t *testing.T)
 		t.Fatalf("read host3's register: %v", err)
 	}
 	lines := strings.Split(strings.TrimSpace(string(data)), "\n")
-	var row repair.Recovery
+	var row register.Recovery
 	if len(lines) != 1 || json.Unmarshal([]byte(lines[0]), &row) != nil {
 		t.Fatalf("host3's register holds %d rows, want 1:\n%s", len(lines), data)
 	}

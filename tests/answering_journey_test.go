@@ -14,9 +14,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/wisent/stado/alert"
 	"github.com/wisent/stado/beacon"
+	"github.com/wisent/stado/register"
 	"github.com/wisent/stado/registry"
-	"github.com/wisent/stado/repair"
 	"github.com/wisent/stado/tests/testbed"
 )
 
@@ -85,7 +86,7 @@ targets:
 type alertReceiver struct {
 	url    string
 	mu     sync.Mutex
-	alerts []repair.Alert
+	alerts []alert.Alert
 }
 
 func startAlertReceiver(t *testing.T) *alertReceiver {
@@ -96,7 +97,7 @@ func startAlertReceiver(t *testing.T) *alertReceiver {
 	}
 	r := &alertReceiver{url: "http://" + ln.Addr().String() + "/alerts"}
 	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
-		var a repair.Alert
+		var a alert.Alert
 		if err := json.NewDecoder(req.Body).Decode(&a); err != nil {
 			w.WriteHeader(http.StatusBadRequest)
 			return
@@ -110,10 +111,10 @@ func startAlertReceiver(t *testing.T) *alertReceiver {
 	return r
 }
 
-func (r *alertReceiver) received() []repair.Alert {
+func (r *alertReceiver) received() []alert.Alert {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return append([]repair.Alert(nil), r.alerts...)
+	return append([]alert.Alert(nil), r.alerts...)
 }
 
 func TestAnsweringJourneyStandingServiceIsRepairedRestartedAndRecorded(t *testing.T) {
@@ -206,9 +207,9 @@ func TestAnsweringJourneyStandingServiceIsRepairedRestartedAndRecorded(t *testin
 			stoodAt, askedSince = b.At, *hold.Since
 		}
 		if len(hold.Recovery) > 0 {
-			var rec repair.Recovery
+			var rec register.Recovery
 			json.Unmarshal(hold.Recovery, &rec)
-			recovered = rec.State == repair.RecoveryAttempted
+			recovered = rec.State == register.Attempted
 		}
 		done := recovered && hold.State == beacon.AnswerFinished && hold.Finished.Answered != nil && hold.Finished.Answered.Successful
 		return done && sealedFinished >= 5, fmt.Sprintf("pass %d: hold %s, sealed finished %d times", b.Pass, hold.State, sealedFinished)
@@ -229,7 +230,7 @@ func TestAnsweringJourneyStandingServiceIsRepairedRestartedAndRecorded(t *testin
 	if len(lines) != 1 {
 		t.Fatalf("register holds %d rows, want 1:\n%s", len(lines), data)
 	}
-	var row repair.Recovery
+	var row register.Recovery
 	if err := json.Unmarshal([]byte(lines[0]), &row); err != nil {
 		t.Fatal(err)
 	}

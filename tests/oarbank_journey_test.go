@@ -15,8 +15,8 @@ import (
 	"time"
 
 	"github.com/wisent/stado/beacon"
+	"github.com/wisent/stado/register"
 	"github.com/wisent/stado/registry"
-	"github.com/wisent/stado/repair"
 	"github.com/wisent/stado/tests/testbed"
 )
 
@@ -250,9 +250,9 @@ func TestOarbankAgentIsDeployedAnsweredAndRestartedWithoutStoppingItsWorkload(t 
 		if r == nil || r.Answering == nil || len(r.Answering.Recovery) == 0 {
 			return false, "no recovery yet"
 		}
-		var rec repair.Recovery
+		var rec register.Recovery
 		json.Unmarshal(r.Answering.Recovery, &rec)
-		return rec.State == repair.RecoveryAttempted && rec.Restart != nil && rec.Restart.OK, fmt.Sprintf("recovery %s", rec.State)
+		return rec.State == register.Attempted && rec.Restart != nil && rec.Restart.OK, fmt.Sprintf("recovery %s", rec.State)
 	})
 	keeps(1, before[h2.Name], "answering recovery")
 	for _, k := range []int{0, 2} {

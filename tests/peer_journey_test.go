@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/wisent/stado/beacon"
+	"github.com/wisent/stado/register"
 	"github.com/wisent/stado/registry"
 	"github.com/wisent/stado/repair"
 	"github.com/wisent/stado/resolver"
@@ -296,7 +297,7 @@ func TestPeerJourneyHost1RepairsHost2sStandingServiceOverSSH(t *testing.T) {
 		return beacon.PeerRecovery{}
 	}
 	first := blockOf(pass())
-	var rec repair.Recovery
+	var rec register.Recovery
 	if err := json.Unmarshal(first.Recovery, &rec); err != nil {
 		t.Fatalf("recovery %s: %v", first.Recovery, err)
 	}
@@ -332,7 +333,7 @@ func TestPeerJourneyHost1RepairsHost2sStandingServiceOverSSH(t *testing.T) {
 		t.Errorf("new request through proxy B: %d %s, want 200 from pid %s", code, body, secondPID)
 	}
 
-	regPath := peerHome + "/" + repair.RegisterFile
+	regPath := peerHome + "/" + register.HomeFile
 	rows := func() []string {
 		data, err := bed.ReadFile(h1, regPath)
 		if err != nil {
@@ -344,7 +345,7 @@ func TestPeerJourneyHost1RepairsHost2sStandingServiceOverSSH(t *testing.T) {
 	if len(lines) != 1 {
 		t.Fatalf("host1's register holds %d rows, want 1", len(lines))
 	}
-	var row repair.Recovery
+	var row register.Recovery
 	if err := json.Unmarshal([]byte(lines[0]), &row); err != nil {
 		t.Fatal(err)
 	}

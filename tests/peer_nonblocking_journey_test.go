@@ -14,8 +14,8 @@ import (
 	"time"
 
 	"github.com/wisent/stado/beacon"
+	"github.com/wisent/stado/register"
 	"github.com/wisent/stado/registry"
-	"github.com/wisent/stado/repair"
 	"github.com/wisent/stado/resolver"
 	"github.com/wisent/stado/tests/testbed"
 )
@@ -160,10 +160,10 @@ func TestPeerRecoveryWithASixtySecondStepLeavesTheObserversRowsFresh(t *testing.
 		t.Fatal(err)
 	}
 	host1Beacon := func() *beacon.Beacon { return storedBeacon(ctx, st, h1.Name) }
-	peerBlock := func(b *beacon.Beacon) (*beacon.PeerRecovery, *repair.Recovery) {
+	peerBlock := func(b *beacon.Beacon) (*beacon.PeerRecovery, *register.Recovery) {
 		for i, pr := range b.PeerRecoveries {
 			if pr.Service == "pn-brama" && pr.Host == h3.Name {
-				var rec repair.Recovery
+				var rec register.Recovery
 				if len(pr.Recovery) > 0 && json.Unmarshal(pr.Recovery, &rec) == nil {
 					return &b.PeerRecoveries[i], &rec
 				}
@@ -254,7 +254,7 @@ func TestPeerRecoveryWithASixtySecondStepLeavesTheObserversRowsFresh(t *testing.
 			return false, "no beacon"
 		}
 		blk, rec := peerBlock(b)
-		if rec != nil && rec.State == repair.RecoveryRunning {
+		if rec != nil && rec.State == register.Running {
 			firstRunning = b.Pass
 			return true, ""
 		}
@@ -263,7 +263,7 @@ func TestPeerRecoveryWithASixtySecondStepLeavesTheObserversRowsFresh(t *testing.
 	})
 	var runningPasses, freshReads int
 	var lastPass int64
-	var outcome *repair.Recovery
+	var outcome *register.Recovery
 	eventually(t, 150*time.Second, "the recovery ends while host1's rows stay fresh", func() (bool, string) {
 		b := host1Beacon()
 		if b == nil || b.Pass == lastPass {
@@ -274,7 +274,7 @@ func TestPeerRecoveryWithASixtySecondStepLeavesTheObserversRowsFresh(t *testing.
 		if rec == nil {
 			return false, fmt.Sprintf("pass %d: no recovery", b.Pass)
 		}
-		if rec.State == repair.RecoveryRunning {
+		if rec.State == register.Running {
 			runningPasses++
 			if s := ownRow(); s != beacon.StateActive {
 				t.Errorf("pass %d, recovery running: host1's own row reads %s, want active", b.Pass, s)

@@ -11,8 +11,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/wisent/stado/beacon"
 	"github.com/wisent/stado/catalog"
+	"github.com/wisent/stado/register"
 	"github.com/wisent/stado/repair"
 	"github.com/wisent/stado/tests/testbed"
 )
@@ -45,7 +45,7 @@ func TestHost2sRegisterReadFromTheWorkstationMatchesWhatHost2ReadsLocally(t *tes
 	c.mustRun(t, "registry", "push", fleet, "--reason", "recoveries journey")
 
 	// host2's register: what it holds, then two rows of ours.
-	const regPath = "/root/" + repair.RegisterFile
+	const regPath = "/root/" + register.HomeFile
 	before, readErr := bed.ReadFile(h2, regPath)
 	t.Cleanup(func() {
 		if readErr == nil {
@@ -56,20 +56,20 @@ func TestHost2sRegisterReadFromTheWorkstationMatchesWhatHost2ReadsLocally(t *tes
 	})
 	at := time.Now().UTC().Truncate(time.Second)
 	exit := 0
-	local := repair.HomeRegister(t.TempDir())
-	for _, r := range []repair.Recovery{
-		{State: repair.RecoveryAttempted, When: at, Service: "rj-vault", Host: h2.Name, Unit: "rj-vault.service", Scope: "system",
-			Question:    beacon.Question{Method: "GET", Path: "/readyz", Endpoint: h2.Addr + ":19501", Repair: []string{"rj-step"}},
+	local := register.Home(t.TempDir())
+	for _, r := range []register.Recovery{
+		{State: register.Attempted, When: at, Service: "rj-vault", Host: h2.Name, Unit: "rj-vault.service", Scope: "system",
+			Question:    register.Question{Method: "GET", Path: "/readyz", Endpoint: h2.Addr + ":19501", Repair: []string{"rj-step"}},
 			Declaration: &catalog.Answering{Method: "GET", Path: "/readyz", Repair: []string{"rj-step"}},
 			Since:       at.Add(-5 * time.Second), WaitedSeconds: 5, BoundSeconds: 2,
-			Steps:   []repair.StepReport{{Step: "rj-step", Host: h2.Name, Argv: []string{"/bin/true"}, OK: true, ExitCode: &exit, At: at, ElapsedMS: 3}},
-			Restart: &repair.RestartReport{Host: h2.Name, Unit: "rj-vault.service", Scope: "system", OK: true, Answer: "done", PID: 4242, At: at, ElapsedMS: 40},
-			Alerts:  []repair.AlertOutcome{{Channel: "ops", Type: "webhook", OK: false, Answer: "HTTP 502", Cause: "bad gateway"}}, Complete: true},
-		{State: repair.RecoveryAttempted, When: at.Add(time.Minute), Service: "rj-gate", Host: "host3", Unit: "rj-gate.service",
-			Question: beacon.Question{Method: "POST", Path: "/v1/chat/completions", Body: json.RawMessage(`{"q":"ping"}`), Endpoint: "127.0.1.3:19502", Repair: []string{}},
+			Steps:   []register.StepResult{{Step: "rj-step", Host: h2.Name, Argv: []string{"/bin/true"}, OK: true, ExitCode: &exit, At: at, ElapsedMS: 3}},
+			Restart: &register.Restart{Host: h2.Name, Unit: "rj-vault.service", Scope: "system", OK: true, Answer: "done", PID: 4242, At: at, ElapsedMS: 40},
+			Alerts:  []register.AlertOutcome{{Channel: "ops", Type: "webhook", OK: false, Answer: "HTTP 502", Cause: "bad gateway"}}, Complete: true},
+		{State: register.Attempted, When: at.Add(time.Minute), Service: "rj-gate", Host: "host3", Unit: "rj-gate.service",
+			Question: register.Question{Method: "POST", Path: "/v1/chat/completions", Body: json.RawMessage(`{"q":"ping"}`), Endpoint: "127.0.1.3:19502", Repair: []string{}},
 			Since:    at, WaitedSeconds: 61, BoundSeconds: 2, HeldRequests: 3,
-			Steps: []repair.StepReport{}, Restart: &repair.RestartReport{Host: "host3", Unit: "rj-gate.service", Scope: "system", Code: repair.CodeRestartFailed, Refusal: "job failed", At: at},
-			Alerts: []repair.AlertOutcome{}, ObservedBy: h2.Name},
+			Steps: []register.StepResult{}, Restart: &register.Restart{Host: "host3", Unit: "rj-gate.service", Scope: "system", Code: repair.CodeRestartFailed, Refusal: "job failed", At: at},
+			Alerts: []register.AlertOutcome{}, ObservedBy: h2.Name},
 	} {
 		if err := local.Append(r); err != nil {
 			t.Fatal(err)

@@ -13,8 +13,8 @@ import (
 	"time"
 
 	"github.com/wisent/stado/beacon"
+	"github.com/wisent/stado/register"
 	"github.com/wisent/stado/registry"
-	"github.com/wisent/stado/repair"
 	"github.com/wisent/stado/safefile"
 	"github.com/wisent/stado/tests/testbed"
 )
@@ -200,7 +200,7 @@ func TestStaleStoreLockIsClearedByTheObjectAPIStepAndTheQuestionIsAnsweredAgain(
 	// restart ended it.
 	if data, err := bed.ReadFile(h, "/var/tmp/uj-home/.stado/service-recoveries.jsonl"); err == nil {
 		for _, line := range strings.Split(strings.TrimSpace(string(data)), "\n") {
-			var row repair.Recovery
+			var row register.Recovery
 			if json.Unmarshal([]byte(line), &row) != nil || row.Service != "uj-stado" {
 				continue
 			}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/wisent/stado/beacon"
 	"github.com/wisent/stado/channel"
+	"github.com/wisent/stado/register"
 	"github.com/wisent/stado/registry"
 	"github.com/wisent/stado/repair"
 	"github.com/wisent/stado/tests/testbed"
@@ -25,7 +26,7 @@ import (
 // host's stado process, a system service run by root, observes it in that
 // user's manager, asks its question, and when the question stands repairs
 // it and restarts it through the same user manager (a new MainPID). The
-// write half's restart over the channel, and the executor a peer's recovery
+// write half's restart over the channel, and the Host a peer's recovery
 // restarts through, reach it the same way (ssh as that user). Once the
 // user stops lingering, the beacon says the manager is not running, never
 // that the unit is missing.
@@ -170,7 +171,7 @@ func TestUserScopeServiceIsObservedInItsUsersManagerAndRecoveredThroughIt(t *tes
 	if err := bed.WriteFile(h, "/var/tmp/us-web.marker", []byte("held\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	var rec repair.Recovery
+	var rec register.Recovery
 	eventually(t, 60*time.Second, "us-web stood, was restarted through the user manager and answered again", func() (bool, string) {
 		b := readBeacon()
 		if b == nil {
@@ -183,7 +184,7 @@ func TestUserScopeServiceIsObservedInItsUsersManagerAndRecoveredThroughIt(t *tes
 		if len(r.Answering.Recovery) > 0 {
 			json.Unmarshal(r.Answering.Recovery, &rec)
 		}
-		done := rec.State == repair.RecoveryAttempted && r.Answering.State == beacon.AnswerFinished &&
+		done := rec.State == register.Attempted && r.Answering.State == beacon.AnswerFinished &&
 			r.Answering.Finished.Answered != nil && r.Answering.Finished.Answered.Successful
 		return done, fmt.Sprintf("pass %d: %s answering %s, recovery %+v", b.Pass, r.State, r.Answering.State, rec.Restart)
 	})
@@ -200,8 +201,8 @@ func TestUserScopeServiceIsObservedInItsUsersManagerAndRecoveredThroughIt(t *tes
 	}
 
 	// 3. the channel's restart reaches the same manager: `service restart`,
-	// and the executor a peer's recovery restarts through (repair.Remote,
-	// over ssh as the target's ssh.user)
+	// and the host a peer's recovery restarts through (repair.Reach over
+	// the target's SSH client, as the target's ssh.user)
 	c.mustRun(t, "service", "restart", "us-web", "--host", h.Name)
 	thirdPID := mainPID()
 	if thirdPID == secondPID || thirdPID == "0" {
@@ -213,11 +214,12 @@ func TestUserScopeServiceIsObservedInItsUsersManagerAndRecoveredThroughIt(t *tes
 	}
 	pool := channel.NewPool(&channel.Dialer{KnownHostsPath: bed.KnownHosts(), IdentityFiles: []string{bed.KeyPath()}, SSHConfigPath: bed.SSHConfig()})
 	defer pool.Close()
-	peer := &repair.Remote{Pool: pool, Target: repair.TargetsOf(doc)}
-	rep := peer.Restart(ctx, h.Name, registry.ScopeUser, "us-web.service")
+	target, _ := doc.Target(h.Name)
+	peer := repair.Reach{Name: h.Name, Host: pool.Connect()(*target)}
+	rep := peer.Restart(ctx, registry.ScopeUser, "us-web.service")
 	fourthPID := mainPID()
 	if !rep.OK || strconv.Itoa(rep.PID) != fourthPID || fourthPID == thirdPID {
-		t.Errorf("peer executor restart %+v; MainPID %s, was %s: want done with the new pid", rep, fourthPID, thirdPID)
+		t.Errorf("peer restart %+v; MainPID %s, was %s: want done with the new pid", rep, fourthPID, thirdPID)
 	}
 
 	// 4. no lingering, no session: the manager is gone and the beacon says

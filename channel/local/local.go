@@ -4,10 +4,19 @@
 // `stado host channel` serves, and what tests drive in-process with a
 // Manager of their own.
 //
-// local imports channel (the Host interface and its types), units and
-// catalog. It must not import the write half or cli: it is the far end of
-// the channel, and knows nothing of registries or fleets beyond the one
-// declaration an ensure carries.
+// It is also the host end of repair: StepRunner runs a repair step's
+// payload, and Recoveries reads the recovery register. Package repair
+// decides which steps and restart a standing service gets and asks a
+// channel.Host for them; on this machine that Host is this package's.
+//
+// local imports channel (the Host interface and its types), units (the init
+// system, unit files, port owners, the fixed PATH of step processes),
+// catalog (repair steps and their payloads), register (the recovery
+// register it reads), registry (the one declaration an ensure carries),
+// refusal and svcproto (the service-protocol fingerprint verify reads). It
+// must not import the write half, repair or cli: it is the far end of the
+// channel, and knows nothing of registries or fleets beyond that one
+// declaration.
 package local
 
 import (
@@ -53,8 +62,8 @@ type Host struct {
 	// Catalog loads the catalog repair steps come from; nil means the
 	// shipped one.
 	Catalog func(ctx context.Context) (*catalog.Catalog, error)
-	// RunStep runs a step the catalog holds (its payload argv, no shell).
-	// Nil refuses every step.
+	// RunStep runs a step the catalog holds (its payload argv, no shell),
+	// normally a StepRunner's Run; New sets one. Nil refuses every step.
 	RunStep func(ctx context.Context, cat *catalog.Catalog, step string, env map[string]string) channel.StepResult
 	// Now and After are the clock of the confirm loop; nil means the real one.
 	Now   func() time.Time
@@ -66,9 +75,11 @@ type Host struct {
 
 var _ channel.Host = (*Host)(nil)
 
-// New returns the Host of this machine with the real init system.
+// New returns the Host of this machine with the real init system and the
+// StepRunner of repair steps (HOME set to home).
 func New(home, user, version string) *Host {
 	h := &Host{Home: home, User: user, StadoVersion: version}
+	h.RunStep = (&StepRunner{Home: home}).Run
 	h.Manager = func(ctx context.Context, scope string) (units.Manager, func(), error) {
 		return units.Open(ctx, h.OS(), scope, h.Home)
 	}

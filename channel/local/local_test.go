@@ -14,7 +14,6 @@ import (
 	"github.com/wisent/stado/channel"
 	"github.com/wisent/stado/channel/local"
 	"github.com/wisent/stado/refusal"
-	"github.com/wisent/stado/repair"
 	"github.com/wisent/stado/units"
 )
 
@@ -88,9 +87,7 @@ func stepHost(t *testing.T, site string) *local.Host {
 	}
 	h := &local.Host{GOOS: "linux", Home: t.TempDir()}
 	h.Catalog = func(context.Context) (*catalog.Catalog, error) { return cat, nil }
-	h.RunStep = func(ctx context.Context, cat *catalog.Catalog, step string, env map[string]string) channel.StepResult {
-		return (&repair.Local{Catalog: cat, OS: "linux", Home: h.Home}).RunStep(ctx, "", step, env)
-	}
+	h.RunStep = (&local.StepRunner{OS: "linux", Home: h.Home}).Run
 	return h
 }
 

@@ -1,4 +1,4 @@
-package repair
+package alert
 
 import (
 	"context"
@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/wisent/stado/register"
 	"github.com/wisent/stado/registry"
 )
 
@@ -68,7 +69,7 @@ func TestWebhookSecretsNeverReachTheAlertCause(t *testing.T) {
 			a.Webhook.HTTPClient.Timeout = 2 * time.Second
 			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 			defer cancel()
-			out := a.Deliver(ctx, []registry.AlertChannel{{Name: "ops", Webhook: &registry.WebhookAlert{URL: tc.url}}}, NewAlert(Recovery{Service: "s", Host: "h"}))
+			out := a.Deliver(ctx, []registry.AlertChannel{{Name: "ops", Webhook: &registry.WebhookAlert{URL: tc.url}}}, New(register.Recovery{Service: "s", Host: "h"}))
 			if len(out) != 1 || out[0].OK {
 				t.Fatalf("outcome %+v, want one failed delivery", out)
 			}

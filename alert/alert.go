@@ -1,4 +1,4 @@
-package repair
+package alert
 
 import (
 	"bytes"
@@ -18,11 +18,13 @@ import (
 
 	retryablehttp "github.com/hashicorp/go-retryablehttp"
 
+	"github.com/wisent/stado/register"
 	"github.com/wisent/stado/registry"
+	"github.com/wisent/stado/units"
 )
 
-// AlertKind marks the JSON document every alert channel receives.
-const AlertKind = "stado.alert"
+// Kind marks the JSON document every alert channel receives.
+const Kind = "stado.alert"
 
 // Alert is what a channel receives about a recovery attempt. It says the
 // attempt was made and how each step and the restart ended; it never says
@@ -33,17 +35,7 @@ type Alert struct {
 	Summary string `json:"summary"`
 	// Recovery is the attempt; its alerts list is empty (this delivery is
 	// one of them).
-	Recovery Recovery `json:"recovery"`
-}
-
-// AlertOutcome is one channel's answer to one alert.
-type AlertOutcome struct {
-	Channel string `json:"channel"`
-	Type    string `json:"type"` // webhook or command
-	OK      bool   `json:"ok"`
-	// Answer is the channel's own answer ("HTTP 200", "exit 0").
-	Answer string `json:"answer,omitempty"`
-	Cause  string `json:"cause,omitempty"`
+	Recovery register.Recovery `json:"recovery"`
 }
 
 // Alerter delivers alerts. The zero value uses small explicit bounds.
@@ -68,14 +60,14 @@ func NewWebhookClient() *retryablehttp.Client {
 	return c
 }
 
-// NewAlert builds the alert for rec.
-func NewAlert(rec Recovery) Alert {
+// New builds the alert about the recovery attempt rec.
+func New(rec register.Recovery) Alert {
 	rec.Alerts = nil
-	return Alert{Kind: AlertKind, Event: "recovery_attempted", Summary: Summary(rec), Recovery: rec}
+	return Alert{Kind: Kind, Event: "recovery_attempted", Summary: Summary(rec), Recovery: rec}
 }
 
 // Summary says in one line what an attempt did: each step and the restart.
-func Summary(rec Recovery) string {
+func Summary(rec register.Recovery) string {
 	var parts []string
 	for _, s := range rec.Steps {
 		if s.OK {
@@ -99,35 +91,32 @@ func Summary(rec Recovery) string {
 		verdict, rec.Service, rec.Host, rec.WaitedSeconds, rec.BoundSeconds, strings.Join(parts, "; "))
 }
 
-// Deliver attempts the alert on every channel, in order, and returns each
-// channel's outcome. It never stops at a failing channel.
-func (a *Alerter) Deliver(ctx context.Context, channels []registry.AlertChannel, al Alert) []AlertOutcome {
-	out := []AlertOutcome{}
-	if len(channels) == 0 {
-		return out
-	}
-	body, err := json.Marshal(al)
-	if err != nil {
-		for _, ch := range channels {
-			out = append(out, AlertOutcome{Channel: ch.Name, Cause: "encode alert: " + err.Error()})
-		}
-		return out
-	}
+// Deliver sends doc, encoded as JSON, on every channel, in order, and
+// returns each channel's outcome in the same order (empty, never nil, for no
+// channels). It never stops at a failing channel, and a document that
+// cannot be encoded is each channel's failure. doc is an Alert, or another
+// alert document with its own kind (autonomy's, an incomplete declaration's).
+// Deliver is safe for concurrent use.
+func (a *Alerter) Deliver(ctx context.Context, channels []registry.AlertChannel, doc any) []register.AlertOutcome {
+	out := []register.AlertOutcome{}
+	body, err := json.Marshal(doc)
 	for _, ch := range channels {
 		switch {
+		case err != nil:
+			out = append(out, register.AlertOutcome{Channel: ch.Name, Cause: "encode alert: " + err.Error()})
 		case ch.Webhook != nil:
 			out = append(out, a.webhook(ctx, ch, body))
 		case ch.Command != nil:
 			out = append(out, a.command(ctx, ch, body))
 		default:
-			out = append(out, AlertOutcome{Channel: ch.Name, Cause: "the channel declares neither webhook nor command"})
+			out = append(out, register.AlertOutcome{Channel: ch.Name, Cause: "the channel declares neither webhook nor command"})
 		}
 	}
 	return out
 }
 
-func (a *Alerter) webhook(ctx context.Context, ch registry.AlertChannel, body []byte) AlertOutcome {
-	o := AlertOutcome{Channel: ch.Name, Type: "webhook"}
+func (a *Alerter) webhook(ctx context.Context, ch registry.AlertChannel, body []byte) register.AlertOutcome {
+	o := register.AlertOutcome{Channel: ch.Name, Type: "webhook"}
 	c := a.Webhook
 	if c == nil {
 		c = NewWebhookClient()
@@ -218,8 +207,8 @@ func redactWebhookText(msg, raw string) string {
 	return msg
 }
 
-func (a *Alerter) command(ctx context.Context, ch registry.AlertChannel, body []byte) AlertOutcome {
-	o := AlertOutcome{Channel: ch.Name, Type: "command"}
+func (a *Alerter) command(ctx context.Context, ch registry.AlertChannel, body []byte) register.AlertOutcome {
+	o := register.AlertOutcome{Channel: ch.Name, Type: "command"}
 	argv := ch.Command.Argv
 	if len(argv) == 0 {
 		o.Cause = "empty argv"
@@ -233,9 +222,9 @@ func (a *Alerter) command(ctx context.Context, ch registry.AlertChannel, body []
 	defer cancel()
 	c := exec.CommandContext(ctx, argv[0], argv[1:]...)
 	c.Stdin = bytes.NewReader(body)
-	c.Env = stepEnv(runtime.GOOS, nil)
+	c.Env = []string{"PATH=" + units.FixedPath(runtime.GOOS)}
 	c.WaitDelay = time.Second
-	var outb tailBuffer
+	var outb units.Tail
 	c.Stdout, c.Stderr = &outb, &outb
 	err := c.Run()
 	var ee *exec.ExitError
@@ -246,7 +235,7 @@ func (a *Alerter) command(ctx context.Context, ch registry.AlertChannel, body []
 		o.Cause = fmt.Sprintf("%s did not end within %s", argv[0], timeout)
 	case errors.As(err, &ee):
 		o.Answer = fmt.Sprintf("exit %d", ee.ExitCode())
-		o.Cause = lastLine(outb.String())
+		o.Cause = units.LastLine(outb.String())
 	default:
 		o.Cause = err.Error()
 	}
