@@ -59,8 +59,9 @@ func storedEnvelopes(t testing.TB) [][]byte {
 	)
 }
 
-// The faster decoder reads every stored envelope as encoding/json does:
-// the same document, and an error exactly where encoding/json has one.
+// A stored envelope, read into its presized document, holds what
+// encoding/json reads from it into a zero envelope, and fails exactly
+// where encoding/json fails.
 func TestStoredEnvelopesDecodeAsEncodingJSONDecodesThem(t *testing.T) {
 	for _, value := range storedEnvelopes(t) {
 		assertDecodesAsStd(t, value)
