@@ -2,7 +2,7 @@
 // catalog, both embedded data files (data/products.json and
 // data/repair-catalog.json), the validation of the answering question a
 // product declares, and the merge of a site catalog document kept in the
-// store (registry.CatalogKey) over the shipped one.
+// store (store.CatalogKey) over the shipped one.
 //
 // A product entry is how stado knows a service it was not told about in the
 // registry: its unit identity per OS, program, args, required environment,

@@ -25,15 +25,16 @@ import (
 	"github.com/wisent/stado/channel"
 	"github.com/wisent/stado/refusal"
 	"github.com/wisent/stado/registry"
+	"github.com/wisent/stado/store"
 )
 
 // Fleet is one command's view of the fleet: the registry document as read
 // at Meta's revision, the catalog, the store to write declarations to, and
 // how to reach a target's host.
 type Fleet struct {
-	Store   registry.Store
+	Store   store.Store
 	Doc     *registry.Document
-	Meta    registry.Meta
+	Meta    store.Meta
 	Catalog *catalog.Catalog
 	// Connect returns a target's Host; nil refuses every host operation.
 	Connect channel.Connector
@@ -44,10 +45,10 @@ type Fleet struct {
 
 // Open reads the registry (an empty store is an empty document) and the
 // catalog of st. Errors are the store's.
-func Open(ctx context.Context, st registry.Store, connect channel.Connector) (*Fleet, error) {
+func Open(ctx context.Context, st store.Store, connect channel.Connector) (*Fleet, error) {
 	doc, meta, err := registry.Load(ctx, st)
-	if errors.Is(err, registry.ErrNotFound) {
-		doc, meta, err = &registry.Document{Version: 1}, registry.Meta{}, nil
+	if errors.Is(err, store.ErrNotFound) {
+		doc, meta, err = &registry.Document{Version: 1}, store.Meta{}, nil
 	}
 	if err != nil {
 		return nil, err

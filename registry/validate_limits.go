@@ -6,6 +6,8 @@ import (
 	"strconv"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/wisent/stado/store"
 )
 
 // Limits of a registry document (docs/limits.md). A document past them is
@@ -35,8 +37,8 @@ const (
 	// unit content even when every byte is escaped (at most 4 bytes each).
 	MaxCommandBytes = 256 << 10
 	// MaxTargetNameBytes keeps the key of a target's beacon
-	// (BeaconPrefix + name) within MaxKeyLength, so the host can publish.
-	MaxTargetNameBytes = MaxKeyLength - len(BeaconPrefix)
+	// (store.BeaconPrefix + name) within store.MaxKeyLength, so the host can publish.
+	MaxTargetNameBytes = store.MaxKeyLength - len(store.BeaconPrefix)
 )
 
 // CheckDocumentSize refuses a document text larger than MaxDocumentBytes,
@@ -65,7 +67,7 @@ func (v *validator) documentLimits(d *Document, perTarget [][]Violation) {
 // targetLimits checks one target, at path p, against the size limits.
 func (v *validator) targetLimits(t *Target, p string) {
 	if len(t.Name) > MaxTargetNameBytes {
-		v.add(p+".name", "%d bytes, at most %d: the host publishes its beacon under %s<name>, a store key of at most %d bytes", len(t.Name), MaxTargetNameBytes, BeaconPrefix, MaxKeyLength)
+		v.add(p+".name", "%d bytes, at most %d: the host publishes its beacon under %s<name>, a store key of at most %d bytes", len(t.Name), MaxTargetNameBytes, store.BeaconPrefix, store.MaxKeyLength)
 	}
 	if len(t.Services) > MaxServicesPerTarget {
 		v.add(p+".services", "%d services, the limit per target is %d", len(t.Services), MaxServicesPerTarget)

@@ -1,9 +1,13 @@
 package registry
 
 import (
+	"errors"
 	"fmt"
 	"strings"
 )
+
+// ErrInvalid: a document failed validation; see *ValidationError.
+var ErrInvalid = errors.New("invalid document")
 
 // Violation is one rule a document breaks, at an exact field path such as
 // "targets[2].services[0].unit".

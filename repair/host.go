@@ -12,6 +12,7 @@ import (
 	"github.com/wisent/stado/refusal"
 	"github.com/wisent/stado/registry"
 	"github.com/wisent/stado/resolver"
+	"github.com/wisent/stado/store"
 	"github.com/wisent/stado/units"
 )
 
@@ -20,7 +21,7 @@ import (
 // managers of user-scope units) and its home (register and waiting list),
 // and the SSH dialer that reaches its peers.
 type HostProcess struct {
-	Store   registry.Store
+	Store   store.Store
 	Host    string
 	Manager units.Manager
 	// Users opens the manager of a user; nil leaves user-scope restarts

@@ -7,11 +7,12 @@ import (
 
 	"github.com/wisent/stado/channel"
 	"github.com/wisent/stado/registry"
+	"github.com/wisent/stado/store"
 )
 
 func TestHostProcessContributorsRefuseABadSiteCatalogOnly(t *testing.T) {
 	ctx := context.Background()
-	st, err := registry.Open(ctx, "file://"+t.TempDir())
+	st, err := store.Open(ctx, "file://"+t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -28,7 +29,7 @@ func TestHostProcessContributorsRefuseABadSiteCatalogOnly(t *testing.T) {
 		t.Errorf("second contributor %T, want the peer", cs[1])
 	}
 	stop()
-	if _, err := st.Put(ctx, registry.CatalogKey, []byte("version: 1\nbogus: true\n"), registry.PutOptions{}); err != nil {
+	if _, err := st.Put(ctx, store.CatalogKey, []byte("version: 1\nbogus: true\n"), store.PutOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	var invalid *registry.ValidationError

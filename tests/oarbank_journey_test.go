@@ -17,6 +17,7 @@ import (
 	"github.com/wisent/stado/beacon"
 	"github.com/wisent/stado/registry"
 	"github.com/wisent/stado/repair"
+	"github.com/wisent/stado/store"
 	"github.com/wisent/stado/tests/testbed"
 )
 
@@ -75,11 +76,11 @@ func TestOarbankAgentIsDeployedAnsweredAndRestartedWithoutStoppingItsWorkload(t 
 		t.Cleanup(func() { os.Remove(dst) })
 	}
 	storeDir := bed.NewStore(t)
-	store := "file://" + storeDir
-	c := newCLI(t, bed, store)
+	storeURL := "file://" + storeDir
+	c := newCLI(t, bed, storeURL)
 	var targets strings.Builder
 	for _, h := range hosts {
-		fmt.Fprintf(&targets, oarbankTarget, h.Name, h.Addr, store)
+		fmt.Fprintf(&targets, oarbankTarget, h.Name, h.Addr, storeURL)
 	}
 	fleet := filepath.Join(t.TempDir(), "fleet.yaml")
 	os.WriteFile(fleet, []byte(fmt.Sprintf(oarbankFleet, targets.String())), 0o644)
@@ -116,7 +117,7 @@ func TestOarbankAgentIsDeployedAnsweredAndRestartedWithoutStoppingItsWorkload(t 
 			"--env", fmt.Sprintf("OARBANK_LISTEN=127.0.0.1:%d", port(k+1)),
 			"--reason", "deploy the agent")
 	}
-	st, err := registry.OpenFileStore(storeDir)
+	st, err := store.OpenFileStore(storeDir)
 	if err != nil {
 		t.Fatal(err)
 	}

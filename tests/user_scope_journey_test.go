@@ -16,6 +16,7 @@ import (
 	"github.com/wisent/stado/channel"
 	"github.com/wisent/stado/registry"
 	"github.com/wisent/stado/repair"
+	"github.com/wisent/stado/store"
 	"github.com/wisent/stado/tests/testbed"
 )
 
@@ -89,8 +90,8 @@ func TestUserScopeServiceIsObservedInItsUsersManagerAndRecoveredThroughIt(t *tes
 	bed.EnableLinger(t, h, alice)
 
 	storeDir := bed.NewStore(t)
-	store := "file://" + storeDir
-	c := newCLI(t, bed, store)
+	storeURL := "file://" + storeDir
+	c := newCLI(t, bed, storeURL)
 	site := filepath.Join(t.TempDir(), "site.yaml")
 	fleet := filepath.Join(t.TempDir(), "fleet.yaml")
 	os.WriteFile(site, []byte(userScopeSite), 0o644)
@@ -128,7 +129,7 @@ func TestUserScopeServiceIsObservedInItsUsersManagerAndRecoveredThroughIt(t *tes
 	}
 
 	// the host process, root's system service
-	unit := fmt.Sprintf(userScopeHostProcess, store, h.Name)
+	unit := fmt.Sprintf(userScopeHostProcess, storeURL, h.Name)
 	if err := bed.WriteFile(h, "/etc/systemd/system/us-stado.service", []byte(unit), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -138,7 +139,7 @@ func TestUserScopeServiceIsObservedInItsUsersManagerAndRecoveredThroughIt(t *tes
 		}
 	}
 
-	st, err := registry.OpenFileStore(storeDir)
+	st, err := store.OpenFileStore(storeDir)
 	if err != nil {
 		t.Fatal(err)
 	}

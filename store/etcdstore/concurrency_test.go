@@ -14,6 +14,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/wisent/stado/registry"
+	"github.com/wisent/stado/store"
 	etcdtest "github.com/wisent/stado/tests/etcd"
 )
 
@@ -45,7 +46,7 @@ func runUpdaterChild(url, count string) int {
 		return 2
 	}
 	ctx := context.Background()
-	st, err := registry.Open(ctx, url)
+	st, err := store.Open(ctx, url)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "child:", err)
 		return 1
@@ -93,7 +94,7 @@ func TestUpdatesFromFourProcessesLoseNone(t *testing.T) {
 			t.Error(err)
 		}
 	}
-	st, err := registry.Open(context.Background(), url)
+	st, err := store.Open(context.Background(), url)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -144,7 +145,7 @@ func TestClusterKeepsUpdatesWhenTheLeaderDies(t *testing.T) {
 			t.Fatalf("update %d (member m%d killed: %v): %v", i, killed+1, i >= killAt, err)
 		}
 	}
-	final, err := st.Get(ctx, registry.RegistryKey)
+	final, err := st.Get(ctx, store.RegistryKey)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -165,7 +166,7 @@ func TestClusterKeepsUpdatesWhenTheLeaderDies(t *testing.T) {
 	deadline := time.Now().Add(30 * time.Second)
 	for {
 		rctx, cancel := context.WithTimeout(ctx, 2*time.Second)
-		resp, err := only.Get(rctx, st.base+registry.RegistryKey, clientv3.WithSerializable())
+		resp, err := only.Get(rctx, st.base+store.RegistryKey, clientv3.WithSerializable())
 		cancel()
 		if err == nil && len(resp.Kvs) == 1 && resp.Kvs[0].ModRevision == final.Revision {
 			v, derr := decodeValue(resp.Kvs[0].Value)

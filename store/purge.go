@@ -1,4 +1,4 @@
-package registry
+package store
 
 import (
 	"context"
@@ -56,9 +56,9 @@ func (s *FileStore) Purge(ctx context.Context, key string) error {
 	return nil
 }
 
-// forget removes a key that is never written again: Purge where the store
+// Forget removes a key that is never written again: Purge where the store
 // has it, else Delete.
-func forget(ctx context.Context, st Store, key string) error {
+func Forget(ctx context.Context, st Store, key string) error {
 	if p, ok := st.(Purger); ok {
 		return p.Purge(ctx, key)
 	}

@@ -1,4 +1,4 @@
-package registry_test
+package store_test
 
 import (
 	"context"
@@ -10,13 +10,14 @@ import (
 
 	"github.com/wisent/stado/refusal"
 	"github.com/wisent/stado/registry"
-	_ "github.com/wisent/stado/registry/etcdstore"
+	"github.com/wisent/stado/store"
+	_ "github.com/wisent/stado/store/etcdstore"
 	etcdtest "github.com/wisent/stado/tests/etcd"
 )
 
-func openURL(t *testing.T, url string) registry.Store {
+func openURL(t *testing.T, url string) store.Store {
 	t.Helper()
-	st, err := registry.Open(context.Background(), url)
+	st, err := store.Open(context.Background(), url)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -27,7 +28,7 @@ func openURL(t *testing.T, url string) registry.Store {
 // seedMigration writes three registry revisions (with history), a site
 // catalog, a release object, an autonomy outcome, an unrelated registry key
 // and a beacon.
-func seedMigration(t *testing.T, st registry.Store) {
+func seedMigration(t *testing.T, st store.Store) {
 	t.Helper()
 	ctx := context.Background()
 	for i := 1; i <= 3; i++ {
@@ -40,13 +41,13 @@ func seedMigration(t *testing.T, st registry.Store) {
 		}
 	}
 	for k, v := range map[string]string{
-		registry.CatalogKey:          "products: []\n",
-		"releases/brama/1.2.0":       `{"sha256":"ab"}`,
-		"autonomy/host1/brama/0001":  `{"outcome":"recovered"}`,
-		"registry/notes":             "kept as it is",
-		registry.BeaconPrefix + "h1": `{"kind":"stado.beacon"}`,
+		store.CatalogKey:            "products: []\n",
+		"releases/brama/1.2.0":      `{"sha256":"ab"}`,
+		"autonomy/host1/brama/0001": `{"outcome":"recovered"}`,
+		"registry/notes":            "kept as it is",
+		store.BeaconPrefix + "h1":   `{"kind":"stado.beacon"}`,
 	} {
-		if _, err := st.Put(ctx, k, []byte(v), registry.PutOptions{}); err != nil {
+		if _, err := st.Put(ctx, k, []byte(v), store.PutOptions{}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -55,7 +56,7 @@ func seedMigration(t *testing.T, st registry.Store) {
 // migratedContent lists what a store holds under the migrated prefixes,
 // history entries by their meta without revision (revisions are the
 // store's own).
-func migratedContent(t *testing.T, st registry.Store) (map[string]string, []registry.Meta) {
+func migratedContent(t *testing.T, st store.Store) (map[string]string, []store.Meta) {
 	t.Helper()
 	ctx := context.Background()
 	plain := map[string]string{}
@@ -65,7 +66,7 @@ func migratedContent(t *testing.T, st registry.Store) (map[string]string, []regi
 			t.Fatal(err)
 		}
 		for _, o := range objs {
-			if !strings.HasPrefix(o.Key, registry.RegistryHistoryPrefix) && o.Key != registry.RegistryKey {
+			if !strings.HasPrefix(o.Key, store.RegistryHistoryPrefix) && o.Key != store.RegistryKey {
 				plain[o.Key] = string(o.Value)
 			}
 		}
@@ -105,21 +106,21 @@ func TestMigrateRoundTripFileEtcdFile(t *testing.T) {
 	dst := openURL(t, "file://"+t.TempDir())
 	seedMigration(t, src)
 
-	res, err := registry.Migrate(ctx, src, mid, false)
+	res, err := store.Migrate(ctx, src, mid, false)
 	if err != nil {
 		t.Fatalf("migrate file -> etcd: %v", err)
 	}
-	want := registry.MigrationCounts{Registry: 1, History: 3, RegistryOther: 1, Catalog: 1, Releases: 1, Autonomy: 1}
+	want := store.MigrationCounts{Registry: 1, History: 3, RegistryOther: 1, Catalog: 1, Releases: 1, Autonomy: 1}
 	if res.Copied != want || res.Replaced != 0 || res.RegistryRevision.From != 3 || res.RegistryRevision.To <= 0 {
 		t.Fatalf("migrate result %+v, want copied %+v from revision 3", res, want)
 	}
-	if _, err := registry.Migrate(ctx, mid, dst, false); err != nil {
+	if _, err := store.Migrate(ctx, mid, dst, false); err != nil {
 		t.Fatalf("migrate etcd -> file: %v", err)
 	}
 
 	wantPlain, wantHist := migratedContent(t, src)
-	delete(wantPlain, registry.BeaconPrefix+"h1")
-	for name, st := range map[string]registry.Store{"etcd": mid, "file": dst} {
+	delete(wantPlain, store.BeaconPrefix+"h1")
+	for name, st := range map[string]store.Store{"etcd": mid, "file": dst} {
 		plain, hist := migratedContent(t, st)
 		if !reflect.DeepEqual(plain, wantPlain) {
 			t.Errorf("%s holds %v, want %v", name, plain, wantPlain)
@@ -150,18 +151,18 @@ func TestMigrateRefusesNonEmptyTargetUnlessForced(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := target.Put(ctx, "beacons/live", []byte("live"), registry.PutOptions{TTL: time.Hour}); err != nil {
+	if _, err := target.Put(ctx, "beacons/live", []byte("live"), store.PutOptions{TTL: time.Hour}); err != nil {
 		t.Fatal(err)
 	}
 
-	if _, err := registry.Migrate(ctx, src, target, false); !refusal.Is(err, refusal.TargetNotEmpty) {
+	if _, err := store.Migrate(ctx, src, target, false); !refusal.Is(err, refusal.TargetNotEmpty) {
 		t.Fatalf("migrate into a written store: %v, want target_not_empty", err)
 	}
 	if d, _, err := registry.Load(ctx, target); err != nil || d.ServiceResolver.RefreshSeconds != 99 {
 		t.Fatalf("refused migrate changed the target: %v %v", d, err)
 	}
 
-	res, err := registry.Migrate(ctx, src, target, true)
+	res, err := store.Migrate(ctx, src, target, true)
 	if err != nil {
 		t.Fatalf("forced migrate: %v", err)
 	}
@@ -185,10 +186,10 @@ func TestMigrateOfAnUnreadableHistoryWritesNothing(t *testing.T) {
 	ctx := context.Background()
 	src, target := openURL(t, "file://"+t.TempDir()), openURL(t, "file://"+t.TempDir())
 	seedMigration(t, src)
-	if _, err := src.Put(ctx, registry.HistoryKey(7), []byte("not json"), registry.PutOptions{}); err != nil {
+	if _, err := src.Put(ctx, store.HistoryKey(7), []byte("not json"), store.PutOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := registry.Migrate(ctx, src, target, false); err == nil || !strings.Contains(err.Error(), "not a registry envelope") {
+	if _, err := store.Migrate(ctx, src, target, false); err == nil || !strings.Contains(err.Error(), "not a registry envelope") {
 		t.Fatalf("migrate: %v, want the history entry refused", err)
 	}
 	if objs, err := target.List(ctx, ""); err != nil || len(objs) != 0 {

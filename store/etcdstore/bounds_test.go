@@ -11,7 +11,7 @@ import (
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 
-	"github.com/wisent/stado/registry"
+	"github.com/wisent/stado/store"
 	etcdtest "github.com/wisent/stado/tests/etcd"
 )
 
@@ -54,7 +54,7 @@ func TestSilentEndpointFailsTheOpenWithinTheDialTimeoutNamingIt(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 			defer cancel()
-			st, err := registry.Open(ctx, tc.url)
+			st, err := store.Open(ctx, tc.url)
 			if err == nil {
 				st.Close()
 				t.Fatal("opened a store nobody answers for")
@@ -99,7 +99,7 @@ func TestStadoCompactsTheKeySpaceBehindItsRetention(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			url := fmt.Sprintf("etcd://%s/test/%d?compact_retain=%d", hostPorts(c), prefixes.Add(1), tc.retain)
-			s, err := registry.Open(context.Background(), url)
+			s, err := store.Open(context.Background(), url)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -119,13 +119,13 @@ func TestStadoCompactsTheKeySpaceBehindItsRetention(t *testing.T) {
 					}
 				}
 			}
-			first, err := st.Put(ctx, "beacons/h", []byte("0"), registry.PutOptions{})
+			first, err := st.Put(ctx, "beacons/h", []byte("0"), store.PutOptions{})
 			if err != nil {
 				t.Fatal(err)
 			}
 			var last int64
 			for i := 0; i < tc.writes; i++ {
-				if last, err = st.Put(ctx, "beacons/h", []byte(fmt.Sprint(i)), registry.PutOptions{}); err != nil {
+				if last, err = st.Put(ctx, "beacons/h", []byte(fmt.Sprint(i)), store.PutOptions{}); err != nil {
 					t.Fatal(err)
 				}
 			}

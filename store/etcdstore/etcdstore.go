@@ -1,10 +1,10 @@
-// Package etcdstore is the etcd v3 backend of registry.Store, selected by a
+// Package etcdstore is the etcd v3 backend of store.Store, selected by a
 // store URL etcd://HOST:PORT[,HOST:PORT...]/PREFIX (see ParseURL and
 // docs/etcd.md). Importing it for its side effect registers the "etcd"
-// scheme with registry.Open; the cli package does so in cli/backends.go.
+// scheme with store.Open; the cli package does so in cli/backends.go.
 //
 // It lives in its own package so that a program that only reads a file
-// store does not link the etcd client and gRPC. It imports registry and the
+// store does not link the etcd client and gRPC. It imports store and the
 // etcd client only; nothing in stado imports it but cli.
 //
 // Mapping: store key K is etcd key PREFIX/K; an object's revision is the
@@ -34,11 +34,11 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
-	"github.com/wisent/stado/registry"
+	"github.com/wisent/stado/store"
 )
 
 func init() {
-	registry.RegisterBackend("etcd", func(ctx context.Context, rest string) (registry.Store, error) {
+	store.RegisterBackend("etcd", func(ctx context.Context, rest string) (store.Store, error) {
 		cfg, err := ParseURL("etcd://"+rest, os.Getenv)
 		if err != nil {
 			return nil, err
@@ -50,7 +50,7 @@ func init() {
 // PageSize is how many keys one List request reads.
 const PageSize = 1000
 
-// Store is a registry.Store on etcd. Safe for concurrent use by many
+// Store is a store.Store on etcd. Safe for concurrent use by many
 // goroutines; many processes may share one cluster and prefix.
 type Store struct {
 	cli     *clientv3.Client
@@ -67,7 +67,7 @@ type Store struct {
 	leases map[string]heldLease // store key -> the lease its TTL rides on
 }
 
-var _ registry.Store = (*Store)(nil)
+var _ store.Store = (*Store)(nil)
 
 // heldLease is the lease granted for one key's TTL writes.
 type heldLease struct {
@@ -167,18 +167,18 @@ func (s *Store) Config() Config { return s.cfg }
 func (s *Store) Close() error { return s.cli.Close() }
 
 func (s *Store) etcdKey(key string) (string, error) {
-	if err := registry.ValidateKey(key); err != nil {
+	if err := store.ValidateKey(key); err != nil {
 		return "", err
 	}
 	return s.base + key, nil
 }
 
 // Get returns the object at key with its mod revision, or an error
-// wrapping registry.ErrNotFound. The read is linearizable.
-func (s *Store) Get(ctx context.Context, key string) (registry.Object, error) {
+// wrapping store.ErrNotFound. The read is linearizable.
+func (s *Store) Get(ctx context.Context, key string) (store.Object, error) {
 	k, err := s.etcdKey(key)
 	if err != nil {
-		return registry.Object{}, err
+		return store.Object{}, err
 	}
 	ctx, cancel := s.opContext(ctx)
 	defer cancel()
@@ -188,24 +188,24 @@ func (s *Store) Get(ctx context.Context, key string) (registry.Object, error) {
 		return err
 	})
 	if err != nil {
-		return registry.Object{}, s.wrap("get", key, err)
+		return store.Object{}, s.wrap("get", key, err)
 	}
 	if len(resp.Kvs) == 0 {
-		return registry.Object{}, fmt.Errorf("get %s: %w", key, registry.ErrNotFound)
+		return store.Object{}, fmt.Errorf("get %s: %w", key, store.ErrNotFound)
 	}
 	kv := resp.Kvs[0]
 	v, err := decodeValue(kv.Value)
 	if err != nil {
-		return registry.Object{}, fmt.Errorf("get %s: %w", key, err)
+		return store.Object{}, fmt.Errorf("get %s: %w", key, err)
 	}
-	return registry.Object{Key: key, Value: v, Revision: kv.ModRevision}, nil
+	return store.Object{Key: key, Value: v, Revision: kv.ModRevision}, nil
 }
 
 // CompareAndSwap writes value at key only if the key's mod revision is
 // expect (0: the key must not exist), in one transaction whose other
-// branch reads the key, so a *registry.ConflictError names the revision
+// branch reads the key, so a *store.ConflictError names the revision
 // the store held at that moment.
-func (s *Store) CompareAndSwap(ctx context.Context, key string, value []byte, expect int64, opts registry.PutOptions) (int64, error) {
+func (s *Store) CompareAndSwap(ctx context.Context, key string, value []byte, expect int64, opts store.PutOptions) (int64, error) {
 	k, err := s.etcdKey(key)
 	if err != nil {
 		return 0, err
@@ -249,11 +249,11 @@ func (s *Store) CompareAndSwap(ctx context.Context, key string, value []byte, ex
 					return nil
 				}
 			}
-			return &registry.ConflictError{Key: key, Want: expect, Got: got}
+			return &store.ConflictError{Key: key, Want: expect, Got: got}
 		})
 	})
 	if err != nil {
-		var ce *registry.ConflictError
+		var ce *store.ConflictError
 		if errors.As(err, &ce) {
 			return 0, ce
 		}
@@ -263,7 +263,7 @@ func (s *Store) CompareAndSwap(ctx context.Context, key string, value []byte, ex
 }
 
 // Put writes value at key unconditionally and returns its mod revision.
-func (s *Store) Put(ctx context.Context, key string, value []byte, opts registry.PutOptions) (int64, error) {
+func (s *Store) Put(ctx context.Context, key string, value []byte, opts store.PutOptions) (int64, error) {
 	k, err := s.etcdKey(key)
 	if err != nil {
 		return 0, err
@@ -292,7 +292,7 @@ func (s *Store) Put(ctx context.Context, key string, value []byte, opts registry
 }
 
 // Delete removes key; an absent key returns an error wrapping
-// registry.ErrNotFound. The key's lease, if any, is left to expire.
+// store.ErrNotFound. The key's lease, if any, is left to expire.
 func (s *Store) Delete(ctx context.Context, key string) error {
 	k, err := s.etcdKey(key)
 	if err != nil {
@@ -316,7 +316,7 @@ func (s *Store) Delete(ctx context.Context, key string) error {
 		return s.wrap("delete", key, err)
 	}
 	if deleted == 0 && !ambiguous {
-		return fmt.Errorf("delete %s: %w", key, registry.ErrNotFound)
+		return fmt.Errorf("delete %s: %w", key, store.ErrNotFound)
 	}
 	return nil
 }
@@ -326,13 +326,13 @@ func (s *Store) Delete(ctx context.Context, key string) error {
 // read at, so the result is one consistent snapshot however many pages it
 // takes. Keys under the store prefix that break the key grammar (written
 // by something other than stado) are left out.
-func (s *Store) List(ctx context.Context, prefix string) ([]registry.Object, error) {
-	if strings.ContainsRune(prefix, 0) || strings.Contains(prefix, "..") || len(prefix) > registry.MaxKeyLength {
-		return nil, fmt.Errorf("prefix %q: %w", prefix, registry.ErrInvalidKey)
+func (s *Store) List(ctx context.Context, prefix string) ([]store.Object, error) {
+	if strings.ContainsRune(prefix, 0) || strings.Contains(prefix, "..") || len(prefix) > store.MaxKeyLength {
+		return nil, fmt.Errorf("prefix %q: %w", prefix, store.ErrInvalidKey)
 	}
 	ctx, cancel := s.opContext(ctx)
 	defer cancel()
-	var out []registry.Object
+	var out []store.Object
 	err := s.retry(ctx, func() error {
 		var err error
 		// A compaction between two pages removes the revision the listing
@@ -350,11 +350,11 @@ func (s *Store) List(ctx context.Context, prefix string) ([]registry.Object, err
 	return out, nil
 }
 
-func (s *Store) list(ctx context.Context, prefix string) ([]registry.Object, error) {
+func (s *Store) list(ctx context.Context, prefix string) ([]store.Object, error) {
 	from := s.base + prefix
 	end := clientv3.GetPrefixRangeEnd(from)
 	var (
-		out []registry.Object
+		out []store.Object
 		rev int64
 	)
 	for {
@@ -371,14 +371,14 @@ func (s *Store) list(ctx context.Context, prefix string) ([]registry.Object, err
 		}
 		for _, kv := range resp.Kvs {
 			key := strings.TrimPrefix(string(kv.Key), s.base)
-			if registry.ValidateKey(key) != nil {
+			if store.ValidateKey(key) != nil {
 				continue
 			}
 			v, err := decodeValue(kv.Value)
 			if err != nil {
 				return nil, fmt.Errorf("%s: %w", key, err)
 			}
-			out = append(out, registry.Object{Key: key, Value: v, Revision: kv.ModRevision})
+			out = append(out, store.Object{Key: key, Value: v, Revision: kv.ModRevision})
 		}
 		if !resp.More || len(resp.Kvs) == 0 {
 			return out, nil
@@ -390,7 +390,7 @@ func (s *Store) list(ctx context.Context, prefix string) ([]registry.Object, err
 // withLease runs write with the put options opts ask for: none without a
 // TTL, otherwise the key's lease, refreshed (or granted) first. A lease
 // that expired between the refresh and the write is granted anew once.
-func (s *Store) withLease(ctx context.Context, key string, opts registry.PutOptions, write func([]clientv3.OpOption) error) error {
+func (s *Store) withLease(ctx context.Context, key string, opts store.PutOptions, write func([]clientv3.OpOption) error) error {
 	if opts.TTL <= 0 {
 		s.forgetLease(key)
 		return write(nil)

@@ -15,6 +15,7 @@ import (
 
 	"github.com/wisent/stado/beacon"
 	"github.com/wisent/stado/registry"
+	"github.com/wisent/stado/store"
 	etcdtest "github.com/wisent/stado/tests/etcd"
 )
 
@@ -103,7 +104,7 @@ func syntheticBeacon(host string, pass int64, at time.Time) *beacon.Beacon {
 // seedFleet writes the registry and one beacon per host of an n-host
 // fleet into st, with 16 writers for the beacons. Beacons carry a one-hour
 // TTL so that a benchmark reads them all.
-func seedFleet(ctx context.Context, st registry.Store, n int) error {
+func seedFleet(ctx context.Context, st store.Store, n int) error {
 	if _, err := registry.Push(ctx, st, syntheticFleet(n), 0, "synthetic fleet"); err != nil {
 		return err
 	}
@@ -123,7 +124,7 @@ func seedFleet(ctx context.Context, st registry.Store, n int) error {
 				host := fmt.Sprintf("host%05d", i)
 				data, err := json.Marshal(syntheticBeacon(host, 1, at))
 				if err == nil {
-					_, err = st.Put(ctx, registry.BeaconPrefix+host, data, registry.PutOptions{TTL: time.Hour})
+					_, err = st.Put(ctx, store.BeaconPrefix+host, data, store.PutOptions{TTL: time.Hour})
 				}
 				if err != nil {
 					errs <- err
@@ -145,7 +146,7 @@ func runSeedChild(url, hosts string) int {
 		return 2
 	}
 	ctx := context.Background()
-	st, err := registry.Open(ctx, url)
+	st, err := store.Open(ctx, url)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "seed:", err)
 		return 1
@@ -198,8 +199,8 @@ func BenchmarkBeaconPublish(b *testing.B) {
 			hosts := 1000
 			i := 0
 			for b.Loop() {
-				key := registry.BeaconPrefix + fmt.Sprintf("host%05d", i%hosts)
-				if _, err := st.Put(ctx, key, data, registry.PutOptions{TTL: 45 * time.Second}); err != nil {
+				key := store.BeaconPrefix + fmt.Sprintf("host%05d", i%hosts)
+				if _, err := st.Put(ctx, key, data, store.PutOptions{TTL: 45 * time.Second}); err != nil {
 					b.Fatal(err)
 				}
 				i++
@@ -218,11 +219,11 @@ func BenchmarkRegistryUpdate8Writers(b *testing.B) {
 	c := etcdtest.Start(b, 1)
 	for _, backend := range []string{"etcd", "file"} {
 		b.Run(backend, func(b *testing.B) {
-			var st registry.Store
+			var st store.Store
 			if backend == "etcd" {
 				st = openFresh(b, c)
 			} else {
-				fs, err := registry.OpenFileStore(b.TempDir())
+				fs, err := store.OpenFileStore(b.TempDir())
 				if err != nil {
 					b.Fatal(err)
 				}
@@ -233,7 +234,7 @@ func BenchmarkRegistryUpdate8Writers(b *testing.B) {
 	}
 }
 
-func benchUpdates(b *testing.B, st registry.Store, writers int) {
+func benchUpdates(b *testing.B, st store.Store, writers int) {
 	ctx := context.Background()
 	var next, conflicts atomic.Int64
 	b.ResetTimer()
@@ -271,11 +272,11 @@ func BenchmarkReadView1000Hosts(b *testing.B) {
 	c := etcdtest.Start(b, 1)
 	for _, backend := range []string{"etcd", "file"} {
 		b.Run(backend, func(b *testing.B) {
-			var st registry.Store
+			var st store.Store
 			if backend == "etcd" {
 				st = openFresh(b, c)
 			} else {
-				fs, err := registry.OpenFileStore(b.TempDir())
+				fs, err := store.OpenFileStore(b.TempDir())
 				if err != nil {
 					b.Fatal(err)
 				}
@@ -317,7 +318,7 @@ func TestBeaconOfAStoppedHostExpiresAndItsRowsReadUnknown(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := st.Put(ctx, registry.BeaconPrefix+host, data, registry.PutOptions{TTL: 2 * time.Second}); err != nil {
+		if _, err := st.Put(ctx, store.BeaconPrefix+host, data, store.PutOptions{TTL: 2 * time.Second}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -328,7 +329,7 @@ func TestBeaconOfAStoppedHostExpiresAndItsRowsReadUnknown(t *testing.T) {
 	for pass := int64(2); ; pass++ {
 		publish("host00001", pass)
 		publish("host00003", pass)
-		if _, err := st.Get(ctx, registry.BeaconPrefix+"host00002"); errors.Is(err, registry.ErrNotFound) {
+		if _, err := st.Get(ctx, store.BeaconPrefix+"host00002"); errors.Is(err, store.ErrNotFound) {
 			break
 		} else if err != nil {
 			t.Fatal(err)

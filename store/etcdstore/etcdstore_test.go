@@ -14,7 +14,8 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/wisent/stado/registry"
-	"github.com/wisent/stado/registry/registrytest"
+	"github.com/wisent/stado/store"
+	"github.com/wisent/stado/store/storetest"
 	etcdtest "github.com/wisent/stado/tests/etcd"
 )
 
@@ -35,7 +36,7 @@ var prefixes atomic.Int64
 func openFresh(t testing.TB, c *etcdtest.Cluster) *Store {
 	t.Helper()
 	url := fmt.Sprintf("etcd://%s/test/%d", hostPorts(c), prefixes.Add(1))
-	st, err := registry.Open(context.Background(), url)
+	st, err := store.Open(context.Background(), url)
 	if err != nil {
 		t.Fatalf("open %s: %v", url, err)
 	}
@@ -55,7 +56,7 @@ func rawGet(t *testing.T, st *Store, key string) *clientv3.GetResponse {
 
 func TestConformanceOnASingleMember(t *testing.T) {
 	c := etcdtest.Start(t, 1)
-	registrytest.Run(t, func(t *testing.T) registry.Store { return openFresh(t, c) })
+	storetest.Run(t, func(t *testing.T) store.Store { return openFresh(t, c) })
 }
 
 // TestListReadsEveryPageAtOneRevision shrinks the page to 3 keys: a
@@ -70,12 +71,12 @@ func TestListReadsEveryPage(t *testing.T) {
 	for i := 0; i < 10; i++ {
 		k := fmt.Sprintf("beacons/host%02d", i)
 		want = append(want, k)
-		if _, err := st.Put(ctx, k, []byte(k), registry.PutOptions{}); err != nil {
+		if _, err := st.Put(ctx, k, []byte(k), store.PutOptions{}); err != nil {
 			t.Fatal(err)
 		}
 	}
 	for _, k := range []string{"beaconsx", "beacon", "registry/document"} {
-		if _, err := st.Put(ctx, k, []byte("other"), registry.PutOptions{}); err != nil {
+		if _, err := st.Put(ctx, k, []byte("other"), store.PutOptions{}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -107,7 +108,7 @@ func TestLargeValuesAreStoredCompressedSmallOnesVerbatim(t *testing.T) {
 	small := []byte(`{"kind":"stado.beacon","version":1}`)
 	tricky := append([]byte(valueMarker), 'z', 1, 2, 3)
 	for k, v := range map[string][]byte{"large": large, "small": small, "tricky": tricky} {
-		if _, err := st.Put(ctx, k, v, registry.PutOptions{}); err != nil {
+		if _, err := st.Put(ctx, k, v, store.PutOptions{}); err != nil {
 			t.Fatalf("put %s (%d bytes): %v", k, len(v), err)
 		}
 		obj, err := st.Get(ctx, k)
@@ -130,11 +131,11 @@ func TestWriteAboveEtcdLimitIsRefusedNamingTheLimit(t *testing.T) {
 	st := openFresh(t, c)
 	big := make([]byte, 3<<20)
 	rand.Read(big)
-	_, err := st.Put(context.Background(), "big", big, registry.PutOptions{})
+	_, err := st.Put(context.Background(), "big", big, store.PutOptions{})
 	if err == nil || !strings.Contains(err.Error(), "--max-request-bytes") {
 		t.Fatalf("put of 3 MiB random: %v, want a refusal naming --max-request-bytes", err)
 	}
-	if _, err := st.Get(context.Background(), "big"); !errors.Is(err, registry.ErrNotFound) {
+	if _, err := st.Get(context.Background(), "big"); !errors.Is(err, store.ErrNotFound) {
 		t.Fatalf("after refused put: %v, want ErrNotFound", err)
 	}
 }
@@ -155,7 +156,7 @@ func TestTTLPutsRefreshOneLeasePerKey(t *testing.T) {
 	var lease int64
 	deadline := time.Now().Add(2 * ttl)
 	for n := 0; time.Now().Before(deadline); n++ {
-		if _, err := st.Put(ctx, "beacons/h1", []byte(fmt.Sprint(n)), registry.PutOptions{TTL: ttl}); err != nil {
+		if _, err := st.Put(ctx, "beacons/h1", []byte(fmt.Sprint(n)), store.PutOptions{TTL: ttl}); err != nil {
 			t.Fatal(err)
 		}
 		kv := rawGet(t, st, "beacons/h1").Kvs
@@ -179,7 +180,7 @@ func TestTTLPutsRefreshOneLeasePerKey(t *testing.T) {
 	if err != nil || ttlResp.GrantedTTL != 3 {
 		t.Fatalf("lease granted TTL %v (%v), want 3s", ttlResp, err)
 	}
-	if _, err := st.Put(ctx, "beacons/h1", []byte("kept"), registry.PutOptions{}); err != nil {
+	if _, err := st.Put(ctx, "beacons/h1", []byte("kept"), store.PutOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	if kv := rawGet(t, st, "beacons/h1").Kvs; kv[0].Lease != 0 {
@@ -194,7 +195,7 @@ func TestLeaseLostBetweenWritesIsGrantedAgain(t *testing.T) {
 	c := etcdtest.Start(t, 1)
 	st := openFresh(t, c)
 	ctx := context.Background()
-	opts := registry.PutOptions{TTL: 10 * time.Second}
+	opts := store.PutOptions{TTL: 10 * time.Second}
 	if _, err := st.Put(ctx, "beacons/h1", []byte("1"), opts); err != nil {
 		t.Fatal(err)
 	}
@@ -277,7 +278,7 @@ func TestAuthenticatedStore(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer st.Close()
-	if _, err := st.Put(ctx, "k", []byte("v"), registry.PutOptions{}); err != nil {
+	if _, err := st.Put(ctx, "k", []byte("v"), store.PutOptions{}); err != nil {
 		t.Fatalf("authenticated put: %v", err)
 	}
 	if obj, err := st.Get(ctx, "k"); err != nil || string(obj.Value) != "v" {

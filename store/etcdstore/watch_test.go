@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/wisent/stado/registry"
+	"github.com/wisent/stado/store"
 	etcdtest "github.com/wisent/stado/tests/etcd"
 )
 
@@ -16,7 +16,7 @@ func TestWatchNoticesChangesUnderItsPrefixOnly(t *testing.T) {
 	st := openFresh(t, c)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	ch, err := st.Watch(ctx, registry.BeaconPrefix)
+	ch, err := st.Watch(ctx, store.BeaconPrefix)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -34,15 +34,15 @@ func TestWatchNoticesChangesUnderItsPrefixOnly(t *testing.T) {
 		}
 	}
 	time.Sleep(200 * time.Millisecond) // let the watch open
-	if _, err := st.Put(ctx, "autonomy/lease", []byte("x"), registry.PutOptions{}); err != nil {
+	if _, err := st.Put(ctx, "autonomy/lease", []byte("x"), store.PutOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	heard(false, "a key outside the prefix")
-	if _, err := st.Put(ctx, registry.BeaconPrefix+"host1", []byte("{}"), registry.PutOptions{}); err != nil {
+	if _, err := st.Put(ctx, store.BeaconPrefix+"host1", []byte("{}"), store.PutOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	heard(true, "a beacon's put")
-	if err := st.Delete(ctx, registry.BeaconPrefix+"host1"); err != nil {
+	if err := st.Delete(ctx, store.BeaconPrefix+"host1"); err != nil {
 		t.Fatal(err)
 	}
 	heard(true, "a beacon's delete")

@@ -1,4 +1,4 @@
-package registry_test
+package store_test
 
 import (
 	"context"
@@ -14,6 +14,7 @@ import (
 
 	"github.com/wisent/stado/registry"
 	"github.com/wisent/stado/safefile"
+	"github.com/wisent/stado/store"
 )
 
 // Sixteen writers, each with a store of its own (so each takes its own
@@ -66,7 +67,7 @@ func pushesSurvive(t *testing.T, clean func(t *testing.T, lock string) bool) {
 	dir := t.TempDir()
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	first, err := registry.OpenFileStore(dir)
+	first, err := store.OpenFileStore(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -105,7 +106,7 @@ func pushesSurvive(t *testing.T, clean func(t *testing.T, lock string) bool) {
 	)
 	var wg sync.WaitGroup
 	for w := 0; w < writers; w++ {
-		st, err := registry.OpenFileStore(dir)
+		st, err := store.OpenFileStore(dir)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -122,7 +123,7 @@ func pushesSurvive(t *testing.T, clean func(t *testing.T, lock string) bool) {
 					}
 					d.Targets[0].Services = append(d.Targets[0].Services, registry.Service{Name: name, Unit: name + ".service", Program: "/bin/true"})
 					got, err := registry.Push(ctx, st, d, m.Revision, name)
-					if errors.Is(err, registry.ErrConflict) {
+					if errors.Is(err, store.ErrConflict) {
 						continue
 					}
 					if err != nil {

@@ -1,4 +1,4 @@
-package registry
+package store
 
 import (
 	"context"
@@ -13,8 +13,6 @@ var (
 	ErrNotFound = errors.New("not found")
 	// ErrConflict: a compare-and-swap found another revision than expected.
 	ErrConflict = errors.New("revision conflict")
-	// ErrInvalid: a document failed validation; see *ValidationError.
-	ErrInvalid = errors.New("invalid document")
 )
 
 // ConflictError details a failed compare-and-swap. It unwraps to ErrConflict.
@@ -51,7 +49,7 @@ type PutOptions struct {
 // Store holds the registry, beacons, catalog extensions, autonomy outcomes
 // and release objects under slash-separated keys ("registry",
 // "beacons/host1"). Implementations are safe for concurrent use by many
-// goroutines and many processes, and pass registrytest.Run.
+// goroutines and many processes, and pass storetest.Run.
 type Store interface {
 	// Get returns the object at key, or an error wrapping ErrNotFound.
 	Get(ctx context.Context, key string) (Object, error)

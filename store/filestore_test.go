@@ -1,4 +1,4 @@
-package registry_test
+package store_test
 
 import (
 	"context"
@@ -8,13 +8,13 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/wisent/stado/registry"
-	"github.com/wisent/stado/registry/registrytest"
+	"github.com/wisent/stado/store"
+	"github.com/wisent/stado/store/storetest"
 )
 
-func openFileStore(t *testing.T) *registry.FileStore {
+func openFileStore(t *testing.T) *store.FileStore {
 	t.Helper()
-	st, err := registry.OpenFileStore(t.TempDir())
+	st, err := store.OpenFileStore(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -22,23 +22,23 @@ func openFileStore(t *testing.T) *registry.FileStore {
 }
 
 func TestFileStorePassesConformanceSuite(t *testing.T) {
-	registrytest.Run(t, func(t *testing.T) registry.Store { return openFileStore(t) })
+	storetest.Run(t, func(t *testing.T) store.Store { return openFileStore(t) })
 }
 
 func TestOpenFileURLNamesFileStore(t *testing.T) {
 	dir := t.TempDir()
-	st, err := registry.Open(context.Background(), "file://"+dir)
+	st, err := store.Open(context.Background(), "file://"+dir)
 	if err != nil {
 		t.Fatal(err)
 	}
-	fs, ok := st.(*registry.FileStore)
+	fs, ok := st.(*store.FileStore)
 	if !ok || fs.Dir() != dir {
 		t.Fatalf("Open file://%s = %T %v", dir, st, st)
 	}
 }
 
 func TestOpenFileURLRefusesRelativeDirectory(t *testing.T) {
-	if _, err := registry.Open(context.Background(), "file://relative/dir"); err == nil {
+	if _, err := store.Open(context.Background(), "file://relative/dir"); err == nil {
 		t.Fatal("relative file store directory accepted")
 	}
 }
@@ -49,7 +49,7 @@ func TestFileStoreKeepsOneFilePerKeyWithSafeNames(t *testing.T) {
 	// Keys whose segments would be unsafe as file names if copied verbatim.
 	keys := []string{"registry/document", ".hidden/x", "a~b/c%d", "sp ace/ü"}
 	for _, k := range keys {
-		if _, err := st.Put(ctx, k, []byte(k), registry.PutOptions{}); err != nil {
+		if _, err := st.Put(ctx, k, []byte(k), store.PutOptions{}); err != nil {
 			t.Fatalf("Put %q: %v", k, err)
 		}
 	}
@@ -83,7 +83,7 @@ func TestFileStoreKeepsOneFilePerKeyWithSafeNames(t *testing.T) {
 func TestFileStoreIgnoresLeftoverTemporaryFiles(t *testing.T) {
 	st := openFileStore(t)
 	ctx := context.Background()
-	if _, err := st.Put(ctx, "k", []byte("v"), registry.PutOptions{}); err != nil {
+	if _, err := st.Put(ctx, "k", []byte("v"), store.PutOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	// A writer killed between create and rename leaves a temporary file.
@@ -99,7 +99,7 @@ func TestFileStoreIgnoresLeftoverTemporaryFiles(t *testing.T) {
 func TestFileStoreRefusesCorruptObjectFile(t *testing.T) {
 	st := openFileStore(t)
 	ctx := context.Background()
-	if _, err := st.Put(ctx, "k", []byte("value"), registry.PutOptions{}); err != nil {
+	if _, err := st.Put(ctx, "k", []byte("value"), store.PutOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	p := filepath.Join(st.Dir(), "k")
@@ -117,11 +117,11 @@ func TestFileStoreRefusesCorruptObjectFile(t *testing.T) {
 			t.Fatal(err)
 		}
 		_, err := st.Get(ctx, "k")
-		if err == nil || errors.Is(err, registry.ErrNotFound) || !strings.Contains(err.Error(), "corrupt") {
+		if err == nil || errors.Is(err, store.ErrNotFound) || !strings.Contains(err.Error(), "corrupt") {
 			t.Errorf("%s: Get err = %v, want a corrupt-object error", name, err)
 		}
 		// a visit stops at it too, naming the file
-		err = st.Visit(ctx, "", 2, func(registry.Object) {})
+		err = st.Visit(ctx, "", 2, func(store.Object) {})
 		if err == nil || !strings.Contains(err.Error(), "corrupt") || !strings.Contains(err.Error(), p) {
 			t.Errorf("%s: Visit err = %v, want a corrupt-object error naming %s", name, err, p)
 		}

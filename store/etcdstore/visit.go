@@ -9,7 +9,7 @@ import (
 	"go.etcd.io/etcd/api/v3/mvccpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
 
-	"github.com/wisent/stado/registry"
+	"github.com/wisent/stado/store"
 )
 
 // visitPage is how many keys one request of Visit reads: small enough
@@ -23,9 +23,9 @@ const visitPage = 100
 // page is retried as List retries; a compaction of that revision midway
 // ends the visit with an error (List would start over, but objects were
 // already handed on).
-func (s *Store) Visit(ctx context.Context, prefix string, workers int, fn func(obj registry.Object)) error {
-	if strings.ContainsRune(prefix, 0) || strings.Contains(prefix, "..") || len(prefix) > registry.MaxKeyLength {
-		return fmt.Errorf("prefix %q: %w", prefix, registry.ErrInvalidKey)
+func (s *Store) Visit(ctx context.Context, prefix string, workers int, fn func(obj store.Object)) error {
+	if strings.ContainsRune(prefix, 0) || strings.Contains(prefix, "..") || len(prefix) > store.MaxKeyLength {
+		return fmt.Errorf("prefix %q: %w", prefix, store.ErrInvalidKey)
 	}
 	ctx, cancel := s.opContext(ctx)
 	defer cancel()
@@ -49,7 +49,7 @@ func (s *Store) Visit(ctx context.Context, prefix string, workers int, fn func(o
 			defer wg.Done()
 			for kv := range kvs {
 				key := strings.TrimPrefix(string(kv.Key), s.base)
-				if registry.ValidateKey(key) != nil {
+				if store.ValidateKey(key) != nil {
 					continue
 				}
 				v, err := decodeValue(kv.Value)
@@ -57,7 +57,7 @@ func (s *Store) Visit(ctx context.Context, prefix string, workers int, fn func(o
 					fail(fmt.Errorf("%s: %w", key, err))
 					continue
 				}
-				fn(registry.Object{Key: key, Value: v, Revision: kv.ModRevision})
+				fn(store.Object{Key: key, Value: v, Revision: kv.ModRevision})
 			}
 		}()
 	}

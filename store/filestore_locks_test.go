@@ -1,4 +1,4 @@
-package registry_test
+package store_test
 
 import (
 	"context"
@@ -7,8 +7,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/wisent/stado/registry"
 	"github.com/wisent/stado/safefile"
+	"github.com/wisent/stado/store"
 )
 
 // A Get waits while a writer of its key holds the key's lock (it returns
@@ -17,13 +17,13 @@ import (
 // files, keeping a live one.
 func TestGetWaitsForAWriterOfItsKeyOnly(t *testing.T) {
 	dir := t.TempDir()
-	st, err := registry.OpenFileStore(dir)
+	st, err := store.OpenFileStore(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
 	ctx := context.Background()
 	for _, k := range []string{"releases/a", "releases/b"} {
-		if _, err := st.Put(ctx, k, []byte("1"), registry.PutOptions{}); err != nil {
+		if _, err := st.Put(ctx, k, []byte("1"), store.PutOptions{}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -61,12 +61,12 @@ func TestGetWaitsForAWriterOfItsKeyOnly(t *testing.T) {
 // BenchmarkFileStoreGet is one Get of a 4 KiB object whose key has a lock
 // file (it has been written), including the shared flock it waits on.
 func BenchmarkFileStoreGet(b *testing.B) {
-	st, err := registry.OpenFileStore(b.TempDir())
+	st, err := store.OpenFileStore(b.TempDir())
 	if err != nil {
 		b.Fatal(err)
 	}
 	ctx := context.Background()
-	if _, err := st.Put(ctx, "releases/a", make([]byte, 4096), registry.PutOptions{}); err != nil {
+	if _, err := st.Put(ctx, "releases/a", make([]byte, 4096), store.PutOptions{}); err != nil {
 		b.Fatal(err)
 	}
 	b.ResetTimer()

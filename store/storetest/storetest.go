@@ -1,11 +1,11 @@
-// Package registrytest is the conformance suite every registry.Store
+// Package storetest is the conformance suite every store.Store
 // backend passes unchanged. It assumes only what the Store contract
 // promises: revisions are positive and grow with every write of a key (not
 // that they start at 1 or grow by exactly 1), expiry happens some time
 // after the TTL, and List is sorted by key.
 //
-// It imports registry and the standard library only.
-package registrytest
+// It imports store and the standard library only.
+package storetest
 
 import (
 	"bytes"
@@ -18,14 +18,14 @@ import (
 	"testing"
 	"time"
 
-	"github.com/wisent/stado/registry"
+	"github.com/wisent/stado/store"
 )
 
 // Run runs the suite. open returns a fresh, empty store for each subtest;
 // the suite closes it.
-func Run(t *testing.T, open func(t *testing.T) registry.Store) {
+func Run(t *testing.T, open func(t *testing.T) store.Store) {
 	t.Helper()
-	fresh := func(t *testing.T) registry.Store {
+	fresh := func(t *testing.T) store.Store {
 		t.Helper()
 		st := open(t)
 		t.Cleanup(func() { st.Close() })
@@ -36,20 +36,20 @@ func Run(t *testing.T, open func(t *testing.T) registry.Store) {
 	t.Run("GetOfAbsentKeyIsNotFound", func(t *testing.T) {
 		st := fresh(t)
 		_, err := st.Get(ctx, "nothing/here")
-		if !errors.Is(err, registry.ErrNotFound) {
+		if !errors.Is(err, store.ErrNotFound) {
 			t.Fatalf("Get absent: err = %v, want ErrNotFound", err)
 		}
 	})
 
 	t.Run("CreateOnlyWritesOnceThenConflicts", func(t *testing.T) {
 		st := fresh(t)
-		rev, err := st.CompareAndSwap(ctx, "a/b", []byte("one"), 0, registry.PutOptions{})
+		rev, err := st.CompareAndSwap(ctx, "a/b", []byte("one"), 0, store.PutOptions{})
 		if err != nil || rev <= 0 {
 			t.Fatalf("create: rev %d, err %v; want a positive revision", rev, err)
 		}
-		_, err = st.CompareAndSwap(ctx, "a/b", []byte("two"), 0, registry.PutOptions{})
-		var ce *registry.ConflictError
-		if !errors.As(err, &ce) || !errors.Is(err, registry.ErrConflict) {
+		_, err = st.CompareAndSwap(ctx, "a/b", []byte("two"), 0, store.PutOptions{})
+		var ce *store.ConflictError
+		if !errors.As(err, &ce) || !errors.Is(err, store.ErrConflict) {
 			t.Fatalf("second create: err = %v, want *ConflictError wrapping ErrConflict", err)
 		}
 		if ce.Want != 0 || ce.Got != rev || ce.Key != "a/b" {
@@ -79,8 +79,8 @@ func Run(t *testing.T, open func(t *testing.T) registry.Store) {
 		rev := mustCAS(t, st, "k", "v1", 0)
 		rev2 := mustCAS(t, st, "k", "v2", rev)
 		for _, stale := range []int64{rev, rev2 + 1000} {
-			_, err := st.CompareAndSwap(ctx, "k", []byte("v3"), stale, registry.PutOptions{})
-			var ce *registry.ConflictError
+			_, err := st.CompareAndSwap(ctx, "k", []byte("v3"), stale, store.PutOptions{})
+			var ce *store.ConflictError
 			if !errors.As(err, &ce) {
 				t.Fatalf("CAS expecting %d: err = %v, want *ConflictError", stale, err)
 			}
@@ -95,23 +95,23 @@ func Run(t *testing.T, open func(t *testing.T) registry.Store) {
 
 	t.Run("CompareAndSwapOnAbsentKeyWithNonZeroExpectationConflicts", func(t *testing.T) {
 		st := fresh(t)
-		_, err := st.CompareAndSwap(ctx, "k", []byte("v"), 7, registry.PutOptions{})
-		var ce *registry.ConflictError
+		_, err := st.CompareAndSwap(ctx, "k", []byte("v"), 7, store.PutOptions{})
+		var ce *store.ConflictError
 		if !errors.As(err, &ce) || ce.Got != 0 || ce.Want != 7 {
 			t.Fatalf("err = %v, want *ConflictError Want 7 Got 0", err)
 		}
-		if _, err := st.Get(ctx, "k"); !errors.Is(err, registry.ErrNotFound) {
+		if _, err := st.Get(ctx, "k"); !errors.Is(err, store.ErrNotFound) {
 			t.Fatalf("Get after refused CAS: %v, want ErrNotFound", err)
 		}
 	})
 
 	t.Run("PutWritesUnconditionallyAndGrowsRevision", func(t *testing.T) {
 		st := fresh(t)
-		r1, err := st.Put(ctx, "p", []byte("1"), registry.PutOptions{})
+		r1, err := st.Put(ctx, "p", []byte("1"), store.PutOptions{})
 		if err != nil || r1 <= 0 {
 			t.Fatalf("Put absent: %d %v", r1, err)
 		}
-		r2, err := st.Put(ctx, "p", []byte("2"), registry.PutOptions{})
+		r2, err := st.Put(ctx, "p", []byte("2"), store.PutOptions{})
 		if err != nil || r2 <= r1 {
 			t.Fatalf("Put again: %d %v, want > %d", r2, err, r1)
 		}
@@ -129,7 +129,7 @@ func Run(t *testing.T, open func(t *testing.T) registry.Store) {
 			"v/large":  bytes.Repeat([]byte("0123456789abcdef"), 64*1024),
 		}
 		for k, v := range values {
-			if _, err := st.Put(ctx, k, v, registry.PutOptions{}); err != nil {
+			if _, err := st.Put(ctx, k, v, store.PutOptions{}); err != nil {
 				t.Fatalf("Put %s: %v", k, err)
 			}
 		}
@@ -196,7 +196,7 @@ func Run(t *testing.T, open func(t *testing.T) registry.Store) {
 		for _, workers := range []int{1, 4} {
 			var mu sync.Mutex
 			got := map[string]string{}
-			err := registry.Visit(ctx, st, "beacons/", workers, func(o registry.Object) {
+			err := store.Visit(ctx, st, "beacons/", workers, func(o store.Object) {
 				v := fmt.Sprintf("%d %s", o.Revision, o.Value) // Value is only valid now
 				mu.Lock()
 				defer mu.Unlock()
@@ -214,7 +214,7 @@ func Run(t *testing.T, open func(t *testing.T) registry.Store) {
 		}
 		done, cancel := context.WithCancel(ctx)
 		cancel()
-		if err := registry.Visit(done, st, "beacons/", 2, func(registry.Object) {}); err == nil {
+		if err := store.Visit(done, st, "beacons/", 2, func(store.Object) {}); err == nil {
 			t.Error("a visit with an ended context reported no error")
 		}
 	})
@@ -226,16 +226,16 @@ func Run(t *testing.T, open func(t *testing.T) registry.Store) {
 		if err := st.Delete(ctx, "d/k"); err != nil {
 			t.Fatalf("Delete: %v", err)
 		}
-		if _, err := st.Get(ctx, "d/k"); !errors.Is(err, registry.ErrNotFound) {
+		if _, err := st.Get(ctx, "d/k"); !errors.Is(err, store.ErrNotFound) {
 			t.Fatalf("Get after Delete: %v, want ErrNotFound", err)
 		}
 		if objs, _ := st.List(ctx, "d/"); len(objs) != 0 {
 			t.Fatalf("List after Delete = %v, want empty", objKeys(objs))
 		}
-		if err := st.Delete(ctx, "d/k"); !errors.Is(err, registry.ErrNotFound) {
+		if err := st.Delete(ctx, "d/k"); !errors.Is(err, store.ErrNotFound) {
 			t.Fatalf("second Delete: %v, want ErrNotFound", err)
 		}
-		if err := st.Delete(ctx, "d/never"); !errors.Is(err, registry.ErrNotFound) {
+		if err := st.Delete(ctx, "d/never"); !errors.Is(err, store.ErrNotFound) {
 			t.Fatalf("Delete of never-written key: %v, want ErrNotFound", err)
 		}
 		again := mustCAS(t, st, "d/k", "v3", 0)
@@ -247,11 +247,11 @@ func Run(t *testing.T, open func(t *testing.T) registry.Store) {
 	t.Run("InvalidKeysAreRefused", func(t *testing.T) {
 		st := fresh(t)
 		// Each key breaks one rule of the key grammar.
-		for _, k := range []string{"", "/lead", "trail/", "a//b", "a/../b", "..", "a/./b", "nul\x00byte", string(bytes.Repeat([]byte("k"), registry.MaxKeyLength+1))} {
-			if _, err := st.Put(ctx, k, []byte("x"), registry.PutOptions{}); !errors.Is(err, registry.ErrInvalidKey) {
+		for _, k := range []string{"", "/lead", "trail/", "a//b", "a/../b", "..", "a/./b", "nul\x00byte", string(bytes.Repeat([]byte("k"), store.MaxKeyLength+1))} {
+			if _, err := st.Put(ctx, k, []byte("x"), store.PutOptions{}); !errors.Is(err, store.ErrInvalidKey) {
 				t.Errorf("Put %q: err = %v, want ErrInvalidKey", k, err)
 			}
-			if _, err := st.Get(ctx, k); !errors.Is(err, registry.ErrInvalidKey) {
+			if _, err := st.Get(ctx, k); !errors.Is(err, store.ErrInvalidKey) {
 				t.Errorf("Get %q: err = %v, want ErrInvalidKey", k, err)
 			}
 		}
@@ -259,17 +259,17 @@ func Run(t *testing.T, open func(t *testing.T) registry.Store) {
 
 	t.Run("ObjectWithTTLExpiresAndIsNotListed", func(t *testing.T) {
 		st := fresh(t)
-		if _, err := st.Put(ctx, "ttl/long", []byte("stays"), registry.PutOptions{TTL: time.Hour}); err != nil {
+		if _, err := st.Put(ctx, "ttl/long", []byte("stays"), store.PutOptions{TTL: time.Hour}); err != nil {
 			t.Fatal(err)
 		}
-		rev, err := st.Put(ctx, "ttl/short", []byte("goes"), registry.PutOptions{TTL: time.Second})
+		rev, err := st.Put(ctx, "ttl/short", []byte("goes"), store.PutOptions{TTL: time.Second})
 		if err != nil {
 			t.Fatal(err)
 		}
 		deadline := time.Now().Add(30 * time.Second)
 		for {
 			_, err := st.Get(ctx, "ttl/short")
-			if errors.Is(err, registry.ErrNotFound) {
+			if errors.Is(err, store.ErrNotFound) {
 				break
 			}
 			if err != nil {
@@ -324,13 +324,13 @@ func Run(t *testing.T, open func(t *testing.T) registry.Store) {
 
 // increment adds one to the decimal counter at key with a read and a
 // compare-and-swap, retrying on conflict until ctx ends.
-func increment(ctx context.Context, st registry.Store, key string) error {
+func increment(ctx context.Context, st store.Store, key string) error {
 	for {
 		var n int
 		var expect int64
 		obj, err := st.Get(ctx, key)
 		switch {
-		case errors.Is(err, registry.ErrNotFound):
+		case errors.Is(err, store.ErrNotFound):
 		case err != nil:
 			return err
 		default:
@@ -339,17 +339,17 @@ func increment(ctx context.Context, st registry.Store, key string) error {
 			}
 			expect = obj.Revision
 		}
-		_, err = st.CompareAndSwap(ctx, key, []byte(strconv.Itoa(n+1)), expect, registry.PutOptions{})
+		_, err = st.CompareAndSwap(ctx, key, []byte(strconv.Itoa(n+1)), expect, store.PutOptions{})
 		if err == nil {
 			return nil
 		}
-		if !errors.Is(err, registry.ErrConflict) {
+		if !errors.Is(err, store.ErrConflict) {
 			return err
 		}
 	}
 }
 
-func mustGet(t *testing.T, st registry.Store, key string) registry.Object {
+func mustGet(t *testing.T, st store.Store, key string) store.Object {
 	t.Helper()
 	obj, err := st.Get(context.Background(), key)
 	if err != nil {
@@ -361,9 +361,9 @@ func mustGet(t *testing.T, st registry.Store, key string) registry.Object {
 	return obj
 }
 
-func mustCAS(t *testing.T, st registry.Store, key, value string, expect int64) int64 {
+func mustCAS(t *testing.T, st store.Store, key, value string, expect int64) int64 {
 	t.Helper()
-	rev, err := st.CompareAndSwap(context.Background(), key, []byte(value), expect, registry.PutOptions{})
+	rev, err := st.CompareAndSwap(context.Background(), key, []byte(value), expect, store.PutOptions{})
 	if err != nil {
 		t.Fatalf("CAS %s expecting %d: %v", key, expect, err)
 	}
@@ -373,7 +373,7 @@ func mustCAS(t *testing.T, st registry.Store, key, value string, expect int64) i
 	return rev
 }
 
-func objKeys(objs []registry.Object) []string {
+func objKeys(objs []store.Object) []string {
 	out := make([]string, len(objs))
 	for i, o := range objs {
 		out[i] = o.Key

@@ -1,4 +1,4 @@
-package registry
+package store
 
 import (
 	"context"
@@ -98,7 +98,7 @@ func Migrate(ctx context.Context, from, to Store, force bool) (Migration, error)
 	for _, h := range history {
 		m := h.Meta
 		m.Revision = 0
-		value, err := encodeEnvelope(m, h.Document)
+		value, err := EncodeEnvelope(m, h.Document)
 		if err != nil {
 			return res, partial(err)
 		}
@@ -107,7 +107,7 @@ func Migrate(ctx context.Context, from, to Store, force bool) (Migration, error)
 		}
 		written++
 		m.Revision = rev
-		entry, err := encodeEnvelope(m, h.Document)
+		entry, err := EncodeEnvelope(m, h.Document)
 		if err == nil {
 			_, err = to.Put(ctx, HistoryKey(rev), entry, PutOptions{})
 		}

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/wisent/stado/registry"
+	"github.com/wisent/stado/store"
 )
 
 // PasswordEnv names the environment variable the etcd password is read
@@ -95,7 +95,7 @@ func ParseURL(raw string, getenv func(string) string) (Config, error) {
 		return Config{}, fmt.Errorf("etcd store url %s: no key prefix; want etcd://HOST:PORT/PREFIX, for instance etcd://127.0.0.1:2379/stado", redactRest(rest))
 	}
 	prefix = strings.TrimSuffix(prefix, "/")
-	if err := registry.ValidateKey(prefix); err != nil {
+	if err := store.ValidateKey(prefix); err != nil {
 		return Config{}, fmt.Errorf("etcd store url: prefix: %w", err)
 	}
 	cfg.Prefix = prefix
