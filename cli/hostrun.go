@@ -12,6 +12,7 @@ import (
 
 	"github.com/wisent/stado/beacon"
 	"github.com/wisent/stado/channel"
+	"github.com/wisent/stado/declaration"
 	"github.com/wisent/stado/registry"
 	"github.com/wisent/stado/repair"
 	"github.com/wisent/stado/store"
@@ -166,5 +167,5 @@ func localManager(ctx context.Context, env *Env) (units.Manager, []string, func(
 		scope = registry.ScopeUser
 	}
 	m, closeFn, err := units.Open(ctx, runtime.GOOS, scope, home)
-	return m, []string{registry.UnitDir(runtime.GOOS, scope, home)}, closeFn, err
+	return m, []string{declaration.UnitDir(runtime.GOOS, scope, home)}, closeFn, err
 }

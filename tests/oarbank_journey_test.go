@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/wisent/stado/beacon"
+	"github.com/wisent/stado/declaration"
 	"github.com/wisent/stado/registry"
 	"github.com/wisent/stado/repair"
 	"github.com/wisent/stado/store"
@@ -303,7 +304,7 @@ func TestOarbankAgentIsDeployedAnsweredAndRestartedWithoutStoppingItsWorkload(t 
 	_, _, err = registry.Update(ctx, st, "protocol evidence", func(d *registry.Document) error {
 		tg, _ := d.Target(h1.Name)
 		s, _ := tg.Service("oarbank-agent")
-		s.Protocol = &registry.ServiceProtocol{Exec: []string{"/usr/local/bin/ob-service-protocol"}, PeriodSeconds: 1}
+		s.Protocol = &declaration.ServiceProtocol{Exec: []string{"/usr/local/bin/ob-service-protocol"}, PeriodSeconds: 1}
 		s.Env["FIXTURE_STATE"] = "/var/tmp/ob-proto"
 		return nil
 	})

@@ -1,4 +1,4 @@
-package registry
+package declaration
 
 import (
 	"fmt"
@@ -43,12 +43,12 @@ func (v *validator) protocol(sp *ServiceProtocol, p string) {
 	for i, a := range sp.Exec {
 		ap := p + ".exec[" + strconv.Itoa(i) + "]"
 		if i == 0 {
-			if msg := absCleanProblem(a); msg != "" {
+			if msg := PathProblem(a); msg != "" {
 				v.add(ap, "%s", msg)
 			}
 			continue
 		}
-		if msg := argProblem(a); msg != "" {
+		if msg := ArgProblem(a); msg != "" {
 			v.add(ap, "%s", msg)
 		}
 	}

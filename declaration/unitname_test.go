@@ -1,10 +1,11 @@
-package registry_test
+package declaration_test
 
 import (
 	"errors"
 	"strings"
 	"testing"
 
+	"github.com/wisent/stado/declaration"
 	"github.com/wisent/stado/registry"
 )
 
@@ -56,9 +57,9 @@ func TestCheckUnitNameAndCheckServiceUnit(t *testing.T) {
 			fn   func(string, string) error
 			want string
 			name string
-		}{{registry.CheckUnitName, c.name, "CheckUnitName"}, {registry.CheckServiceUnit, c.service, "CheckServiceUnit"}} {
+		}{{declaration.CheckUnitName, c.name, "CheckUnitName"}, {declaration.CheckServiceUnit, c.service, "CheckServiceUnit"}} {
 			err := check.fn(c.os, c.unit)
-			var ne *registry.NameError
+			var ne *declaration.NameError
 			switch {
 			case check.want == "" && err != nil:
 				t.Errorf("%s(%s, %q) = %v, want nil", check.name, c.os, c.unit, err)
@@ -86,24 +87,24 @@ func TestUnitDirAndDefaultUnitPath(t *testing.T) {
 		{registry.OSLinux, "global", "x.service", "", ""},
 	}
 	for _, c := range cases {
-		if got := registry.UnitDir(c.os, c.scope, "/home/ola"); got != c.dir {
+		if got := declaration.UnitDir(c.os, c.scope, "/home/ola"); got != c.dir {
 			t.Errorf("UnitDir(%s, %s) = %q, want %q", c.os, c.scope, got, c.dir)
 		}
-		if got := registry.DefaultUnitPath(c.os, c.scope, "/home/ola", c.unit); got != c.path {
+		if got := declaration.DefaultUnitPath(c.os, c.scope, "/home/ola", c.unit); got != c.path {
 			t.Errorf("DefaultUnitPath(%s, %s, %s) = %q, want %q", c.os, c.scope, c.unit, got, c.path)
 		}
 		// What stado installs, it also accepts and reads back with its scope.
 		if c.path == "" {
 			continue
 		}
-		if err := registry.CheckUnitPath(c.os, c.scope, c.unit, c.path); err != nil {
+		if err := declaration.CheckUnitPath(c.os, c.scope, c.unit, c.path); err != nil {
 			t.Errorf("CheckUnitPath of the default path %s = %v", c.path, err)
 		}
 		want := c.scope
 		if want == "" {
 			want = registry.ScopeSystem
 		}
-		if got, ok := registry.ScopeOfUnitPath(c.os, c.path); !ok || got != want {
+		if got, ok := declaration.ScopeOfUnitPath(c.os, c.path); !ok || got != want {
 			t.Errorf("ScopeOfUnitPath(%s, %s) = %q, %v; want %q", c.os, c.path, got, ok, want)
 		}
 	}
@@ -128,7 +129,7 @@ func TestScopeOfUnitPathKnowsTheSearchPaths(t *testing.T) {
 		{registry.OSLinux, "/tmp/x.service", "", false},
 	}
 	for _, c := range cases {
-		if got, ok := registry.ScopeOfUnitPath(c.os, c.path); got != c.scope || ok != c.ok {
+		if got, ok := declaration.ScopeOfUnitPath(c.os, c.path); got != c.scope || ok != c.ok {
 			t.Errorf("ScopeOfUnitPath(%s, %s) = %q, %v; want %q, %v", c.os, c.path, got, ok, c.scope, c.ok)
 		}
 	}
@@ -148,13 +149,13 @@ func TestCheckUnitPathRefusesOtherDirectoriesAndNames(t *testing.T) {
 		{"windows", registry.ScopeSystem, "a", "/a", "no unit directory"},
 	}
 	for _, c := range cases {
-		err := registry.CheckUnitPath(c.os, c.scope, c.unit, c.path)
+		err := declaration.CheckUnitPath(c.os, c.scope, c.unit, c.path)
 		if err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("CheckUnitPath(%s, %s, %s, %s) = %v, want an error saying %q", c.os, c.scope, c.unit, c.path, err, c.want)
 		}
 	}
 	// Global agents are a place a declaration may name.
-	if err := registry.CheckUnitPath(registry.OSDarwin, registry.ScopeUser, "com.x.a", "/Library/LaunchAgents/com.x.a.plist"); err != nil {
+	if err := declaration.CheckUnitPath(registry.OSDarwin, registry.ScopeUser, "com.x.a", "/Library/LaunchAgents/com.x.a.plist"); err != nil {
 		t.Errorf("global agent: %v", err)
 	}
 }
@@ -186,10 +187,10 @@ func TestCheckEnvNameAndReservedEnvName(t *testing.T) {
 		{"path", true, false},
 	}
 	for _, c := range cases {
-		if err := registry.CheckEnvName(c.name); (err == nil) != c.ok {
+		if err := declaration.CheckEnvName(c.name); (err == nil) != c.ok {
 			t.Errorf("CheckEnvName(%q) = %v, want ok=%v", c.name, err, c.ok)
 		}
-		if got := registry.ReservedEnvName(c.name); got != c.reserved {
+		if got := declaration.ReservedEnvName(c.name); got != c.reserved {
 			t.Errorf("ReservedEnvName(%q) = %v, want %v", c.name, got, c.reserved)
 		}
 	}

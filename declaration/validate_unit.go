@@ -1,4 +1,4 @@
-package registry
+package declaration
 
 import (
 	"fmt"
@@ -35,7 +35,7 @@ func (v *validator) unitSettings(s *Service, os, p string) {
 		if f.val == "" {
 			continue
 		}
-		if msg := absCleanProblem(f.val); msg != "" {
+		if msg := PathProblem(f.val); msg != "" {
 			v.add(p+"."+f.name, "%s", msg)
 		} else if strings.ContainsAny(f.val, "%$\\") && os == OSLinux {
 			v.add(p+"."+f.name, "%q holds '%%', '$' or '\\', which systemd would not read literally", f.val)
@@ -99,7 +99,7 @@ func (v *validator) unitSettings(s *Service, os, p string) {
 	}
 	linuxOnly("environment_files", len(u.EnvironmentFiles) > 0)
 	for i, f := range u.EnvironmentFiles {
-		if msg := absCleanProblem(strings.TrimPrefix(f, "-")); msg != "" {
+		if msg := PathProblem(strings.TrimPrefix(f, "-")); msg != "" {
 			v.add(at(p, "environment_files", i), "%s", msg)
 		}
 	}

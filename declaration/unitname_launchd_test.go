@@ -1,9 +1,10 @@
-package registry_test
+package declaration_test
 
 import (
 	"strings"
 	"testing"
 
+	"github.com/wisent/stado/declaration"
 	"github.com/wisent/stado/registry"
 )
 
@@ -13,7 +14,7 @@ import (
 // for a label.
 func TestLaunchdLabelsMayHoldAtSignsButNothingHostile(t *testing.T) {
 	for _, ok := range []string{"homebrew.mxcl.postgresql@14", "homebrew.mxcl.mysql@8.0", "homebrew.mxcl.python@3.11"} {
-		if err := registry.CheckServiceUnit(registry.OSDarwin, ok); err != nil {
+		if err := declaration.CheckServiceUnit(registry.OSDarwin, ok); err != nil {
 			t.Errorf("%s: %v", ok, err)
 		}
 	}
@@ -29,7 +30,7 @@ func TestLaunchdLabelsMayHoldAtSignsButNothingHostile(t *testing.T) {
 		{"-com.example.a@b", "not a reverse-DNS"},
 		{"com.example.a@`b`", "not a reverse-DNS"},
 	} {
-		err := registry.CheckUnitName(registry.OSDarwin, bad.label)
+		err := declaration.CheckUnitName(registry.OSDarwin, bad.label)
 		if err == nil || !strings.Contains(err.Error(), bad.why) {
 			t.Errorf("%q: %v, want a refusal saying %q", bad.label, err, bad.why)
 		}

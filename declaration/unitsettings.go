@@ -1,4 +1,4 @@
-package registry
+package declaration
 
 // UnitSettings are the settings of a unit beyond what it runs: where and as
 // whom, its restart policy, its dependencies, its limits and how it is
