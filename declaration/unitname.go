@@ -7,7 +7,7 @@ import (
 )
 
 // This file is the one owner of what a unit identity looks like on each OS
-// and of where unit files live per OS and scope. The registry's validation,
+// and of where unit files live per OS and scope. Service validation,
 // the catalog, rendering and parsing in units, and the channel's argument
 // checks all call these functions rather than keep their own copies.
 
