@@ -3,9 +3,8 @@ package registry
 import (
 	"fmt"
 
-	"github.com/wisent/stado/store"
-
 	"github.com/wisent/stado/declaration"
+	"github.com/wisent/stado/store"
 )
 
 // Limits of a registry document (docs/limits.md); the limits of one
