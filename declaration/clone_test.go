@@ -1,8 +1,10 @@
-package registry
+package declaration_test
 
 import (
 	"reflect"
 	"testing"
+
+	"github.com/wisent/stado/declaration"
 )
 
 // fill sets every field of v (a struct reached through a pointer) to a
@@ -60,12 +62,13 @@ func shared(a, b reflect.Value, path string) string {
 	return ""
 }
 
-func TestClonedDocumentSharesNoMemoryWithItsSource(t *testing.T) {
-	var s Service
+// A cloned declaration shares no pointer, slice or map with its source,
+// however deep: every field set, the copy's memory is all its own.
+func TestClonedServiceSharesNoMemoryWithItsSource(t *testing.T) {
+	var s declaration.Service
 	fill(reflect.ValueOf(&s).Elem())
-	d := &Document{Targets: []Target{{Name: "h", Services: []Service{s}}}}
-	c := d.Clone()
-	if p := shared(reflect.ValueOf(d.Targets[0].Services[0]), reflect.ValueOf(c.Targets[0].Services[0]), "Service"); p != "" {
-		t.Fatalf("Clone shares %s with the source; deep-copy it in Document.Clone or UnitSettings.Clone", p)
+	c := s.Clone()
+	if p := shared(reflect.ValueOf(s), reflect.ValueOf(c), "Service"); p != "" {
+		t.Fatalf("Clone shares %s with the source; deep-copy it in Service.Clone or UnitSettings.Clone", p)
 	}
 }

@@ -5,6 +5,25 @@ import (
 	"slices"
 )
 
+// Clone returns a deep copy of s: changing the copy never changes s.
+func (s Service) Clone() Service {
+	s.Args = slices.Clone(s.Args)
+	if s.Env != nil {
+		s.Env = maps.Clone(s.Env)
+	}
+	if s.KeepAlive != nil {
+		k := *s.KeepAlive
+		s.KeepAlive = &k
+	}
+	s.UnitSettings = s.UnitSettings.Clone()
+	if s.Protocol != nil {
+		sp := *s.Protocol
+		sp.Exec = slices.Clone(sp.Exec)
+		s.Protocol = &sp
+	}
+	return s
+}
+
 // Clone returns a deep copy of u: no slice, map or pointer is shared, so
 // Update's function may change a declaration's settings without touching
 // the document it was read from.
