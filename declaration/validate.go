@@ -10,7 +10,7 @@ import (
 )
 
 // Violation is one rule a declaration breaks, at the field path of the
-// rule: relative to the service ("exec_start[0]", "env.FOO") when
+// rule: relative to the service ("exec_start_pre[0]", "env.FOO") when
 // ValidateService reports it, or from the document's root
 // ("targets[2].services[0].unit") once the registry has prefixed it. An
 // empty path names the service as a whole.
@@ -57,7 +57,7 @@ func (v *validator) add(path, format string, args ...any) {
 }
 
 // charset is a set of bytes; names are checked against charsets rather
-// than regular expressions because Validate runs over every declaration of
+// than regular expressions because validation runs over every declaration of
 // a large fleet on every read-modify-write.
 type charset [256]bool
 
