@@ -5,7 +5,6 @@ go 1.26.8
 require (
 	github.com/chromedp/chromedp v0.23.1
 	github.com/coreos/go-systemd/v22 v22.7.0
-	github.com/goccy/go-json v0.12.0
 	github.com/godbus/dbus/v5 v5.1.0
 	github.com/hashicorp/go-retryablehttp v0.7.8
 	github.com/urfave/cli/v2 v2.27.7

@@ -12,6 +12,7 @@ import (
 	"github.com/wisent/stado/fleet"
 	"github.com/wisent/stado/refusal"
 	"github.com/wisent/stado/registry"
+	"github.com/wisent/stado/store"
 )
 
 // Options are one cycle's settings.
@@ -32,7 +33,7 @@ type Options struct {
 
 // Runner runs cycles against one store.
 type Runner struct {
-	Store registry.Store
+	Store store.Store
 	// Connect opens a fresh set of host connections (one for the sweep,
 	// one per host acted on) and returns the func that closes them.
 	Connect func() (fleet.Connector, func())

@@ -10,11 +10,12 @@ import (
 	"github.com/wisent/stado/channel"
 	"github.com/wisent/stado/refusal"
 	"github.com/wisent/stado/registry"
+	"github.com/wisent/stado/store"
 )
 
 // cycleStore is a file store holding a registry of 4 hosts × 2 services
 // (every host's first service stopped) and fresh beacons saying so.
-func cycleStore(t *testing.T, a registry.Autonomy) (registry.Store, channel.Connector) {
+func cycleStore(t *testing.T, a registry.Autonomy) (store.Store, channel.Connector) {
 	t.Helper()
 	st := fileStore(t)
 	now := time.Now()
@@ -29,7 +30,7 @@ func cycleStore(t *testing.T, a registry.Autonomy) (registry.Store, channel.Conn
 	}
 	for name, b := range view.Beacons {
 		raw, _ := json.Marshal(b)
-		if _, err := st.Put(ctx, registry.BeaconPrefix+name, raw, registry.PutOptions{}); err != nil {
+		if _, err := st.Put(ctx, store.BeaconPrefix+name, raw, store.PutOptions{}); err != nil {
 			t.Fatal(err)
 		}
 	}

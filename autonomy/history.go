@@ -9,11 +9,12 @@ import (
 	"time"
 
 	"github.com/wisent/stado/registry"
+	"github.com/wisent/stado/store"
 )
 
 // CyclePrefix is where cycles are kept, one object each, keyed by their
 // start so a listing runs oldest first.
-const CyclePrefix = registry.AutonomyPrefix + "cycles/"
+const CyclePrefix = store.AutonomyPrefix + "cycles/"
 
 // HistoryLimit is how many cycles the store keeps; saving one more removes
 // the oldest.
@@ -80,7 +81,7 @@ func cycleKey(start time.Time) string {
 // Save stores c under its start and removes the oldest cycles beyond
 // limit (HistoryLimit when limit <= 0). The cycle is written before any is
 // removed; a failed removal is returned but leaves c stored.
-func Save(ctx context.Context, st registry.Store, c *Cycle, limit int) error {
+func Save(ctx context.Context, st store.Store, c *Cycle, limit int) error {
 	if limit <= 0 {
 		limit = HistoryLimit
 	}
@@ -95,7 +96,7 @@ func Save(ctx context.Context, st registry.Store, c *Cycle, limit int) error {
 	if err != nil {
 		return fmt.Errorf("record the cycle: %w", err)
 	}
-	if _, err := st.Put(ctx, CyclePrefix+c.ID, b, registry.PutOptions{}); err != nil {
+	if _, err := st.Put(ctx, CyclePrefix+c.ID, b, store.PutOptions{}); err != nil {
 		return fmt.Errorf("record the cycle: %w", err)
 	}
 	keys, err := listKeys(ctx, st)
@@ -103,7 +104,7 @@ func Save(ctx context.Context, st registry.Store, c *Cycle, limit int) error {
 		return err
 	}
 	for len(keys) > limit {
-		if err := st.Delete(ctx, keys[0]); err != nil && !errors.Is(err, registry.ErrNotFound) {
+		if err := st.Delete(ctx, keys[0]); err != nil && !errors.Is(err, store.ErrNotFound) {
 			return fmt.Errorf("trim the cycle history: %w", err)
 		}
 		keys = keys[1:]
@@ -111,7 +112,7 @@ func Save(ctx context.Context, st registry.Store, c *Cycle, limit int) error {
 	return nil
 }
 
-func listKeys(ctx context.Context, st registry.Store) ([]string, error) {
+func listKeys(ctx context.Context, st store.Store) ([]string, error) {
 	objs, err := st.List(ctx, CyclePrefix)
 	if err != nil {
 		return nil, fmt.Errorf("list the cycle history: %w", err)
@@ -126,7 +127,7 @@ func listKeys(ctx context.Context, st registry.Store) ([]string, error) {
 // History returns the newest n cycles (every one when n <= 0), newest
 // first. A record that does not decode is returned as a cycle carrying
 // only its ID and the decode error. An empty history is no error.
-func History(ctx context.Context, st registry.Store, n int) ([]Cycle, error) {
+func History(ctx context.Context, st store.Store, n int) ([]Cycle, error) {
 	objs, err := st.List(ctx, CyclePrefix)
 	if err != nil {
 		return nil, fmt.Errorf("read the cycle history: %w", err)

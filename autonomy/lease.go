@@ -12,11 +12,11 @@ import (
 	"time"
 
 	"github.com/wisent/stado/refusal"
-	"github.com/wisent/stado/registry"
+	"github.com/wisent/stado/store"
 )
 
 // LeaseKey is the store key of the enforcer's lease.
-const LeaseKey = registry.AutonomyPrefix + "lease"
+const LeaseKey = store.AutonomyPrefix + "lease"
 
 // DefaultLeaseTTL is how long a lease outlives its holder's last renewal.
 const DefaultLeaseTTL = 30 * time.Second
@@ -57,7 +57,7 @@ func (e *LeaseHeldError) RefusalCode() refusal.Code { return CodeLeaseHeld }
 // holder that dies (SIGKILL included) loses it when the TTL runs out. Its
 // methods are safe for concurrent use.
 type Lease struct {
-	st     registry.Store
+	st     store.Store
 	holder Holder
 	ttl    time.Duration
 
@@ -84,7 +84,7 @@ func NewHolder(now time.Time, ttl time.Duration) Holder {
 // renewed every third of its TTL until Release; a renewal that finds the
 // lease gone or taken calls lost (if not nil) once, with the cause, and
 // renews no more. Other errors are the store's.
-func Acquire(ctx context.Context, st registry.Store, h Holder, lost func(error)) (*Lease, error) {
+func Acquire(ctx context.Context, st store.Store, h Holder, lost func(error)) (*Lease, error) {
 	ttl := time.Duration(h.TTLSeconds * float64(time.Second))
 	if ttl < MinLeaseTTL {
 		return nil, refusal.New(refusal.Usage, "a lease TTL of %s is shorter than %s", ttl, MinLeaseTTL)
@@ -93,8 +93,8 @@ func Acquire(ctx context.Context, st registry.Store, h Holder, lost func(error))
 	if err != nil {
 		return nil, err
 	}
-	rev, err := st.CompareAndSwap(ctx, LeaseKey, value, 0, registry.PutOptions{TTL: ttl})
-	if errors.Is(err, registry.ErrConflict) {
+	rev, err := st.CompareAndSwap(ctx, LeaseKey, value, 0, store.PutOptions{TTL: ttl})
+	if errors.Is(err, store.ErrConflict) {
 		cur, rerr := CurrentHolder(ctx, st)
 		if rerr == nil && cur != nil {
 			return nil, &LeaseHeldError{Holder: *cur}
@@ -125,10 +125,10 @@ func (l *Lease) keepAlive(lost func(error)) {
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), l.ttl/3)
 		l.mu.Lock()
-		rev, err := l.st.CompareAndSwap(ctx, LeaseKey, value, l.rev, registry.PutOptions{TTL: l.ttl})
+		rev, err := l.st.CompareAndSwap(ctx, LeaseKey, value, l.rev, store.PutOptions{TTL: l.ttl})
 		if err == nil {
 			l.rev = rev
-		} else if errors.Is(err, registry.ErrConflict) {
+		} else if errors.Is(err, store.ErrConflict) {
 			l.lost = fmt.Errorf("the autonomy lease was lost: %w", err)
 		}
 		lostErr := l.lost
@@ -168,7 +168,7 @@ func (l *Lease) Release(ctx context.Context) error {
 		return nil
 	}
 	cur, err := l.st.Get(ctx, LeaseKey)
-	if errors.Is(err, registry.ErrNotFound) {
+	if errors.Is(err, store.ErrNotFound) {
 		return nil
 	}
 	if err != nil {
@@ -177,16 +177,16 @@ func (l *Lease) Release(ctx context.Context) error {
 	if cur.Revision != l.rev {
 		return nil // someone else's by now
 	}
-	if err := l.st.Delete(ctx, LeaseKey); err != nil && !errors.Is(err, registry.ErrNotFound) {
+	if err := l.st.Delete(ctx, LeaseKey); err != nil && !errors.Is(err, store.ErrNotFound) {
 		return fmt.Errorf("release the autonomy lease: %w", err)
 	}
 	return nil
 }
 
 // CurrentHolder reads the lease record: nil when no enforcer holds it.
-func CurrentHolder(ctx context.Context, st registry.Store) (*Holder, error) {
+func CurrentHolder(ctx context.Context, st store.Store) (*Holder, error) {
 	obj, err := st.Get(ctx, LeaseKey)
-	if errors.Is(err, registry.ErrNotFound) {
+	if errors.Is(err, store.ErrNotFound) {
 		return nil, nil
 	}
 	if err != nil {

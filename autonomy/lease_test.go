@@ -8,15 +8,15 @@ import (
 	"testing"
 	"time"
 
-	"github.com/wisent/stado/registry"
+	"github.com/wisent/stado/store"
 	etcdtest "github.com/wisent/stado/tests/etcd"
 
-	_ "github.com/wisent/stado/registry/etcdstore"
+	_ "github.com/wisent/stado/store/etcdstore"
 )
 
-func fileStore(t *testing.T) registry.Store {
+func fileStore(t *testing.T) store.Store {
 	t.Helper()
-	st, err := registry.OpenFileStore(t.TempDir())
+	st, err := store.OpenFileStore(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -34,8 +34,8 @@ func TestLeaseOnEtcd(t *testing.T) {
 	for _, e := range c.Endpoints() {
 		eps = append(eps, strings.TrimPrefix(e, "http://"))
 	}
-	open := func() registry.Store {
-		st, err := registry.Open(context.Background(), fmt.Sprintf("etcd://%s/lease-test", strings.Join(eps, ",")))
+	open := func() store.Store {
+		st, err := store.Open(context.Background(), fmt.Sprintf("etcd://%s/lease-test", strings.Join(eps, ",")))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -50,7 +50,7 @@ func TestLeaseOnEtcd(t *testing.T) {
 // first; the holder's renewals keep it past its TTL; released, it is free;
 // a holder that stops renewing (as a SIGKILLed one does) loses it once its
 // TTL has run out.
-func leaseBehaviour(t *testing.T, st1, st2 registry.Store) {
+func leaseBehaviour(t *testing.T, st1, st2 store.Store) {
 	ctx := context.Background()
 	ttl := MinLeaseTTL
 	a := NewHolder(time.Now(), ttl)

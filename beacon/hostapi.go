@@ -14,6 +14,7 @@ import (
 	"github.com/wisent/stado/catalog"
 	"github.com/wisent/stado/refusal"
 	"github.com/wisent/stado/registry"
+	"github.com/wisent/stado/store"
 )
 
 // The host process's HTTP API beside its passes: GET /healthz, and GET
@@ -41,7 +42,7 @@ type ReleaseAbsence struct {
 // for its stado declaration on this host, else the catalog's port of the
 // stado product, at the target's address. "" when the registry cannot be
 // read or declares no stado service on host.
-func ListenAddress(ctx context.Context, st registry.Store, host string) string {
+func ListenAddress(ctx context.Context, st store.Store, host string) string {
 	doc, _, err := registry.Load(ctx, st)
 	if err != nil {
 		return ""
@@ -127,17 +128,17 @@ func (r *Runner) APIHandler() http.Handler {
 			writeJSON(w, code, map[string]any{"kind": "stado.release.object", "error": machine, "uri": uri, "message": msg})
 		}
 		name, ok := strings.CutPrefix(uri, "stado://releases/")
-		if !ok || name == "" || registry.ValidateKey(registry.ReleasePrefix+name) != nil {
+		if !ok || name == "" || store.ValidateKey(store.ReleasePrefix+name) != nil {
 			refused(http.StatusBadRequest, "bad_uri", "want uri=stado://releases/NAME")
 			return
 		}
-		obj, err := r.Store.Get(req.Context(), registry.ReleasePrefix+name)
+		obj, err := r.Store.Get(req.Context(), store.ReleasePrefix+name)
 		switch {
-		case errors.Is(err, registry.ErrNotFound) && name == ProbeRelease:
+		case errors.Is(err, store.ErrNotFound) && name == ProbeRelease:
 			// the store read and answered: the question is answered
 			writeJSON(w, http.StatusOK, ReleaseAbsence{Kind: "stado.release.object", URI: uri, Present: false,
 				Message: "the store was read and holds no such object: the probe object is never published"})
-		case errors.Is(err, registry.ErrNotFound):
+		case errors.Is(err, store.ErrNotFound):
 			refused(http.StatusNotFound, string(refusal.NotFound), "no such release object")
 		case err != nil:
 			refused(http.StatusServiceUnavailable, "store_unreadable", err.Error())

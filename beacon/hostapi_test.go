@@ -12,11 +12,12 @@ import (
 	"time"
 
 	"github.com/wisent/stado/registry"
+	"github.com/wisent/stado/store"
 )
 
-func apiStore(t *testing.T, doc *registry.Document) registry.Store {
+func apiStore(t *testing.T, doc *registry.Document) store.Store {
 	t.Helper()
-	st, err := registry.Open(context.Background(), "file://"+t.TempDir())
+	st, err := store.Open(context.Background(), "file://"+t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -48,7 +49,7 @@ func TestListenAddressFollowsTheDirectoryThenTheCatalog(t *testing.T) {
 	}
 	// no stado declaration, no such host, no registry: no listener
 	for _, c := range []struct {
-		st   registry.Store
+		st   store.Store
 		host string
 	}{{apiStore(t, doc), "h2"}, {apiStore(t, doc), "h9"}, {apiStore(t, nil), "h1"}} {
 		if addr := ListenAddress(ctx, c.st, c.host); addr != "" {
@@ -59,7 +60,7 @@ func TestListenAddressFollowsTheDirectoryThenTheCatalog(t *testing.T) {
 
 func TestAPIHandlerServesReleaseObjectsFromTheStore(t *testing.T) {
 	st := apiStore(t, nil)
-	if _, err := st.Put(context.Background(), registry.ReleasePrefix+"brama/1.2.0", []byte("bytes"), registry.PutOptions{}); err != nil {
+	if _, err := st.Put(context.Background(), store.ReleasePrefix+"brama/1.2.0", []byte("bytes"), store.PutOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	srv := httptest.NewServer((&Runner{Host: "h1", Store: st, Version: "v"}).APIHandler())
@@ -108,18 +109,18 @@ func TestServeAPIRecordsAListenerItCannotOpen(t *testing.T) {
 // gatedStore is a store whose Get of a release either fails or blocks until
 // its request ends, as a store holding every read does.
 type gatedStore struct {
-	registry.Store
+	store.Store
 	fail  error
 	block bool
 }
 
-func (g *gatedStore) Get(ctx context.Context, key string) (registry.Object, error) {
+func (g *gatedStore) Get(ctx context.Context, key string) (store.Object, error) {
 	if g.block {
 		<-ctx.Done()
-		return registry.Object{}, ctx.Err()
+		return store.Object{}, ctx.Err()
 	}
 	if g.fail != nil {
-		return registry.Object{}, g.fail
+		return store.Object{}, g.fail
 	}
 	return g.Store.Get(ctx, key)
 }
@@ -129,7 +130,7 @@ func (g *gatedStore) Get(ctx context.Context, key string) (registry.Object, erro
 // and a read that hangs leaves the question unanswered.
 func TestProbeObjectAbsenceIsASuccessfulAnswerOnlyAfterTheStoreWasRead(t *testing.T) {
 	probe := "/api/release/object?uri=stado://releases/" + ProbeRelease
-	get := func(st registry.Store, timeout time.Duration) (int, string, error) {
+	get := func(st store.Store, timeout time.Duration) (int, string, error) {
 		srv := httptest.NewServer((&Runner{Host: "h1", Store: st}).APIHandler())
 		defer srv.Close()
 		c := &http.Client{Timeout: timeout}

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/wisent/stado/registry"
+	"github.com/wisent/stado/store"
 )
 
 // Observer reads unit state on this host. The units package's Manager is
@@ -88,7 +89,7 @@ func (c Config) withDefaults() Config {
 // Runner composes and publishes this host's beacon, pass after pass.
 type Runner struct {
 	Host         string
-	Store        registry.Store
+	Store        store.Store
 	Observer     Observer
 	Contributors []Contributor
 	Config       Config
@@ -195,11 +196,11 @@ func (r *Runner) RunPass(ctx context.Context) (*Beacon, error) {
 	switch {
 	case err == nil:
 		r.lastDoc = doc
-	case errors.Is(err, registry.ErrNotFound):
+	case errors.Is(err, store.ErrNotFound):
 		doc = &registry.Document{Version: 1}
 		r.lastDoc = doc
 	default:
-		p.Refuse("registry_unreadable", registry.RegistryKey, "read registry: %v", err)
+		p.Refuse("registry_unreadable", store.RegistryKey, "read registry: %v", err)
 		doc = r.lastDoc // the last document read, if any
 	}
 	p.Document = doc
@@ -215,7 +216,7 @@ func (r *Runner) RunPass(ctx context.Context) (*Beacon, error) {
 	}
 	r.checkIdentity(ctx, p)
 	if err := r.publish(ctx, b, cfg); err != nil {
-		ref := Refusal{Code: "store_unwritable", Subject: registry.BeaconPrefix + r.Host, Message: err.Error()}
+		ref := Refusal{Code: "store_unwritable", Subject: store.BeaconPrefix + r.Host, Message: err.Error()}
 		r.mu.Lock()
 		r.pending = append(r.pending, ref)
 		r.mu.Unlock()
@@ -285,7 +286,7 @@ func (r *Runner) observe(ctx context.Context, p *Pass) {
 // checkIdentity warns when another machine publishes as this host: a
 // fresh beacon under our key from another identity.
 func (r *Runner) checkIdentity(ctx context.Context, p *Pass) {
-	obj, err := r.Store.Get(ctx, registry.BeaconPrefix+r.Host)
+	obj, err := r.Store.Get(ctx, store.BeaconPrefix+r.Host)
 	if err != nil {
 		return
 	}
@@ -308,8 +309,8 @@ func (r *Runner) publish(ctx context.Context, b *Beacon, cfg Config) error {
 	if err != nil {
 		return fmt.Errorf("encode beacon: %w", err)
 	}
-	if _, err := r.Store.Put(ctx, registry.BeaconPrefix+r.Host, data, registry.PutOptions{TTL: cfg.TTL}); err != nil {
-		return fmt.Errorf("publish beacon %s: %w", registry.BeaconPrefix+r.Host, err)
+	if _, err := r.Store.Put(ctx, store.BeaconPrefix+r.Host, data, store.PutOptions{TTL: cfg.TTL}); err != nil {
+		return fmt.Errorf("publish beacon %s: %w", store.BeaconPrefix+r.Host, err)
 	}
 	return nil
 }

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/wisent/stado/registry"
+	"github.com/wisent/stado/store"
 )
 
 // staticObserver stands in for the init system (which only runs in the
@@ -36,11 +37,11 @@ func (o staticObserver) LastLine(_ context.Context, unit string) (string, error)
 
 // failingPuts wraps a real store and refuses writes while fail is set.
 type failingPuts struct {
-	registry.Store
+	store.Store
 	fail bool
 }
 
-func (f *failingPuts) Put(ctx context.Context, key string, v []byte, o registry.PutOptions) (int64, error) {
+func (f *failingPuts) Put(ctx context.Context, key string, v []byte, o store.PutOptions) (int64, error) {
 	if f.fail {
 		return 0, errors.New("disk full")
 	}
@@ -81,7 +82,7 @@ func TestPassReportsDeclaredAndUndeclaredUnitsAndCallsContributors(t *testing.T)
 	if b.Units[0].Answering == nil || b.Units[1].LastStderr != "last words of old.service" {
 		t.Fatalf("units %+v", b.Units)
 	}
-	obj, err := st.Get(context.Background(), registry.BeaconPrefix+"host1")
+	obj, err := st.Get(context.Background(), store.BeaconPrefix+"host1")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -228,7 +229,7 @@ func TestRunRunsAPassPerTickOfTheInjectedTicker(t *testing.T) {
 }
 
 // waitForPass polls the store until host1's beacon reaches pass n.
-func waitForPass(t *testing.T, st registry.Store, n int64) Beacon {
+func waitForPass(t *testing.T, st store.Store, n int64) Beacon {
 	t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
 	for {
@@ -243,9 +244,9 @@ func waitForPass(t *testing.T, st registry.Store, n int64) Beacon {
 	}
 }
 
-func readBeacon(st registry.Store) (Beacon, error) {
+func readBeacon(st store.Store) (Beacon, error) {
 	var b Beacon
-	obj, err := st.Get(context.Background(), registry.BeaconPrefix+"host1")
+	obj, err := st.Get(context.Background(), store.BeaconPrefix+"host1")
 	if err != nil {
 		return b, err
 	}

@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/wisent/stado/declaration"
 	"github.com/wisent/stado/registry"
 	"github.com/wisent/stado/svcproto"
 )
@@ -187,7 +188,7 @@ func protocolError(err error) *svcproto.Error {
 	return &svcproto.Error{Cause: err.Error()}
 }
 
-func protocolKey(p *registry.ServiceProtocol) string {
+func protocolKey(p *declaration.ServiceProtocol) string {
 	k := ""
 	for _, a := range p.Exec {
 		k += a + "\x00"

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/wisent/stado/declaration"
 	"github.com/wisent/stado/registry"
 	"github.com/wisent/stado/svcproto"
 )
@@ -49,7 +50,7 @@ func protocolPass(t *testing.T, e *ProtocolEvidence, svc registry.Service) *Prot
 func declaredWithProtocol(t *testing.T, state string) registry.Service {
 	return registry.Service{Name: "worker", Unit: "worker.service", Program: "/usr/local/bin/worker",
 		Env:      map[string]string{"FIXTURE_STATE": state},
-		Protocol: &registry.ServiceProtocol{Exec: []string{protocolFixture(t)}, PeriodSeconds: 10}}
+		Protocol: &declaration.ServiceProtocol{Exec: []string{protocolFixture(t)}, PeriodSeconds: 10}}
 }
 
 func writeState(t *testing.T, dir, name, content string) {
@@ -126,7 +127,7 @@ func TestASlowExecutableNeverHoldsThePass(t *testing.T) {
 		return []byte(`{"running":true,"ready":true}`), nil
 	}}
 	defer e.Close()
-	svc := registry.Service{Name: "worker", Unit: "worker.service", Protocol: &registry.ServiceProtocol{Exec: []string{"/x"}}}
+	svc := registry.Service{Name: "worker", Unit: "worker.service", Protocol: &declaration.ServiceProtocol{Exec: []string{"/x"}}}
 	done := make(chan struct{})
 	go func() {
 		protocolPass(t, e, svc)

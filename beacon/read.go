@@ -10,13 +10,14 @@ import (
 	"time"
 
 	"github.com/wisent/stado/registry"
+	"github.com/wisent/stado/store"
 )
 
 // View is the read half's picture of the fleet: the registry joined with
 // the latest beacon of every host. It never opens a connection to a host.
 type View struct {
 	Document *registry.Document
-	Meta     registry.Meta
+	Meta     store.Meta
 	// Beacons by host name; a host without one never published (or its
 	// beacon expired).
 	Beacons map[string]*Beacon
@@ -28,18 +29,18 @@ type View struct {
 }
 
 // LoadView reads the registry and every beacon from st. A store without a
-// registry is an error wrapping registry.ErrNotFound: a failed or mistaken
+// registry is an error wrapping store.ErrNotFound: a failed or mistaken
 // read never shows as a fleet with nothing declared. The stored document
 // is validated as a push validates it, because the store can be changed
 // behind stado's back: an invalid one is an error wrapping the
 // *registry.ValidationError, and nothing of it is shown.
-func LoadView(ctx context.Context, st registry.Store, now time.Time, staleAfter time.Duration) (*View, error) {
+func LoadView(ctx context.Context, st store.Store, now time.Time, staleAfter time.Duration) (*View, error) {
 	v := &View{Beacons: map[string]*Beacon{}, Unreadable: map[string]string{}, Now: now, StaleAfter: staleAfter}
 	// The registry and the beacons are read and decoded side by side: at
 	// fleet size each is hundreds of milliseconds of decoding.
 	type loaded struct {
 		doc  *registry.Document
-		meta registry.Meta
+		meta store.Meta
 		err  error
 	}
 	reg := make(chan loaded, 1)
@@ -58,8 +59,8 @@ func LoadView(ctx context.Context, st registry.Store, now time.Time, staleAfter 
 	// Each beacon is decoded as it is read, on every processor the
 	// process may use, from a buffer its reader reuses.
 	var mu sync.Mutex
-	listErr := registry.Visit(ctx, st, registry.BeaconPrefix, runtime.GOMAXPROCS(0), func(o registry.Object) {
-		host := strings.TrimPrefix(o.Key, registry.BeaconPrefix)
+	listErr := store.Visit(ctx, st, store.BeaconPrefix, runtime.GOMAXPROCS(0), func(o store.Object) {
+		host := strings.TrimPrefix(o.Key, store.BeaconPrefix)
 		b, err := DecodeBeacon(host, o.Value)
 		mu.Lock()
 		defer mu.Unlock()

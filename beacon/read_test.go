@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/wisent/stado/registry"
+	"github.com/wisent/stado/store"
 )
 
 var t0 = time.Date(2026, 12, 2, 10, 0, 0, 0, time.UTC)
@@ -32,9 +33,9 @@ func fleet() *registry.Document {
 	}
 }
 
-func newStore(t *testing.T) registry.Store {
+func newStore(t *testing.T) store.Store {
 	t.Helper()
-	st, err := registry.OpenFileStore(t.TempDir())
+	st, err := store.OpenFileStore(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -42,18 +43,18 @@ func newStore(t *testing.T) registry.Store {
 	return st
 }
 
-func publish(t *testing.T, st registry.Store, b Beacon) {
+func publish(t *testing.T, st store.Store, b Beacon) {
 	t.Helper()
 	b.Kind, b.Version = Kind, FormatVersion
 	data, _ := json.Marshal(b)
-	if _, err := st.Put(context.Background(), registry.BeaconPrefix+b.Host, data, registry.PutOptions{}); err != nil {
+	if _, err := st.Put(context.Background(), store.BeaconPrefix+b.Host, data, store.PutOptions{}); err != nil {
 		t.Fatal(err)
 	}
 }
 
 func exit(n int) *int { return &n }
 
-func seeded(t *testing.T) registry.Store {
+func seeded(t *testing.T) store.Store {
 	st := newStore(t)
 	if _, err := registry.Push(context.Background(), st, fleet(), 0, "test"); err != nil {
 		t.Fatal(err)
@@ -166,7 +167,7 @@ func TestHealthCountsVerdictsPerHost(t *testing.T) {
 
 func TestUnreadableBeaconMakesItsHostUnknown(t *testing.T) {
 	st := seeded(t)
-	if _, err := st.Put(context.Background(), registry.BeaconPrefix+"host1", []byte("{not json"), registry.PutOptions{}); err != nil {
+	if _, err := st.Put(context.Background(), store.BeaconPrefix+"host1", []byte("{not json"), store.PutOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	v, _ := LoadView(context.Background(), st, t0, 0)

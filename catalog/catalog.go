@@ -149,12 +149,9 @@ func (p *Product) Declaration(os, scope string) registry.Service {
 	return s
 }
 
-// cloneSettings deep-copies the settings through the registry's own clone,
-// so a declaration never shares slices or maps with the catalog.
-func cloneSettings(us registry.UnitSettings) registry.UnitSettings {
-	d := &registry.Document{Targets: []registry.Target{{Services: []registry.Service{{UnitSettings: us}}}}}
-	return d.Clone().Targets[0].Services[0].UnitSettings
-}
+// cloneSettings deep-copies the settings (declaration's own clone), so a
+// declaration never shares slices or maps with the catalog.
+func cloneSettings(us registry.UnitSettings) registry.UnitSettings { return us.Clone() }
 
 // Catalog is the merged catalog: products, the fixed recovery list and the
 // repair steps. A *Catalog is immutable once built and safe for concurrent

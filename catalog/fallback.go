@@ -5,6 +5,7 @@ import (
 	"errors"
 
 	"github.com/wisent/stado/registry"
+	"github.com/wisent/stado/store"
 )
 
 // OrShipped returns c, or the shipped catalog when c is nil. It is the one
@@ -23,7 +24,7 @@ func OrShipped(c *Catalog) *Catalog {
 // catalog that breaks a rule is never silently ignored: its
 // *registry.ValidationError is returned with a nil catalog. It reads one key
 // and writes nothing.
-func LoadOrShipped(ctx context.Context, st registry.Store) (*Catalog, error) {
+func LoadOrShipped(ctx context.Context, st store.Store) (*Catalog, error) {
 	if st == nil {
 		return Shipped(), nil
 	}

@@ -6,11 +6,12 @@ import (
 	"testing"
 
 	"github.com/wisent/stado/registry"
+	"github.com/wisent/stado/store"
 )
 
-func openStore(t *testing.T) registry.Store {
+func openStore(t *testing.T) store.Store {
 	t.Helper()
-	st, err := registry.Open(t.Context(), "file://"+t.TempDir())
+	st, err := store.Open(t.Context(), "file://"+t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -34,7 +35,7 @@ func TestLoadMergesTheSiteDocumentAtItsRevision(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rev, err := st.CompareAndSwap(t.Context(), registry.CatalogKey, data, 0, registry.PutOptions{})
+	rev, err := st.CompareAndSwap(t.Context(), store.CatalogKey, data, 0, store.PutOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -56,7 +57,7 @@ func TestLoadMergesTheSiteDocumentAtItsRevision(t *testing.T) {
 func TestLoadRefusesAnInvalidSiteDocumentNamingTheField(t *testing.T) {
 	st := openStore(t)
 	bad := []byte(`{"version":1,"products":[{"name":"x","units":{"systemd":"x.service"},"program":"/bin/x","answering":{"method":"get","path":"/"}}]}`)
-	if _, err := st.Put(t.Context(), registry.CatalogKey, bad, registry.PutOptions{}); err != nil {
+	if _, err := st.Put(t.Context(), store.CatalogKey, bad, store.PutOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	_, err := Load(t.Context(), st)

@@ -10,6 +10,7 @@ import (
 	"sync"
 
 	"github.com/wisent/stado/registry"
+	"github.com/wisent/stado/store"
 )
 
 //go:embed data/products.json
@@ -146,19 +147,19 @@ func ValidateSite(data []byte, source string) (*Catalog, error) {
 }
 
 // Load returns the shipped catalog merged with the site catalog document
-// stored at registry.CatalogKey. An absent key yields the shipped catalog
+// stored at store.CatalogKey. An absent key yields the shipped catalog
 // alone; a document that breaks a rule yields a *registry.ValidationError
 // naming each field path; a store failure is returned wrapped. It reads one
 // key and writes nothing.
-func Load(ctx context.Context, st registry.Store) (*Catalog, error) {
-	obj, err := st.Get(ctx, registry.CatalogKey)
-	if errors.Is(err, registry.ErrNotFound) {
+func Load(ctx context.Context, st store.Store) (*Catalog, error) {
+	obj, err := st.Get(ctx, store.CatalogKey)
+	if errors.Is(err, store.ErrNotFound) {
 		return Shipped(), nil
 	}
 	if err != nil {
-		return nil, fmt.Errorf("read site catalog %s: %w", registry.CatalogKey, err)
+		return nil, fmt.Errorf("read site catalog %s: %w", store.CatalogKey, err)
 	}
-	source := fmt.Sprintf("site catalog %s (revision %d)", registry.CatalogKey, obj.Revision)
+	source := fmt.Sprintf("site catalog %s (revision %d)", store.CatalogKey, obj.Revision)
 	m, err := ValidateSite(obj.Value, source)
 	if err != nil {
 		return nil, err

@@ -8,6 +8,7 @@ import (
 
 	"gopkg.in/yaml.v3"
 
+	"github.com/wisent/stado/declaration"
 	"github.com/wisent/stado/registry"
 )
 
@@ -223,7 +224,7 @@ func (c *checker) units(n *yaml.Node, p string, u *Units) {
 	}
 	if v, ok := f["systemd"]; ok {
 		if s, ok := c.str(v, join(p, "systemd")); ok {
-			if err := registry.CheckServiceUnit(registry.OSLinux, s); err != nil {
+			if err := declaration.CheckServiceUnit(registry.OSLinux, s); err != nil {
 				c.add(join(p, "systemd"), v, "%s", err)
 			}
 			u.Systemd = s
@@ -231,7 +232,7 @@ func (c *checker) units(n *yaml.Node, p string, u *Units) {
 	}
 	if v, ok := f["launchd"]; ok {
 		if s, ok := c.str(v, join(p, "launchd")); ok {
-			if err := registry.CheckServiceUnit(registry.OSDarwin, s); err != nil {
+			if err := declaration.CheckServiceUnit(registry.OSDarwin, s); err != nil {
 				c.add(join(p, "launchd"), v, "%s", err)
 			}
 			u.Launchd = s
@@ -290,7 +291,7 @@ func (c *checker) envList(n *yaml.Node, p string) []EnvVar {
 		if v, ok := f["name"]; !ok {
 			c.add(join(ip, "name"), it, "missing")
 		} else if s, ok := c.str(v, join(ip, "name")); ok {
-			switch err := registry.CheckEnvName(s); {
+			switch err := declaration.CheckEnvName(s); {
 			case err != nil:
 				c.add(join(ip, "name"), v, "%s", err)
 			case seen[s]:
@@ -330,10 +331,10 @@ func (c *checker) step(n *yaml.Node, p, name, origin string) *RepairStep {
 			seen := map[string]bool{}
 			for i, s := range needs {
 				ip := index(join(p, "needs"), i)
-				switch err := registry.CheckEnvName(s); {
+				switch err := declaration.CheckEnvName(s); {
 				case err != nil:
 					c.add(ip, v.Content[i], "%s", err)
-				case registry.ReservedEnvName(s):
+				case declaration.ReservedEnvName(s):
 					// needs come from the caller over the channel, which
 					// refuses these names: a step needing one never runs.
 					c.add(ip, v.Content[i], "%s may not be handed to a repair step by its caller", s)
@@ -391,7 +392,7 @@ func (c *checker) payload(n *yaml.Node, p string, needs []string) *Payload {
 		pl.Env = map[string]string{}
 		for i, k := range keys {
 			kp := keyPath(join(p, "env"), k.Value)
-			if err := registry.CheckEnvName(k.Value); err != nil {
+			if err := declaration.CheckEnvName(k.Value); err != nil {
 				c.add(kp, k, "%s", err)
 				continue
 			}

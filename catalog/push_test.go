@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/wisent/stado/registry"
+	"github.com/wisent/stado/store"
 )
 
 func TestPushWritesAValidSiteCatalogWithACompareAndSwap(t *testing.T) {
@@ -17,7 +18,7 @@ func TestPushWritesAValidSiteCatalogWithACompareAndSwap(t *testing.T) {
 		t.Fatalf("push: %v, revision %d", err, rev)
 	}
 	// a stale expected revision is a conflict
-	if _, _, err := Push(ctx, st, good, "good.yaml", 0); !errors.Is(err, registry.ErrConflict) {
+	if _, _, err := Push(ctx, st, good, "good.yaml", 0); !errors.Is(err, store.ErrConflict) {
 		t.Fatalf("stale push: %v, want a conflict", err)
 	}
 	// an invalid document is refused and nothing is written

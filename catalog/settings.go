@@ -7,6 +7,7 @@ import (
 
 	"gopkg.in/yaml.v3"
 
+	"github.com/wisent/stado/declaration"
 	"github.com/wisent/stado/registry"
 )
 
@@ -35,9 +36,9 @@ func (s *Settings) For(os string) *registry.UnitSettings {
 }
 
 // settings reads a product's settings block: each init system's mapping is
-// decoded strictly into registry.UnitSettings and validated by the
-// registry's own rules for that init system, so a product cannot carry what
-// a declaration could not.
+// decoded strictly into declaration.UnitSettings and validated by
+// declaration.ValidateService for that init system, so a product cannot
+// carry what a declaration could not.
 func (c *checker) settings(n *yaml.Node, p string) *Settings {
 	f := c.mapping(n, p, "systemd", "launchd")
 	if f == nil {
@@ -68,20 +69,15 @@ func (c *checker) settings(n *yaml.Node, p string) *Settings {
 			c.add(sp, v, "%s", decodeProblem(err))
 			continue
 		}
-		// validate as the declaration of a one-target document would be
-		svc := registry.Service{Name: "catalog-check", Unit: sys.unit, Program: "/bin/true", UnitSettings: us}
-		doc := &registry.Document{Version: 1, Targets: []registry.Target{{Name: "catalog-check", OS: sys.os, Services: []registry.Service{svc}}}}
-		if sys.os == registry.OSDarwin {
-			doc.Targets[0].LaunchdDomain = "system"
-		}
-		if err := registry.Validate(doc); err != nil {
-			if ve, ok := err.(*registry.ValidationError); ok {
-				for _, viol := range ve.Violations {
-					field := strings.TrimPrefix(viol.Path, "targets[0].services[0].")
-					c.add(join(sp, field), v, "%s", viol.Message)
+		// validate as a declaration of this init system would be
+		svc := declaration.Service{Name: "catalog-check", Unit: sys.unit, Program: "/bin/true", UnitSettings: us}
+		if vs := declaration.ValidateService(&svc, sys.os); len(vs) > 0 {
+			for _, viol := range vs {
+				at := sp
+				if viol.Path != "" {
+					at = join(sp, viol.Path)
 				}
-			} else {
-				c.add(sp, v, "%v", err)
+				c.add(at, v, "%s", viol.Message)
 			}
 			continue
 		}
@@ -102,7 +98,7 @@ func decodeProblem(err error) string {
 		if _, rest, ok := strings.Cut(e, ": "); ok && strings.HasPrefix(e, "line ") {
 			e = rest
 		}
-		e = strings.Replace(e, " in type registry.UnitSettings", "", 1)
+		e = strings.Replace(e, " in type declaration.UnitSettings", "", 1)
 		out = append(out, e)
 	}
 	return strings.Join(out, "; ")

@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/wisent/stado/declaration"
 	"github.com/wisent/stado/registry"
 )
 
@@ -337,9 +338,9 @@ var (
 // registry owns both grammars).
 func unitOS(u string) string {
 	switch {
-	case registry.CheckUnitName(registry.OSLinux, u) == nil:
+	case declaration.CheckUnitName(registry.OSLinux, u) == nil:
 		return registry.OSLinux
-	case registry.CheckUnitName(registry.OSDarwin, u) == nil:
+	case declaration.CheckUnitName(registry.OSDarwin, u) == nil:
 		return registry.OSDarwin
 	}
 	return ""
@@ -349,13 +350,13 @@ func checkUnit(u string) error {
 	if unitOS(u) != "" {
 		return nil
 	}
-	return refusef(CodeInvalidUnit, "unit %s is neither a systemd unit name (name%s) nor a reverse-DNS launchd label", strconv.Quote(u), strings.Join(registry.SystemdUnitTypes, ", name"))
+	return refusef(CodeInvalidUnit, "unit %s is neither a systemd unit name (name%s) nor a reverse-DNS launchd label", strconv.Quote(u), strings.Join(declaration.SystemdUnitTypes, ", name"))
 }
 
 // CheckUnitPath holds a unit path to the directories the channel writes
 // in: a clean absolute path of plain segments, directly in the unit
 // directory of the unit's init system and scope, named after the unit
-// (registry.CheckUnitPath). Every error is a *Refusal.
+// (declaration.CheckUnitPath). Every error is a *Refusal.
 func CheckUnitPath(scope, unit, p string) error { return checkUnitPath(scope, unit, p) }
 
 func checkUnitPath(scope, unit, p string) error {
@@ -374,7 +375,7 @@ func checkUnitPath(scope, unit, p string) error {
 	if goos == "" {
 		return checkUnit(unit)
 	}
-	if err := registry.CheckUnitPath(goos, scope, unit, p); err != nil {
+	if err := declaration.CheckUnitPath(goos, scope, unit, p); err != nil {
 		return bad(err.Error())
 	}
 	return nil
@@ -385,10 +386,10 @@ func parseEnvVar(kv string) (EnvVar, error) {
 	if !ok {
 		return EnvVar{}, refusef(CodeInvalidEnv, "argument %s is not KEY=VALUE", strconv.Quote(kv))
 	}
-	if err := registry.CheckEnvName(name); err != nil {
+	if err := declaration.CheckEnvName(name); err != nil {
 		return EnvVar{}, refusef(CodeInvalidEnv, "environment name %s", err)
 	}
-	if registry.ReservedEnvName(name) {
+	if declaration.ReservedEnvName(name) {
 		return EnvVar{}, refusef(CodeInvalidEnv, "environment name %s may not be set through the channel", name)
 	}
 	if len(value) > MaxEnvValueBytes {
@@ -405,13 +406,13 @@ func (c Command) CheckOS(goos string) error {
 		return refusef(CodeInvalidUnit, "this host's OS %s has no init system the channel knows", strconv.Quote(goos))
 	}
 	for _, u := range c.Units {
-		if registry.CheckUnitName(goos, u) != nil {
+		if declaration.CheckUnitName(goos, u) != nil {
 			kind := map[string]string{registry.OSLinux: "a systemd unit name, and this host runs systemd", registry.OSDarwin: "a launchd label, and this host runs launchd"}[goos]
 			return refusef(CodeInvalidUnit, "unit %s is not %s", strconv.Quote(u), kind)
 		}
 	}
 	if c.Path != "" {
-		if _, ok := registry.ScopeOfUnitPath(goos, c.Path); !ok {
+		if _, ok := declaration.ScopeOfUnitPath(goos, c.Path); !ok {
 			return refusef(CodeInvalidPath, "path %s is not a unit directory of this host's init system", strconv.Quote(c.Path))
 		}
 	}

@@ -18,7 +18,8 @@ import (
 
 	"github.com/wisent/stado/printer"
 	"github.com/wisent/stado/registry"
-	"github.com/wisent/stado/registry/etcdstore"
+	"github.com/wisent/stado/store"
+	"github.com/wisent/stado/store/etcdstore"
 )
 
 // Version is stado's version, set at build time with -ldflags -X.
@@ -36,7 +37,7 @@ type Env struct {
 	// Logger writes structured diagnostics to stderr.
 	Logger *slog.Logger
 	// OpenStore opens the store named by a URL (--store); tests replace it.
-	OpenStore func(ctx context.Context, url string) (registry.Store, error)
+	OpenStore func(ctx context.Context, url string) (store.Store, error)
 	// JSON is set by the global --json flag.
 	JSON bool
 	// StoreURL is the resolved --store value.
@@ -59,7 +60,7 @@ func NewEnv(stdin io.Reader, stdout, stderr io.Writer) *Env {
 		Now:       time.Now,
 		Getenv:    os.Getenv,
 		Logger:    slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelInfo})),
-		OpenStore: registry.Open,
+		OpenStore: store.Open,
 	}
 }
 
@@ -194,7 +195,7 @@ func withShared(env *Env, cmd *ucli.Command, reporting bool) *ucli.Command {
 }
 
 // openStore opens the store the globals name.
-func openStore(ctx context.Context, env *Env) (registry.Store, error) {
+func openStore(ctx context.Context, env *Env) (store.Store, error) {
 	st, err := env.OpenStore(ctx, env.StoreURL)
 	if err != nil {
 		return nil, fmt.Errorf("open store %s: %w", etcdstore.Redact(env.StoreURL), err)

@@ -10,7 +10,7 @@ import (
 	ucli "github.com/urfave/cli/v2"
 
 	"github.com/wisent/stado/catalog"
-	"github.com/wisent/stado/registry"
+	"github.com/wisent/stado/store"
 )
 
 func newCatalogCommand(env *Env) *ucli.Command {
@@ -40,7 +40,7 @@ func newCatalogShowCommand(env *Env) *ucli.Command {
 		UsageText: "stado catalog show [NAME|UNIT] [--shipped] [--json]\n\n" +
 			"Without an argument, lists every product and the fixed recovery list. With a\n" +
 			"product name, systemd unit or launchd label, shows that entry in full. The\n" +
-			"site catalog in the store (key " + registry.CatalogKey + ") is merged over the shipped one\n" +
+			"site catalog in the store (key " + store.CatalogKey + ") is merged over the shipped one\n" +
 			"unless --shipped is given.\n\n" +
 			"example:\n   stado catalog show\n   stado catalog show com.wisent.stado --json",
 		Flags: []ucli.Flag{
@@ -163,7 +163,7 @@ func runCatalogPush(ctx context.Context, env *Env, o catalogPushOptions) error {
 	var (
 		site *catalog.Catalog
 		rev  int64
-		st   registry.Store
+		st   store.Store
 	)
 	if o.DryRun {
 		site, err = catalog.ValidateSite(data, o.File)

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/wisent/stado/registry"
+	"github.com/wisent/stado/store"
 )
 
 func TestCatalogPushWritesAValidSiteCatalogAndShowSeesIt(t *testing.T) {
@@ -35,12 +35,12 @@ func TestCatalogPushOfAnInvalidDocumentWritesNothing(t *testing.T) {
 	if code != ExitRefused || !strings.Contains(errOut, "answering") {
 		t.Fatalf("exit %d: %s", code, errOut)
 	}
-	st, err := registry.Open(t.Context(), "file://"+dir)
+	st, err := store.Open(t.Context(), "file://"+dir)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer st.Close()
-	if _, err := st.Get(t.Context(), registry.CatalogKey); !errors.Is(err, registry.ErrNotFound) {
+	if _, err := st.Get(t.Context(), store.CatalogKey); !errors.Is(err, store.ErrNotFound) {
 		t.Fatalf("site catalog written despite refusal: %v", err)
 	}
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/wisent/stado/catalog"
 	"github.com/wisent/stado/registry"
+	"github.com/wisent/stado/store"
 )
 
 // runCatalogCLI runs stado with args against a file store in a fresh
@@ -36,12 +37,12 @@ func putSiteCatalog(t *testing.T, dir, file string) int64 {
 	if err != nil {
 		t.Fatal(err)
 	}
-	st, err := registry.Open(t.Context(), "file://"+dir)
+	st, err := store.Open(t.Context(), "file://"+dir)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer st.Close()
-	rev, err := st.Put(t.Context(), registry.CatalogKey, data, registry.PutOptions{})
+	rev, err := st.Put(t.Context(), store.CatalogKey, data, store.PutOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -213,7 +214,7 @@ func TestCatalogShowRefusesAnInvalidSiteCatalogInTheStore(t *testing.T) {
 	dir := t.TempDir()
 	putSiteCatalog(t, dir, "../catalog/testdata/method-lowercase.bad.yaml")
 	code, _, errOut := runCatalogCLI(t, dir, "catalog", "show")
-	if code != ExitRefused || !strings.Contains(errOut, "products[0].answering.method") || !strings.Contains(errOut, registry.CatalogKey) {
+	if code != ExitRefused || !strings.Contains(errOut, "products[0].answering.method") || !strings.Contains(errOut, store.CatalogKey) {
 		t.Errorf("exit %d:\n%s", code, errOut)
 	}
 }

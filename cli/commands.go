@@ -3,8 +3,8 @@ package cli
 import (
 	ucli "github.com/urfave/cli/v2"
 
-	// Store backends beyond the file store register with registry.Open.
-	_ "github.com/wisent/stado/registry/etcdstore"
+	// Store backends beyond the file store register with store.Open.
+	_ "github.com/wisent/stado/store/etcdstore"
 )
 
 // commands lists the command tree. Each group lives in its own file

@@ -7,6 +7,7 @@ import (
 
 	"github.com/wisent/stado/refusal"
 	"github.com/wisent/stado/registry"
+	"github.com/wisent/stado/store"
 )
 
 type codedErr struct{}
@@ -30,9 +31,9 @@ func TestExitCodeTableMapsEveryErrorClass(t *testing.T) {
 		// validation errors are refusals with code validation
 		{"validation", &registry.ValidationError{Violations: []registry.Violation{{Path: "version", Message: "must be 1"}}}, ExitRefused, "validation"},
 		// a conflict from the store is a refusal
-		{"conflict", fmt.Errorf("push: %w", &registry.ConflictError{Key: "registry/document", Want: 1, Got: 2}), ExitRefused, "conflict"},
+		{"conflict", fmt.Errorf("push: %w", &store.ConflictError{Key: "registry/document", Want: 1, Got: 2}), ExitRefused, "conflict"},
 		// an absent object is a refusal
-		{"not found", fmt.Errorf("get: %w", registry.ErrNotFound), ExitRefused, "not_found"},
+		{"not found", fmt.Errorf("get: %w", store.ErrNotFound), ExitRefused, "not_found"},
 		// domain packages name their code through RefusalCode
 		{"coded", fmt.Errorf("render: %w", codedErr{}), ExitRefused, "declaration_incomplete"},
 		// anything else is a plain failure

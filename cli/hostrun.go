@@ -12,9 +12,11 @@ import (
 
 	"github.com/wisent/stado/beacon"
 	"github.com/wisent/stado/channel"
+	"github.com/wisent/stado/declaration"
 	"github.com/wisent/stado/registry"
-	"github.com/wisent/stado/registry/etcdstore"
 	"github.com/wisent/stado/repair"
+	"github.com/wisent/stado/store"
+	"github.com/wisent/stado/store/etcdstore"
 	"github.com/wisent/stado/units"
 )
 
@@ -139,7 +141,7 @@ func runHostRun(ctx context.Context, env *Env, o hostRunOptions) error {
 // identities and ssh_config from STADO_KNOWN_HOSTS, STADO_SSH_IDENTITY
 // (comma-separated) and STADO_SSH_CONFIG, else the ~/.ssh defaults; host
 // keys are always checked.
-func hostContributors(ctx context.Context, env *Env, st registry.Store, host string, mgr units.Manager, users beacon.UserManagers) ([]beacon.Contributor, func(), error) {
+func hostContributors(ctx context.Context, env *Env, st store.Store, host string, mgr units.Manager, users beacon.UserManagers) ([]beacon.Contributor, func(), error) {
 	var ids []string
 	for _, id := range strings.Split(env.Getenv("STADO_SSH_IDENTITY"), ",") {
 		if id = strings.TrimSpace(id); id != "" {
@@ -165,5 +167,5 @@ func localManager(ctx context.Context, env *Env) (units.Manager, []string, func(
 		scope = registry.ScopeUser
 	}
 	m, closeFn, err := units.Open(ctx, runtime.GOOS, scope, home)
-	return m, []string{registry.UnitDir(runtime.GOOS, scope, home)}, closeFn, err
+	return m, []string{declaration.UnitDir(runtime.GOOS, scope, home)}, closeFn, err
 }

@@ -14,6 +14,7 @@ import (
 	ucli "github.com/urfave/cli/v2"
 	"gopkg.in/yaml.v3"
 
+	"github.com/wisent/stado/declaration"
 	"github.com/wisent/stado/registry"
 	"github.com/wisent/stado/units"
 )
@@ -215,7 +216,7 @@ func runHostUnitParse(_ context.Context, env *Env, opts hostUnitParseOptions) er
 			return usagef("--instance reads a template (NAME@.service); %s is not one", base)
 		}
 		unit = units.InstanceName(base, opts.Instance)
-		if err := registry.CheckUnitName(registry.OSLinux, unit); err != nil || strings.Count(opts.Instance, "@") > 0 {
+		if err := declaration.CheckUnitName(registry.OSLinux, unit); err != nil || strings.Count(opts.Instance, "@") > 0 {
 			return usagef("--instance %q does not make a systemd unit name: %s", opts.Instance, unit)
 		}
 	}

@@ -8,9 +8,9 @@ import (
 	ucli "github.com/urfave/cli/v2"
 
 	"github.com/wisent/stado/refusal"
-	"github.com/wisent/stado/registry"
-	"github.com/wisent/stado/registry/etcdstore"
 	"github.com/wisent/stado/safefile"
+	"github.com/wisent/stado/store"
+	"github.com/wisent/stado/store/etcdstore"
 )
 
 // hostUnlockOptions are the flags of host unlock-store.
@@ -50,12 +50,12 @@ func newHostUnlockStoreCommand(env *Env) *ucli.Command {
 
 // unlockStoreDoc is the JSON form of host unlock-store.
 type unlockStoreDoc struct {
-	Store     string                `json:"store"`
-	OlderThan string                `json:"older_than,omitempty"`
-	Locks     []registry.LockReport `json:"locks"`
-	Removed   int                   `json:"removed"`
-	Kept      int                   `json:"kept"`
-	Note      string                `json:"note,omitempty"`
+	Store     string             `json:"store"`
+	OlderThan string             `json:"older_than,omitempty"`
+	Locks     []store.LockReport `json:"locks"`
+	Removed   int                `json:"removed"`
+	Kept      int                `json:"kept"`
+	Note      string             `json:"note,omitempty"`
 }
 
 func runHostUnlockStore(ctx context.Context, env *Env, o hostUnlockOptions) error {
@@ -66,7 +66,7 @@ func runHostUnlockStore(ctx context.Context, env *Env, o hostUnlockOptions) erro
 		return usagef("--older-than must not be negative")
 	}
 	for _, k := range o.Keys {
-		if err := registry.ValidateKey(k); err != nil {
+		if err := store.ValidateKey(k); err != nil {
 			return usagef("--key %q: %v", k, err)
 		}
 	}
@@ -75,11 +75,11 @@ func runHostUnlockStore(ctx context.Context, env *Env, o hostUnlockOptions) erro
 		return err
 	}
 	defer st.Close()
-	doc := unlockStoreDoc{Store: etcdstore.Redact(env.StoreURL), Locks: []registry.LockReport{}}
+	doc := unlockStoreDoc{Store: etcdstore.Redact(env.StoreURL), Locks: []store.LockReport{}}
 	if o.OlderThan > 0 {
 		doc.OlderThan = o.OlderThan.String()
 	}
-	fs, ok := st.(*registry.FileStore)
+	fs, ok := st.(*store.FileStore)
 	if !ok {
 		doc.Note = "this store keeps no lock files (only the file store does): nothing to clear"
 	} else {
@@ -88,7 +88,7 @@ func runHostUnlockStore(ctx context.Context, env *Env, o hostUnlockOptions) erro
 			return fmt.Errorf("unlock store: %w", err)
 		}
 	}
-	var live []registry.LockReport
+	var live []store.LockReport
 	for _, l := range doc.Locks {
 		switch {
 		case l.Removed:

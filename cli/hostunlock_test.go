@@ -6,8 +6,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/wisent/stado/registry"
 	"github.com/wisent/stado/safefile"
+	"github.com/wisent/stado/store"
 )
 
 // unlock-store judges the store's lock files: a free one is listed and
@@ -17,11 +17,11 @@ import (
 // journey prove that on real processes.)
 func TestHostUnlockStoreKeepsFreeAndLiveLocksAndRefusesANamedLiveOne(t *testing.T) {
 	dir := t.TempDir()
-	st, err := registry.OpenFileStore(dir)
+	st, err := store.OpenFileStore(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := st.Put(context.Background(), "releases/a", []byte("x"), registry.PutOptions{}); err != nil {
+	if _, err := st.Put(context.Background(), "releases/a", []byte("x"), store.PutOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	code, _, errOut := runRegistryCLI(t, dir, "host", "unlock-store")

@@ -12,6 +12,7 @@ import (
 	ucli "github.com/urfave/cli/v2"
 
 	"github.com/wisent/stado/registry"
+	"github.com/wisent/stado/store"
 )
 
 func newRegistryCommand(env *Env) *ucli.Command {
@@ -110,7 +111,7 @@ func runRegistryPush(ctx context.Context, env *Env, opts registryPushOptions) er
 	}
 	defer st.Close()
 	res, err := registry.PushChange(ctx, st, d, opts.Expect, opts.Reason, opts.DryRun)
-	var ce *registry.ConflictError
+	var ce *store.ConflictError
 	if errors.As(err, &ce) {
 		return conflictRefusal(ce)
 	} else if err != nil && res.Meta == nil {
@@ -122,7 +123,7 @@ func runRegistryPush(ctx context.Context, env *Env, opts registryPushOptions) er
 	return err // written, but its history entry was not
 }
 
-func conflictRefusal(ce *registry.ConflictError) error {
+func conflictRefusal(ce *store.ConflictError) error {
 	return &Refusal{
 		Code:    "conflict",
 		Message: fmt.Sprintf("the store holds registry revision %d, not the expected %d", ce.Got, ce.Want),
@@ -165,20 +166,20 @@ func newRegistryPullCommand(env *Env) *ucli.Command {
 
 type registryPullResult struct {
 	Revision int64              `json:"revision"`
-	Meta     registry.Meta      `json:"meta"`
+	Meta     store.Meta         `json:"meta"`
 	Document *registry.Document `json:"document"`
 }
 
 // loadAt loads the current registry (rev 0) or revision rev; a store
 // without it is refused not_found with the command that helps.
-func loadAt(ctx context.Context, env *Env, rev int64) (*registry.Document, registry.Meta, error) {
+func loadAt(ctx context.Context, env *Env, rev int64) (*registry.Document, store.Meta, error) {
 	st, err := openStore(ctx, env)
 	if err != nil {
-		return nil, registry.Meta{}, err
+		return nil, store.Meta{}, err
 	}
 	defer st.Close()
 	var d *registry.Document
-	var m registry.Meta
+	var m store.Meta
 	msg, hint := "the store holds no registry yet", "push one: stado registry push FILE"
 	if rev == 0 {
 		d, m, err = registry.Load(ctx, st)
@@ -186,7 +187,7 @@ func loadAt(ctx context.Context, env *Env, rev int64) (*registry.Document, regis
 		d, m, err = registry.LoadRevision(ctx, st, rev)
 		msg, hint = fmt.Sprintf("registry revision %d is not retained", rev), "list the retained revisions: stado registry history"
 	}
-	if errors.Is(err, registry.ErrNotFound) {
+	if errors.Is(err, store.ErrNotFound) {
 		return nil, m, &Refusal{Code: refusal.NotFound, Message: msg, Hint: hint, Err: err}
 	}
 	return d, m, err

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/wisent/stado/registry"
+	"github.com/wisent/stado/store"
 )
 
 // runRegistryCLI runs stado in-process against the file store in dir and
@@ -44,12 +45,12 @@ func writeFile(t *testing.T, name, text string) string {
 
 func storeRevision(t *testing.T, dir string) int64 {
 	t.Helper()
-	st, err := registry.OpenFileStore(dir)
+	st, err := store.OpenFileStore(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
 	_, m, err := registry.Load(context.Background(), st)
-	if errors.Is(err, registry.ErrNotFound) {
+	if errors.Is(err, store.ErrNotFound) {
 		return 0
 	}
 	if err != nil {

@@ -14,6 +14,7 @@ import (
 	"github.com/wisent/stado/register"
 	"github.com/wisent/stado/registry"
 	"github.com/wisent/stado/repair"
+	"github.com/wisent/stado/store"
 )
 
 // repairOptions are the flags of stado repair.
@@ -59,7 +60,7 @@ func runRepair(ctx context.Context, env *Env, o repairOptions) error {
 	}
 	defer st.Close()
 	doc, _, err := registry.Load(ctx, st)
-	if err != nil && !errors.Is(err, registry.ErrNotFound) {
+	if err != nil && !errors.Is(err, store.ErrNotFound) {
 		return err
 	}
 	cat, err := catalog.Load(ctx, st)

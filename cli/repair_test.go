@@ -14,6 +14,7 @@ import (
 	"github.com/wisent/stado/register"
 	"github.com/wisent/stado/registry"
 	"github.com/wisent/stado/repair"
+	"github.com/wisent/stado/store"
 )
 
 // repairFleet stores a registry with one skarbiec service on h1 and,
@@ -21,7 +22,7 @@ import (
 func repairFleet(t *testing.T, refresh int) string {
 	t.Helper()
 	dir := t.TempDir()
-	st, err := registry.OpenFileStore(dir)
+	st, err := store.OpenFileStore(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -90,8 +91,8 @@ func TestRepairApplyRunsTheStepThroughTheTargetsHost(t *testing.T) {
 	marker := filepath.Join(t.TempDir(), "marker")
 	os.WriteFile(marker, nil, 0o600)
 	site := "version: 1\nsteps:\n  unmark:\n    linux: {argv: [/bin/rm, -f, " + marker + "], timeout_seconds: 5}\n  broken:\n    linux: {argv: [/bin/false], timeout_seconds: 5}\n"
-	st, _ := registry.OpenFileStore(dir)
-	if _, err := st.Put(context.Background(), registry.CatalogKey, []byte(site), registry.PutOptions{}); err != nil {
+	st, _ := store.OpenFileStore(dir)
+	if _, err := st.Put(context.Background(), store.CatalogKey, []byte(site), store.PutOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	cat, err := catalog.Load(context.Background(), st)

@@ -12,6 +12,7 @@ import (
 	"github.com/wisent/stado/beacon"
 	"github.com/wisent/stado/registry"
 	"github.com/wisent/stado/resolver"
+	"github.com/wisent/stado/store"
 )
 
 // newResolverCommand is the group of the client-side resolver: resolving
@@ -62,7 +63,7 @@ func storeResolver(ctx context.Context, env *Env, caller string) (r *resolver.Re
 
 // beaconAnswers reads the fleet's beacons (package beacon's reader, at the
 // env's clock) as the evidence the resolver ranks a service's hosts by.
-func beaconAnswers(st registry.Store, env *Env) func(context.Context) (resolver.Answers, error) {
+func beaconAnswers(st store.Store, env *Env) func(context.Context) (resolver.Answers, error) {
 	return func(ctx context.Context) (resolver.Answers, error) {
 		v, err := beacon.LoadView(ctx, st, env.Now(), 0)
 		if err != nil {

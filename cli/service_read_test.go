@@ -12,6 +12,7 @@ import (
 	"github.com/wisent/stado/fleet"
 	"github.com/wisent/stado/register"
 	"github.com/wisent/stado/registry"
+	"github.com/wisent/stado/store"
 )
 
 // readFleet stores a registry declaring skarbiec on h1 and a fresh beacon
@@ -36,11 +37,11 @@ func readFleet(t *testing.T) (string, time.Time) {
 		PeerRecoveries: []beacon.PeerRecovery{{Service: "brama", Host: "h2", Held: 2, WaitedSeconds: 40, BoundSeconds: 10, Recovery: peer}},
 	}
 	data, _ := json.Marshal(b)
-	st, err := registry.OpenFileStore(dir)
+	st, err := store.OpenFileStore(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := st.Put(context.Background(), registry.BeaconPrefix+"h1", data, registry.PutOptions{}); err != nil {
+	if _, err := st.Put(context.Background(), store.BeaconPrefix+"h1", data, store.PutOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	return dir, now.Add(2 * time.Second)

@@ -13,6 +13,7 @@ import (
 	"github.com/wisent/stado/channel/channeltest"
 	"github.com/wisent/stado/fleet"
 	"github.com/wisent/stado/registry"
+	"github.com/wisent/stado/store"
 )
 
 // writeStore holds a registry document in a fresh file store and returns
@@ -20,7 +21,7 @@ import (
 func writeStore(t *testing.T, doc string) string {
 	t.Helper()
 	dir := t.TempDir()
-	st, err := registry.OpenFileStore(dir)
+	st, err := store.OpenFileStore(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -80,7 +81,7 @@ func TestServiceRemoveWithdrawsTheDeclarationAndARepeatIsNotFound(t *testing.T) 
 	if strings.Contains(out, "s3cret") {
 		t.Errorf("remove printed a secret value: %s", out)
 	}
-	st, _ := registry.OpenFileStore(dir)
+	st, _ := store.OpenFileStore(dir)
 	d, meta, err := registry.Load(context.Background(), st)
 	if err != nil {
 		t.Fatal(err)

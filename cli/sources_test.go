@@ -9,6 +9,7 @@ import (
 
 	"github.com/wisent/stado/beacon"
 	"github.com/wisent/stado/registry"
+	"github.com/wisent/stado/store"
 )
 
 // sourcesFleet declares stado and files on h1; h1's fresh beacon also sees
@@ -16,7 +17,7 @@ import (
 func sourcesFleet(t *testing.T) (string, time.Time) {
 	t.Helper()
 	dir := t.TempDir()
-	st, err := registry.OpenFileStore(dir)
+	st, err := store.OpenFileStore(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -41,7 +42,7 @@ func sourcesFleet(t *testing.T) (string, time.Time) {
 			{Unit: "other.service", State: beacon.StateActive, PID: 13},
 		}}
 	data, _ := json.Marshal(b)
-	if _, err := st.Put(ctx, registry.BeaconPrefix+"h1", data, registry.PutOptions{}); err != nil {
+	if _, err := st.Put(ctx, store.BeaconPrefix+"h1", data, store.PutOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	return dir, now.Add(time.Second)

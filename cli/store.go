@@ -7,8 +7,8 @@ import (
 
 	ucli "github.com/urfave/cli/v2"
 
-	"github.com/wisent/stado/registry"
-	"github.com/wisent/stado/registry/etcdstore"
+	"github.com/wisent/stado/store"
+	"github.com/wisent/stado/store/etcdstore"
 )
 
 func newStoreCommand(env *Env) *ucli.Command {
@@ -56,7 +56,7 @@ func newStoreMigrateCommand(env *Env) *ucli.Command {
 type storeMigrateResult struct {
 	From string `json:"from"`
 	To   string `json:"to"`
-	registry.Migration
+	store.Migration
 }
 
 func runStoreMigrate(ctx context.Context, env *Env, opts storeMigrateOptions) error {
@@ -76,7 +76,7 @@ func runStoreMigrate(ctx context.Context, env *Env, opts storeMigrateOptions) er
 		return fmt.Errorf("open target store %s: %w", etcdstore.Redact(opts.To), err)
 	}
 	defer to.Close()
-	m, err := registry.Migrate(ctx, from, to, opts.Force)
+	m, err := store.Migrate(ctx, from, to, opts.Force)
 	if err != nil {
 		return err
 	}

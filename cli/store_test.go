@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/wisent/stado/registry"
+	"github.com/wisent/stado/store"
 )
 
 // runStoreCLI runs stado in-process with args and returns the exit code,
@@ -27,9 +28,9 @@ func runStoreCLI(t *testing.T, args ...string) (int, string, string) {
 	return code, out.String(), errb.String()
 }
 
-func openURL(t *testing.T, url string) registry.Store {
+func openURL(t *testing.T, url string) store.Store {
 	t.Helper()
-	st, err := registry.Open(context.Background(), url)
+	st, err := store.Open(context.Background(), url)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -38,7 +39,7 @@ func openURL(t *testing.T, url string) registry.Store {
 }
 
 // TestStoreMigratePrintsWhatRegistryMigrateCopied: the command reports
-// registry.Migrate's counts (the migration itself is tested in registry),
+// store.Migrate's counts (the migration itself is tested in store),
 // as one JSON document or as text; a non-empty target is refused, exit 3.
 func TestStoreMigratePrintsWhatRegistryMigrateCopied(t *testing.T) {
 	ctx := context.Background()

@@ -4,8 +4,8 @@ import (
 	"errors"
 
 	"github.com/wisent/stado/refusal"
-	"github.com/wisent/stado/registry"
-	"github.com/wisent/stado/registry/etcdstore"
+	"github.com/wisent/stado/store"
+	"github.com/wisent/stado/store/etcdstore"
 )
 
 // viewRefusal says why the read half has nothing to show. A store without
@@ -15,7 +15,7 @@ import (
 // its *registry.ValidationError (exit 3, its violations in --json).
 // Anything else is returned as it is.
 func viewRefusal(env *Env, err error) error {
-	if errors.Is(err, registry.ErrNotFound) {
+	if errors.Is(err, store.ErrNotFound) {
 		return &Refusal{
 			Code:    refusal.NotFound,
 			Message: "store " + etcdstore.Redact(env.StoreURL) + " holds no registry",

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/wisent/stado/registry"
+	"github.com/wisent/stado/store"
 )
 
 // A store that holds no registry never reads as a fleet with nothing
@@ -17,11 +17,11 @@ import (
 func TestStoreWithoutARegistryIsRefusedNamingItAndTheFix(t *testing.T) {
 	now := time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC)
 	withBeacon := t.TempDir()
-	st, err := registry.OpenFileStore(withBeacon)
+	st, err := store.OpenFileStore(withBeacon)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := st.Put(context.Background(), registry.BeaconPrefix+"h1", []byte(`{"kind":"stado.beacon","version":1,"host":"h1"}`), registry.PutOptions{}); err != nil {
+	if _, err := st.Put(context.Background(), store.BeaconPrefix+"h1", []byte(`{"kind":"stado.beacon","version":1,"host":"h1"}`), store.PutOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	for _, tc := range []struct {
@@ -86,12 +86,12 @@ func TestTamperedStoredDocumentIsRefusedByTheReadHalf(t *testing.T) {
 		for _, cmd := range [][]string{{"service", "list"}, {"registry", "doctor", "--json"}} {
 			t.Run(tc.name+" "+cmd[1], func(t *testing.T) {
 				dir := t.TempDir()
-				st, err := registry.OpenFileStore(dir)
+				st, err := store.OpenFileStore(dir)
 				if err != nil {
 					t.Fatal(err)
 				}
 				env := `{"meta":{"writer":"x","time":"2030-01-01T00:00:00Z"},"document":` + tc.doc + "}\n"
-				if _, err := st.Put(context.Background(), registry.RegistryKey, []byte(env), registry.PutOptions{}); err != nil {
+				if _, err := st.Put(context.Background(), store.RegistryKey, []byte(env), store.PutOptions{}); err != nil {
 					t.Fatal(err)
 				}
 				code, out, errOut := runReadCLI(t, dir, now, cmd...)

@@ -9,13 +9,13 @@ import (
 
 	"github.com/wisent/stado/beacon"
 	"github.com/wisent/stado/desktop"
-	"github.com/wisent/stado/registry"
+	"github.com/wisent/stado/store"
 )
 
 // The scale of the issue: 1,000 hosts × 20 services, one in fifty failing.
 const benchHosts, benchServices = 1000, 20
 
-func bigFleet(tb testing.TB) registry.Store {
+func bigFleet(tb testing.TB) store.Store {
 	return fleetFixture(tb, benchHosts, benchServices, t0, func(b *beacon.Beacon) {
 		for i := range b.Units {
 			if (i+int(b.Host[len(b.Host)-1]))%50 == 0 {
@@ -25,7 +25,7 @@ func bigFleet(tb testing.TB) registry.Store {
 	})
 }
 
-func benchGet(b *testing.B, store registry.Store, path string) {
+func benchGet(b *testing.B, store store.Store, path string) {
 	srv, err := desktop.New(desktop.Config{Store: store, Now: func() time.Time { return t0 }, Refresh: time.Hour})
 	if err != nil {
 		b.Fatal(err)

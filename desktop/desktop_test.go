@@ -17,7 +17,7 @@ import (
 	"github.com/wisent/stado/beacon"
 	"github.com/wisent/stado/desktop"
 	"github.com/wisent/stado/refusal"
-	"github.com/wisent/stado/registry"
+	"github.com/wisent/stado/store"
 )
 
 var t0 = time.Date(2026, 12, 2, 12, 0, 0, 0, time.UTC)
@@ -27,7 +27,7 @@ func intp(n int) *int { return &n }
 // markedFleet: host0000 has a crash loop (s0), a 503 answer (s1) and a
 // question that stood with no recovery (s2); host0001's beacon is stale;
 // host0002 is healthy except s2, whose question is still being asked.
-func markedFleet(t *testing.T) registry.Store {
+func markedFleet(t *testing.T) store.Store {
 	return fleetFixture(t, 3, 3, t0, func(b *beacon.Beacon) {
 		switch b.Host {
 		case "host0000":
@@ -51,7 +51,7 @@ type page struct {
 	client *http.Client
 }
 
-func openPage(t *testing.T, st registry.Store) *page {
+func openPage(t *testing.T, st store.Store) *page {
 	t.Helper()
 	srv, err := desktop.New(desktop.Config{Store: st, Now: func() time.Time { return t0 }, PageSize: 50})
 	if err != nil {
@@ -337,7 +337,7 @@ func TestTheTableRefreshesWhenTheStoreChanges(t *testing.T) {
 	done := make(chan string, 1)
 	go func() { done <- get("/changes?gen=" + strconv(first.Gen)) }()
 	time.Sleep(100 * time.Millisecond) // let the watcher take its first fingerprint
-	if _, err := st.Put(ctx, registry.BeaconPrefix+"host0002", []byte(`{}`), registry.PutOptions{}); err != nil {
+	if _, err := st.Put(ctx, store.BeaconPrefix+"host0002", []byte(`{}`), store.PutOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	select {

@@ -9,15 +9,16 @@ import (
 
 	"github.com/wisent/stado/beacon"
 	"github.com/wisent/stado/registry"
+	"github.com/wisent/stado/store"
 )
 
 // fleetFixture writes a registry of hosts × services (unit sN.service on
 // hostNNNN, env carrying a secret) and one fresh beacon per host at now to
 // a file store. Every unit is active; answering and failures are added by
 // the caller through edit, which sees each beacon before it is stored.
-func fleetFixture(tb testing.TB, hosts, services int, now time.Time, edit func(b *beacon.Beacon)) registry.Store {
+func fleetFixture(tb testing.TB, hosts, services int, now time.Time, edit func(b *beacon.Beacon)) store.Store {
 	tb.Helper()
-	st, err := registry.OpenFileStore(tb.TempDir())
+	st, err := store.OpenFileStore(tb.TempDir())
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -47,7 +48,7 @@ func fleetFixture(tb testing.TB, hosts, services int, now time.Time, edit func(b
 		if err != nil {
 			tb.Fatal(err)
 		}
-		if _, err := st.Put(ctx, registry.BeaconPrefix+b.Host, data, registry.PutOptions{}); err != nil {
+		if _, err := st.Put(ctx, store.BeaconPrefix+b.Host, data, store.PutOptions{}); err != nil {
 			tb.Fatal(err)
 		}
 	}

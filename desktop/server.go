@@ -19,7 +19,7 @@ import (
 
 	"github.com/wisent/stado/fleet"
 	"github.com/wisent/stado/refusal"
-	"github.com/wisent/stado/registry"
+	"github.com/wisent/stado/store"
 )
 
 //go:embed templates/*.html
@@ -61,7 +61,7 @@ const CSRFHeader = "X-Stado-CSRF"
 // Config is what the page reads and how it reaches hosts.
 type Config struct {
 	// Store is read for the table and the inspector; required.
-	Store registry.Store
+	Store store.Store
 	// Connect reaches a target's host for the operations; nil refuses
 	// every operation (restart_unavailable).
 	Connect fleet.Connector

@@ -15,6 +15,7 @@ import (
 	"github.com/wisent/stado/catalog"
 	"github.com/wisent/stado/refusal"
 	"github.com/wisent/stado/registry"
+	"github.com/wisent/stado/store"
 )
 
 // snapshot is the store as last read: the registry joined with its
@@ -56,7 +57,7 @@ func (s *Server) load(ctx context.Context) (*snapshot, error) {
 	}
 	v, err := beacon.LoadView(ctx, s.cfg.Store, s.cfg.Now(), s.cfg.StaleAfter)
 	if err != nil {
-		if errors.Is(err, registry.ErrNotFound) {
+		if errors.Is(err, store.ErrNotFound) {
 			return nil, &refusal.Error{Code: refusal.NotFound, Message: "the store holds no registry", Hint: "stado registry push FILE", Err: err}
 		}
 		var ve *registry.ValidationError

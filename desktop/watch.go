@@ -9,7 +9,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/wisent/stado/registry"
+	"github.com/wisent/stado/store"
 )
 
 // Watcher is a store that says when its keys under prefix change. A store
@@ -24,7 +24,7 @@ type Watcher interface {
 // changeFeed counts the store's changes; waiters block until the count
 // passes what they saw.
 type changeFeed struct {
-	st    registry.Store
+	st    store.Store
 	every time.Duration
 
 	mu   sync.Mutex
@@ -32,7 +32,7 @@ type changeFeed struct {
 	wake chan struct{} // closed and replaced at every change
 }
 
-func newChangeFeed(st registry.Store, every time.Duration) *changeFeed {
+func newChangeFeed(st store.Store, every time.Duration) *changeFeed {
 	return &changeFeed{st: st, every: every, wake: make(chan struct{})}
 }
 
@@ -89,7 +89,7 @@ func (f *changeFeed) run(ctx context.Context) {
 // fingerprint is what changes when the store does; "" when it cannot be
 // read now.
 func (f *changeFeed) fingerprint(ctx context.Context) string {
-	if fs, ok := f.st.(*registry.FileStore); ok {
+	if fs, ok := f.st.(*store.FileStore); ok {
 		fi, err := os.Stat(fs.Dir())
 		if err != nil {
 			return ""
@@ -97,10 +97,10 @@ func (f *changeFeed) fingerprint(ctx context.Context) string {
 		return fi.ModTime().String() + "/" + strconv.FormatInt(fi.Size(), 10)
 	}
 	fp := ""
-	if o, err := f.st.Get(ctx, registry.RegistryKey); err == nil {
+	if o, err := f.st.Get(ctx, store.RegistryKey); err == nil {
 		fp = strconv.FormatInt(o.Revision, 10)
 	}
-	objs, err := f.st.List(ctx, registry.BeaconPrefix)
+	objs, err := f.st.List(ctx, store.BeaconPrefix)
 	if err != nil {
 		return ""
 	}

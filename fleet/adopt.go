@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/wisent/stado/channel"
+	"github.com/wisent/stado/declaration"
 	"github.com/wisent/stado/refusal"
 	"github.com/wisent/stado/registry"
 	"github.com/wisent/stado/units"
@@ -87,7 +88,7 @@ func (f *Fleet) Adopt(ctx context.Context, o AdoptOptions) (AdoptResult, error) 
 		return res, fmt.Errorf("%s: adopt %s: %w", t.Name, o.Unit, err)
 	}
 	s := parsed.Service
-	if t.OS == registry.OSLinux && registry.CheckUnitPath(t.OS, s.EffectiveScope(), s.Unit, s.UnitPath) != nil {
+	if t.OS == registry.OSLinux && declaration.CheckUnitPath(t.OS, s.EffectiveScope(), s.Unit, s.UnitPath) != nil {
 		// A packaged unit (/lib/systemd/system, /usr/lib/systemd/system):
 		// stado reinstalls it in /etc/systemd/system, which systemd reads
 		// first, and leaves the package's file alone.

@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/wisent/stado/catalog"
+	"github.com/wisent/stado/declaration"
 	"github.com/wisent/stado/refusal"
 	"github.com/wisent/stado/registry"
 )
@@ -27,7 +28,7 @@ func ParseEnvAssignments(list []string) (map[string]string, error) {
 		if !ok {
 			return nil, refusal.New(refusal.Usage, "--env %q is not KEY=VALUE", redactAssignment(a))
 		}
-		if err := registry.CheckEnvName(k); err != nil {
+		if err := declaration.CheckEnvName(k); err != nil {
 			return nil, refusal.New(refusal.Usage, "--env %s: %v", k, err)
 		}
 		if strings.ContainsFunc(v, func(r rune) bool { return r < 0x20 || r == 0x7f }) {

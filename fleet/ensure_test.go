@@ -15,6 +15,7 @@ import (
 	"github.com/wisent/stado/fleet"
 	"github.com/wisent/stado/refusal"
 	"github.com/wisent/stado/registry"
+	"github.com/wisent/stado/store"
 	"github.com/wisent/stado/units"
 	"github.com/wisent/stado/units/unitstest"
 )
@@ -67,13 +68,13 @@ type bed struct {
 	fleet *fleet.Fleet
 	mem   *unitstest.Memory
 	home  string
-	store registry.Store
+	store store.Store
 }
 
 func newBed(t *testing.T) *bed {
 	t.Helper()
 	dir := t.TempDir()
-	st, err := registry.OpenFileStore(dir)
+	st, err := store.OpenFileStore(dir)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -9,6 +9,7 @@ import (
 	"github.com/wisent/stado/channel"
 	"github.com/wisent/stado/refusal"
 	"github.com/wisent/stado/registry"
+	"github.com/wisent/stado/store"
 	"github.com/wisent/stado/units"
 )
 
@@ -36,13 +37,13 @@ func Classify(err error) (code string, refused bool) {
 			return string(c), true
 		}
 		return string(refusal.Validation), true
-	case errors.Is(err, registry.ErrConflict):
+	case errors.Is(err, store.ErrConflict):
 		return string(refusal.Conflict), true
 	}
 	if c, ok := refusal.CodeOf(err); ok {
 		return string(c), true
 	}
-	if errors.Is(err, registry.ErrNotFound) {
+	if errors.Is(err, store.ErrNotFound) {
 		return string(refusal.NotFound), true
 	}
 	return CodeFailure, false

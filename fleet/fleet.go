@@ -27,6 +27,7 @@ import (
 	"github.com/wisent/stado/channel"
 	"github.com/wisent/stado/refusal"
 	"github.com/wisent/stado/registry"
+	"github.com/wisent/stado/store"
 )
 
 // Connector returns a target's Host: how the write half reaches each host
@@ -42,9 +43,9 @@ const MaxLogLines = channel.MaxLogLines
 // at Meta's revision, the catalog, the store to write declarations to, and
 // how to reach a target's host.
 type Fleet struct {
-	Store   registry.Store
+	Store   store.Store
 	Doc     *registry.Document
-	Meta    registry.Meta
+	Meta    store.Meta
 	Catalog *catalog.Catalog
 	// Connect returns a target's Host; nil refuses every host operation.
 	Connect Connector
@@ -55,10 +56,10 @@ type Fleet struct {
 
 // Open reads the registry (an empty store is an empty document) and the
 // catalog of st. Errors are the store's.
-func Open(ctx context.Context, st registry.Store, connect channel.Connector) (*Fleet, error) {
+func Open(ctx context.Context, st store.Store, connect channel.Connector) (*Fleet, error) {
 	doc, meta, err := registry.Load(ctx, st)
-	if errors.Is(err, registry.ErrNotFound) {
-		doc, meta, err = &registry.Document{Version: 1}, registry.Meta{}, nil
+	if errors.Is(err, store.ErrNotFound) {
+		doc, meta, err = &registry.Document{Version: 1}, store.Meta{}, nil
 	}
 	if err != nil {
 		return nil, err

@@ -19,6 +19,7 @@ import (
 	"github.com/wisent/stado/fleet"
 	"github.com/wisent/stado/refusal"
 	"github.com/wisent/stado/registry"
+	"github.com/wisent/stado/store"
 	"github.com/wisent/stado/units"
 	"github.com/wisent/stado/units/unitstest"
 )
@@ -86,7 +87,7 @@ func procFixture(t *testing.T, unit string) string {
 func newVerifyBed(t *testing.T) *verifyBed {
 	t.Helper()
 	dir := t.TempDir()
-	st, err := registry.OpenFileStore(dir)
+	st, err := store.OpenFileStore(dir)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/wisent/stado/registry"
+	"github.com/wisent/stado/store"
 )
 
 // Budgets on the team machine: parse+validate of 1,000 targets x 20
@@ -83,20 +84,20 @@ func BenchmarkValidate1000x20(b *testing.B) {
 // One compare-and-swap of the whole document as the registry stores it,
 // on the file backend (two fsyncs: the file and its directory).
 func BenchmarkCompareAndSwap1000x20(b *testing.B) {
-	st, err := registry.OpenFileStore(b.TempDir())
+	st, err := store.OpenFileStore(b.TempDir())
 	if err != nil {
 		b.Fatal(err)
 	}
 	value := stored(b, typicalFleet())
 	ctx := context.Background()
-	rev, err := st.CompareAndSwap(ctx, registry.RegistryKey, value, 0, registry.PutOptions{})
+	rev, err := st.CompareAndSwap(ctx, store.RegistryKey, value, 0, store.PutOptions{})
 	if err != nil {
 		b.Fatal(err)
 	}
 	b.SetBytes(int64(len(value)))
 	b.ResetTimer()
 	for b.Loop() {
-		if rev, err = st.CompareAndSwap(ctx, registry.RegistryKey, value, rev, registry.PutOptions{}); err != nil {
+		if rev, err = st.CompareAndSwap(ctx, store.RegistryKey, value, rev, store.PutOptions{}); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -105,7 +106,7 @@ func BenchmarkCompareAndSwap1000x20(b *testing.B) {
 // Push of the whole document: validate, marshal, compare-and-swap and
 // the history entry.
 func BenchmarkPush1000x20(b *testing.B) {
-	st, err := registry.OpenFileStore(b.TempDir())
+	st, err := store.OpenFileStore(b.TempDir())
 	if err != nil {
 		b.Fatal(err)
 	}

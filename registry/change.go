@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+
+	"github.com/wisent/stado/store"
 )
 
 // Pushed is what PushChange did: the change d makes to the registry the
@@ -11,23 +13,23 @@ import (
 type Pushed struct {
 	DryRun bool `json:"dry_run"`
 	// Revision is the new revision, or the current one on a dry run.
-	Revision         int64  `json:"revision"`
-	PreviousRevision int64  `json:"previous_revision"`
-	Meta             *Meta  `json:"meta,omitempty"`
-	Change           Change `json:"change"`
+	Revision         int64       `json:"revision"`
+	PreviousRevision int64       `json:"previous_revision"`
+	Meta             *store.Meta `json:"meta,omitempty"`
+	Change           Change      `json:"change"`
 }
 
 // PushChange is `registry push`: it diffs d against the current registry
 // and writes it (Push) with a compare-and-swap against expect, or, when
 // expect is negative, against the revision it read. With dryRun it writes
 // nothing and only checks expect. Errors: Push's (*ValidationError, one
-// wrapping *ConflictError), a *ConflictError for a dry run against a
+// wrapping *store.ConflictError), a *store.ConflictError for a dry run against a
 // revision the store does not hold, or store failures. When the document
 // was written but its history entry was not, it returns the result with
 // the error.
-func PushChange(ctx context.Context, st Store, d *Document, expect int64, reason string, dryRun bool) (Pushed, error) {
+func PushChange(ctx context.Context, st store.Store, d *Document, expect int64, reason string, dryRun bool) (Pushed, error) {
 	cur, meta, err := Load(ctx, st)
-	if err != nil && !errors.Is(err, ErrNotFound) {
+	if err != nil && !errors.Is(err, store.ErrNotFound) {
 		return Pushed{}, err
 	}
 	if expect < 0 {
@@ -36,7 +38,7 @@ func PushChange(ctx context.Context, st Store, d *Document, expect int64, reason
 	res := Pushed{DryRun: dryRun, Revision: meta.Revision, PreviousRevision: meta.Revision, Change: Diff(cur, d)}
 	if dryRun {
 		if expect != meta.Revision {
-			return Pushed{}, fmt.Errorf("push registry: %w", &ConflictError{Key: RegistryKey, Want: expect, Got: meta.Revision})
+			return Pushed{}, fmt.Errorf("push registry: %w", &store.ConflictError{Key: store.RegistryKey, Want: expect, Got: meta.Revision})
 		}
 		if err := Validate(d); err != nil {
 			return Pushed{}, err

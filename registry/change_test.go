@@ -6,18 +6,19 @@ import (
 	"testing"
 
 	"github.com/wisent/stado/registry"
+	"github.com/wisent/stado/store"
 )
 
 func TestPushChangeDiffsWritesAndChecksTheExpectedRevision(t *testing.T) {
 	ctx := context.Background()
-	st := openURL(t, "file://"+t.TempDir())
+	st := openFileStore(t)
 	one := &registry.Document{Version: 1, Targets: []registry.Target{{Name: "h1", OS: registry.OSLinux}}}
 	// a dry run on an empty store shows the change and writes nothing
 	res, err := registry.PushChange(ctx, st, one, -1, "try", true)
 	if err != nil || !res.DryRun || res.Revision != 0 || len(res.Change.TargetsAdded) != 1 {
 		t.Fatalf("dry run: %+v %v", res, err)
 	}
-	if _, _, err := registry.Load(ctx, st); !errors.Is(err, registry.ErrNotFound) {
+	if _, _, err := registry.Load(ctx, st); !errors.Is(err, store.ErrNotFound) {
 		t.Fatalf("dry run wrote: %v", err)
 	}
 	// expect -1: the revision read just before
@@ -27,7 +28,7 @@ func TestPushChangeDiffsWritesAndChecksTheExpectedRevision(t *testing.T) {
 	}
 	// a stale expectation is a conflict, written or dry
 	for _, dry := range []bool{false, true} {
-		var ce *registry.ConflictError
+		var ce *store.ConflictError
 		if _, err := registry.PushChange(ctx, st, one, 0, "stale", dry); !errors.As(err, &ce) || ce.Got != res.Revision {
 			t.Errorf("dry %v: %v, want a conflict at %d", dry, err, res.Revision)
 		}

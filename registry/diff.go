@@ -2,7 +2,6 @@ package registry
 
 import (
 	"encoding/json"
-	"maps"
 	"slices"
 )
 
@@ -33,21 +32,7 @@ func (d *Document) Clone() *Document {
 		}
 		t.Services = slices.Clone(t.Services)
 		for j := range t.Services {
-			s := &t.Services[j]
-			s.Args = slices.Clone(s.Args)
-			if s.Env != nil {
-				s.Env = maps.Clone(s.Env)
-			}
-			if s.KeepAlive != nil {
-				k := *s.KeepAlive
-				s.KeepAlive = &k
-			}
-			s.UnitSettings = s.UnitSettings.Clone()
-			if s.Protocol != nil {
-				sp := *s.Protocol
-				sp.Exec = slices.Clone(sp.Exec)
-				s.Protocol = &sp
-			}
+			t.Services[j] = t.Services[j].Clone()
 		}
 	}
 	return &c

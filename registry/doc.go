@@ -1,8 +1,10 @@
 // Package registry owns the registry document (targets, their services, the
-// service directory and the resolver settings), its validation with exact
-// field paths, and the Store that holds it together with beacons, catalog
-// extensions, autonomy outcomes and release objects.
+// service directory, the resolver, autonomy and alert settings), its
+// parsing, and its whole-document validation with exact field paths; it
+// reads and writes the document in a store through Load, Push and Update.
 //
-// It is the bottom of the dependency graph: it imports no other stado
-// package, so every other package (read half and write half alike) may use it.
+// It imports store (where the document and its history are kept) and
+// refusal (the not_found and ambiguous refusals of Find) and no other stado
+// package, so every package above it (read half and write half alike) may
+// use it.
 package registry

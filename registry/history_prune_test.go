@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/wisent/stado/registry"
+	"github.com/wisent/stado/store"
 )
 
 // The registry history is bounded: it keeps the newest $STADO_HISTORY_KEEP
@@ -36,7 +37,7 @@ func TestRegistryHistoryKeepsTheNewestRevisionsOnly(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Setenv("STADO_HISTORY_KEEP", tc.keep)
-			st, err := registry.OpenFileStore(t.TempDir())
+			st, err := store.OpenFileStore(t.TempDir())
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -58,7 +59,7 @@ func TestRegistryHistoryKeepsTheNewestRevisionsOnly(t *testing.T) {
 				t.Fatalf("history holds %d revisions ending at %d, want %d ending at %d", len(h), h[len(h)-1].Revision, tc.want, rev)
 			}
 			if oldest := h[0].Revision; oldest > 1 {
-				if _, _, err := registry.LoadRevision(ctx, st, oldest-1); !errors.Is(err, registry.ErrNotFound) {
+				if _, _, err := registry.LoadRevision(ctx, st, oldest-1); !errors.Is(err, store.ErrNotFound) {
 					t.Errorf("revision %d: %v, want not found", oldest-1, err)
 				}
 			}
@@ -72,7 +73,7 @@ func TestRegistryHistoryKeepsTheNewestRevisionsOnly(t *testing.T) {
 func TestPrunedHistoryLeavesNoFilesBehind(t *testing.T) {
 	t.Setenv("STADO_HISTORY_KEEP", "5")
 	dir := t.TempDir()
-	st, err := registry.OpenFileStore(dir)
+	st, err := store.OpenFileStore(dir)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -7,6 +7,8 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/wisent/stado/store"
 )
 
 // Decoding into the presized document gives exactly what decoding into a
@@ -60,7 +62,7 @@ func TestPresizedDecodingEqualsPlainDecoding(t *testing.T) {
 			dec := json.NewDecoder(bytes.NewReader([]byte(tc.envelope)))
 			dec.DisallowUnknownFields()
 			perr := dec.Decode(&plain)
-			got, _, gerr := decodeEnvelope(Object{Key: RegistryKey, Value: []byte(tc.envelope), Revision: 1})
+			got, _, gerr := decodeEnvelope(store.Object{Key: store.RegistryKey, Value: []byte(tc.envelope), Revision: 1})
 			if (perr != nil || plain.Document == nil) != (gerr != nil) {
 				t.Fatalf("plain error %v (document %v), presized error %v", perr, plain.Document != nil, gerr)
 			}

@@ -1,7 +1,6 @@
 package registry
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -12,33 +11,19 @@ import (
 	"sort"
 	"strconv"
 	"time"
+
+	"github.com/wisent/stado/store"
 )
 
-// Meta describes one written revision of the registry.
-type Meta struct {
-	// Revision is the store's revision of the registry object.
-	Revision int64 `json:"revision,omitempty"`
-	// Writer is who wrote it: $STADO_WRITER, or user@hostname.
-	Writer string `json:"writer"`
-	// Time is when the writer wrote it (UTC).
-	Time time.Time `json:"time"`
-	// Reason is the writer's own words for the change.
-	Reason string `json:"reason,omitempty"`
-}
-
-// envelope is the stored form of the registry (RegistryKey and each
+// envelope is the stored form of the registry (store.RegistryKey and each
 // history entry): {"meta": {...}, "document": {...}}. The object at
-// RegistryKey carries no meta.revision (it is not known before the
+// store.RegistryKey carries no meta.revision (it is not known before the
 // compare-and-swap answers); Load takes it from the store. History entries
 // carry it.
 type envelope struct {
-	Meta     Meta      `json:"meta"`
-	Document *Document `json:"document"`
+	Meta     store.Meta `json:"meta"`
+	Document *Document  `json:"document"`
 }
-
-// HistoryKey is the store key of registry revision rev: RegistryHistoryPrefix
-// and the revision zero-padded to 20 digits, so keys sort by revision.
-func HistoryKey(rev int64) string { return fmt.Sprintf("%s%020d", RegistryHistoryPrefix, rev) }
 
 // Writer names who writes from this process: $STADO_WRITER when set,
 // otherwise user@hostname.
@@ -60,87 +45,72 @@ func Writer() string {
 // now is the clock of Push; tests replace it.
 var now = time.Now
 
-func encodeEnvelope(m Meta, doc []byte) ([]byte, error) {
-	mj, err := json.Marshal(m)
-	if err != nil {
-		return nil, err
-	}
-	var b bytes.Buffer
-	b.Grow(len(mj) + len(doc) + 32)
-	b.WriteString(`{"meta":`)
-	b.Write(mj)
-	b.WriteString(`,"document":`)
-	b.Write(doc)
-	b.WriteString("}\n")
-	return b.Bytes(), nil
-}
-
-func decodeEnvelope(obj Object) (*Document, Meta, error) {
+func decodeEnvelope(obj store.Object) (*Document, store.Meta, error) {
 	// The envelope adds its meta to a document of at most MaxDocumentBytes.
 	if len(obj.Value) > MaxDocumentBytes+64<<10 {
-		return nil, Meta{}, fmt.Errorf("read %s at revision %d: %w", obj.Key, obj.Revision, &ParseError{Source: obj.Key, Msg: fmt.Sprintf("stored document is %d bytes, the limit is %d (docs/limits.md)", len(obj.Value), MaxDocumentBytes)})
+		return nil, store.Meta{}, fmt.Errorf("read %s at revision %d: %w", obj.Key, obj.Revision, &ParseError{Source: obj.Key, Msg: fmt.Sprintf("stored document is %d bytes, the limit is %d (docs/limits.md)", len(obj.Value), MaxDocumentBytes)})
 	}
 	env := envelope{Document: presizedDocument(obj.Value)}
 	if err := DecodeStored(obj.Value, &env, true); err != nil {
-		return nil, Meta{}, fmt.Errorf("read %s at revision %d: %w", obj.Key, obj.Revision, &ParseError{Source: obj.Key, Msg: err.Error()})
+		return nil, store.Meta{}, fmt.Errorf("read %s at revision %d: %w", obj.Key, obj.Revision, &ParseError{Source: obj.Key, Msg: err.Error()})
 	}
 	if env.Document == nil {
-		return nil, Meta{}, fmt.Errorf("read %s at revision %d: %w", obj.Key, obj.Revision, &ParseError{Source: obj.Key, Msg: "envelope has no document"})
+		return nil, store.Meta{}, fmt.Errorf("read %s at revision %d: %w", obj.Key, obj.Revision, &ParseError{Source: obj.Key, Msg: "envelope has no document"})
 	}
-	if obj.Key == RegistryKey || env.Meta.Revision == 0 {
+	if obj.Key == store.RegistryKey || env.Meta.Revision == 0 {
 		env.Meta.Revision = obj.Revision
 	}
 	return env.Document, env.Meta, nil
 }
 
 // Load returns the current registry and its meta. An empty store returns
-// an error wrapping ErrNotFound. Load does not validate: the document was
+// an error wrapping store.ErrNotFound. Load does not validate: the document was
 // validated when it was written.
-func Load(ctx context.Context, st Store) (*Document, Meta, error) {
-	obj, err := st.Get(ctx, RegistryKey)
+func Load(ctx context.Context, st store.Store) (*Document, store.Meta, error) {
+	obj, err := st.Get(ctx, store.RegistryKey)
 	if err != nil {
-		return nil, Meta{}, fmt.Errorf("load registry: %w", err)
+		return nil, store.Meta{}, fmt.Errorf("load registry: %w", err)
 	}
 	return decodeEnvelope(obj)
 }
 
 // LoadRevision returns registry revision rev from its history entry (or
 // from the current object when rev is current and its history entry was
-// never written). An unknown revision wraps ErrNotFound.
-func LoadRevision(ctx context.Context, st Store, rev int64) (*Document, Meta, error) {
-	obj, err := st.Get(ctx, HistoryKey(rev))
+// never written). An unknown revision wraps store.ErrNotFound.
+func LoadRevision(ctx context.Context, st store.Store, rev int64) (*Document, store.Meta, error) {
+	obj, err := st.Get(ctx, store.HistoryKey(rev))
 	if err == nil {
 		d, m, err := decodeEnvelope(obj)
 		m.Revision = rev
 		return d, m, err
 	}
-	if !errors.Is(err, ErrNotFound) {
-		return nil, Meta{}, fmt.Errorf("load registry revision %d: %w", rev, err)
+	if !errors.Is(err, store.ErrNotFound) {
+		return nil, store.Meta{}, fmt.Errorf("load registry revision %d: %w", rev, err)
 	}
-	cur, err := st.Get(ctx, RegistryKey)
+	cur, err := st.Get(ctx, store.RegistryKey)
 	if err == nil && cur.Revision == rev {
 		return decodeEnvelope(cur)
 	}
-	if err != nil && !errors.Is(err, ErrNotFound) {
-		return nil, Meta{}, fmt.Errorf("load registry revision %d: %w", rev, err)
+	if err != nil && !errors.Is(err, store.ErrNotFound) {
+		return nil, store.Meta{}, fmt.Errorf("load registry revision %d: %w", rev, err)
 	}
-	return nil, Meta{}, fmt.Errorf("load registry revision %d: %w", rev, ErrNotFound)
+	return nil, store.Meta{}, fmt.Errorf("load registry revision %d: %w", rev, store.ErrNotFound)
 }
 
 // History returns the meta of every retained revision, oldest first. The
 // current revision is always included, even when a writer died between
 // its compare-and-swap and its history entry. An empty store returns an
 // empty list and no error.
-func History(ctx context.Context, st Store) ([]Meta, error) {
-	objs, err := st.List(ctx, RegistryHistoryPrefix)
+func History(ctx context.Context, st store.Store) ([]store.Meta, error) {
+	objs, err := st.List(ctx, store.RegistryHistoryPrefix)
 	if err != nil {
 		return nil, fmt.Errorf("registry history: %w", err)
 	}
-	var out []Meta
+	var out []store.Meta
 	seen := map[int64]bool{}
 	for _, obj := range objs {
 		var env struct {
-			Meta Meta `json:"meta"`
+			Meta store.Meta `json:"meta"`
 		}
 		if err := json.Unmarshal(obj.Value, &env); err != nil {
 			return nil, fmt.Errorf("registry history: %s: %w", obj.Key, &ParseError{Source: obj.Key, Msg: err.Error()})
@@ -153,7 +123,7 @@ func History(ctx context.Context, st Store) ([]Meta, error) {
 	}
 	if _, m, err := Load(ctx, st); err == nil && !seen[m.Revision] {
 		out = append(out, m)
-	} else if err != nil && !errors.Is(err, ErrNotFound) {
+	} else if err != nil && !errors.Is(err, store.ErrNotFound) {
 		return nil, fmt.Errorf("registry history: %w", err)
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Revision < out[j].Revision })
@@ -166,27 +136,27 @@ func History(ctx context.Context, st Store) ([]Meta, error) {
 // a lost race returns an error wrapping *ConflictError. If the document
 // was written but its history entry could not be, Push returns the new
 // Meta together with an error saying so. Safe for concurrent use.
-func Push(ctx context.Context, st Store, d *Document, expect int64, reason string) (Meta, error) {
+func Push(ctx context.Context, st store.Store, d *Document, expect int64, reason string) (store.Meta, error) {
 	if err := Validate(d); err != nil {
-		return Meta{}, err
+		return store.Meta{}, err
 	}
 	doc, err := json.Marshal(d)
 	if err != nil {
-		return Meta{}, fmt.Errorf("push registry: %w", err)
+		return store.Meta{}, fmt.Errorf("push registry: %w", err)
 	}
-	meta := Meta{Writer: Writer(), Time: now().UTC(), Reason: reason}
-	value, err := encodeEnvelope(meta, doc)
+	meta := store.Meta{Writer: Writer(), Time: now().UTC(), Reason: reason}
+	value, err := store.EncodeEnvelope(meta, doc)
 	if err != nil {
-		return Meta{}, fmt.Errorf("push registry: %w", err)
+		return store.Meta{}, fmt.Errorf("push registry: %w", err)
 	}
-	rev, err := st.CompareAndSwap(ctx, RegistryKey, value, expect, PutOptions{})
+	rev, err := st.CompareAndSwap(ctx, store.RegistryKey, value, expect, store.PutOptions{})
 	if err != nil {
-		return Meta{}, fmt.Errorf("push registry: %w", err)
+		return store.Meta{}, fmt.Errorf("push registry: %w", err)
 	}
 	meta.Revision = rev
-	hist, err := encodeEnvelope(meta, doc)
+	hist, err := store.EncodeEnvelope(meta, doc)
 	if err == nil {
-		_, err = st.Put(ctx, HistoryKey(rev), hist, PutOptions{})
+		_, err = st.Put(ctx, store.HistoryKey(rev), hist, store.PutOptions{})
 	}
 	if err != nil {
 		return meta, fmt.Errorf("registry revision %d was written but its history entry was not: %w", rev, err)
@@ -213,7 +183,7 @@ func HistoryKeep() int64 {
 // an interrupted writer, or a larger keep earlier, left behind). The
 // current revision is never removed. A failed removal is left to a later
 // push: pruning never fails a push that was written.
-func pruneHistory(ctx context.Context, st Store, rev, keep int64) {
+func pruneHistory(ctx context.Context, st store.Store, rev, keep int64) {
 	oldest := rev - keep // the newest revision that falls out
 	if oldest < 1 {
 		return
@@ -223,7 +193,7 @@ func pruneHistory(ctx context.Context, st Store, rev, keep int64) {
 		low = max(1, oldest-64)
 	}
 	for r := oldest; r >= low; r-- {
-		_ = forget(ctx, st, HistoryKey(r))
+		_ = store.Forget(ctx, st, store.HistoryKey(r))
 	}
 }
 
@@ -253,9 +223,9 @@ const DefaultUpdateBound = 2 * time.Minute
 // An error from fn is returned as it is and nothing is written; an invalid
 // result returns a *ValidationError and nothing is written. When the
 // context ends while conflicts continue, the error wraps both ctx.Err() and
-// the last *ConflictError (errors.Is matches ErrConflict). Safe for
+// the last *ConflictError (errors.Is matches store.ErrConflict). Safe for
 // concurrent use, also across processes sharing the store.
-func Update(ctx context.Context, st Store, reason string, fn func(d *Document) error) (*Document, Meta, error) {
+func Update(ctx context.Context, st store.Store, reason string, fn func(d *Document) error) (*Document, store.Meta, error) {
 	if _, ok := ctx.Deadline(); !ok {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, DefaultUpdateBound)
@@ -265,19 +235,19 @@ func Update(ctx context.Context, st Store, reason string, fn func(d *Document) e
 	for attempt := 1; ; attempt++ {
 		cur, meta, err := Load(ctx, st)
 		switch {
-		case errors.Is(err, ErrNotFound):
-			cur, meta = &Document{Version: 1}, Meta{}
+		case errors.Is(err, store.ErrNotFound):
+			cur, meta = &Document{Version: 1}, store.Meta{}
 		case err != nil:
-			return nil, Meta{}, err
+			return nil, store.Meta{}, err
 		}
 		next := cur.Clone()
 		if err := fn(next); err != nil {
-			return nil, Meta{}, err
+			return nil, store.Meta{}, err
 		}
 		m, err := Push(ctx, st, next, meta.Revision, reason)
-		if err == nil || !errors.Is(err, ErrConflict) {
+		if err == nil || !errors.Is(err, store.ErrConflict) {
 			if err != nil && m.Revision == 0 {
-				return nil, Meta{}, err
+				return nil, store.Meta{}, err
 			}
 			return next, m, err
 		}
@@ -285,7 +255,7 @@ func Update(ctx context.Context, st Store, reason string, fn func(d *Document) e
 		select {
 		case <-ctx.Done():
 			t.Stop()
-			return nil, Meta{}, fmt.Errorf("update registry: %d attempts met a conflict: %w (last: %w)", attempt, ctx.Err(), err)
+			return nil, store.Meta{}, fmt.Errorf("update registry: %d attempts met a conflict: %w (last: %w)", attempt, ctx.Err(), err)
 		case <-t.C:
 		}
 		wait = min(2*wait, updateMaxWait)

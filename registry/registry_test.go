@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/wisent/stado/registry"
+	"github.com/wisent/stado/store"
 )
 
 // TestMain doubles as the writer child of the kill test: with
@@ -29,7 +30,7 @@ func TestMain(m *testing.M) {
 }
 
 func runWriterChild(dir string) int {
-	st, err := registry.OpenFileStore(dir)
+	st, err := store.OpenFileStore(dir)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
@@ -41,6 +42,16 @@ func runWriterChild(dir string) int {
 			return 1
 		}
 	}
+}
+
+// openFileStore opens a file store in a directory of the test's own.
+func openFileStore(t *testing.T) *store.FileStore {
+	t.Helper()
+	st, err := store.OpenFileStore(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return st
 }
 
 // incrementCounter adds one to the counter the tests keep in
@@ -85,7 +96,7 @@ func TestGeneratedFleetIsValid(t *testing.T) {
 
 func TestLoadOfEmptyStoreIsNotFound(t *testing.T) {
 	st := openFileStore(t)
-	if _, _, err := registry.Load(context.Background(), st); !errors.Is(err, registry.ErrNotFound) {
+	if _, _, err := registry.Load(context.Background(), st); !errors.Is(err, store.ErrNotFound) {
 		t.Fatalf("Load = %v, want ErrNotFound", err)
 	}
 	h, err := registry.History(context.Background(), st)
@@ -124,7 +135,7 @@ func TestPushRecordsMetaAndHistory(t *testing.T) {
 	if err != nil || oldMeta.Reason != "first" || oldMeta.Revision != m1.Revision || !registry.Diff(d1, old).Empty() {
 		t.Fatalf("LoadRevision(%d) = %+v, %v", m1.Revision, oldMeta, err)
 	}
-	if _, _, err := registry.LoadRevision(ctx, st, m2.Revision+100); !errors.Is(err, registry.ErrNotFound) {
+	if _, _, err := registry.LoadRevision(ctx, st, m2.Revision+100); !errors.Is(err, store.ErrNotFound) {
 		t.Fatalf("LoadRevision of unknown revision: %v, want ErrNotFound", err)
 	}
 	h, err := registry.History(ctx, st)
@@ -141,7 +152,7 @@ func TestPushAgainstStaleRevisionConflicts(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, err = registry.Push(ctx, st, fleet(2, 1), 0, "")
-	var ce *registry.ConflictError
+	var ce *store.ConflictError
 	if !errors.As(err, &ce) || ce.Got != m.Revision {
 		t.Fatalf("Push expecting 0 over revision %d: %v, want *ConflictError", m.Revision, err)
 	}
@@ -281,13 +292,13 @@ func TestConcurrentUpdatesFromManyGoroutinesLoseNoIncrement(t *testing.T) {
 // conflictingStore is a file store whose registry compare-and-swap always
 // finds another writer's revision.
 type conflictingStore struct {
-	*registry.FileStore
+	*store.FileStore
 	attempts atomic.Int64
 }
 
-func (s *conflictingStore) CompareAndSwap(ctx context.Context, key string, value []byte, expect int64, opts registry.PutOptions) (int64, error) {
+func (s *conflictingStore) CompareAndSwap(ctx context.Context, key string, value []byte, expect int64, opts store.PutOptions) (int64, error) {
 	s.attempts.Add(1)
-	return 0, &registry.ConflictError{Key: key, Want: expect, Got: expect + 1}
+	return 0, &store.ConflictError{Key: key, Want: expect, Got: expect + 1}
 }
 
 // Under endless conflicts Update keeps trying until its context ends, and
@@ -297,7 +308,7 @@ func TestUpdateRetriesConflictsUntilItsContextEnds(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
 	defer cancel()
 	_, _, err := registry.Update(ctx, st, "", incrementCounter)
-	if !errors.Is(err, context.DeadlineExceeded) || !errors.Is(err, registry.ErrConflict) {
+	if !errors.Is(err, context.DeadlineExceeded) || !errors.Is(err, store.ErrConflict) {
 		t.Fatalf("Update = %v, want an error matching both context.DeadlineExceeded and ErrConflict", err)
 	}
 	// It tried again (more than once) but backed off between attempts: a
@@ -313,7 +324,7 @@ func TestUpdateRetriesConflictsUntilItsContextEnds(t *testing.T) {
 // and the lock free for the next writer.
 func TestWriterKilledMidWriteLeavesStoreConsistent(t *testing.T) {
 	dir := t.TempDir()
-	st, err := registry.OpenFileStore(dir)
+	st, err := store.OpenFileStore(dir)
 	if err != nil {
 		t.Fatal(err)
 	}

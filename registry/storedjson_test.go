@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"reflect"
 	"testing"
+
+	"github.com/wisent/stado/store"
 )
 
 // stdDecode is encoding/json's reading of value, the meaning DecodeStored
@@ -34,7 +36,7 @@ func storedEnvelopes(t testing.TB) [][]byte {
 		if err != nil {
 			t.Fatalf("%s: %v", f, err)
 		}
-		b, err := json.Marshal(envelope{Meta: Meta{Writer: "w", Reason: "r", Revision: 3}, Document: d})
+		b, err := json.Marshal(envelope{Meta: store.Meta{Writer: "w", Reason: "r", Revision: 3}, Document: d})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -59,8 +61,9 @@ func storedEnvelopes(t testing.TB) [][]byte {
 	)
 }
 
-// The faster decoder reads every stored envelope as encoding/json does:
-// the same document, and an error exactly where encoding/json has one.
+// A stored envelope, read into its presized document, holds what
+// encoding/json reads from it into a zero envelope, and fails exactly
+// where encoding/json fails.
 func TestStoredEnvelopesDecodeAsEncodingJSONDecodesThem(t *testing.T) {
 	for _, value := range storedEnvelopes(t) {
 		assertDecodesAsStd(t, value)
@@ -97,7 +100,7 @@ func FuzzStoredEnvelopeDecodesAsEncodingJSON(f *testing.F) {
 // document.
 func assertEnvelopeDecodesAsStd(t *testing.T, value []byte) {
 	t.Helper()
-	got, _, gotErr := decodeEnvelope(Object{Key: RegistryKey, Value: value, Revision: 1})
+	got, _, gotErr := decodeEnvelope(store.Object{Key: store.RegistryKey, Value: value, Revision: 1})
 	var want envelope
 	wantErr := stdDecode(value, &want, true)
 	if wantErr == nil && want.Document == nil {

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"text/tabwriter"
 	"time"
+
+	"github.com/wisent/stado/store"
 )
 
 // The human form of the registry's results: each says itself in lines an
@@ -65,14 +67,14 @@ func (p Pushed) Lines() []string {
 // Shown is `registry show`: the current revision, who wrote it and why, the
 // resolver's refresh interval and the Summary of the document.
 type Shown struct {
-	Revision       int64 `json:"revision"`
-	Meta           Meta  `json:"meta"`
-	RefreshSeconds int   `json:"refresh_seconds,omitempty"`
+	Revision       int64      `json:"revision"`
+	Meta           store.Meta `json:"meta"`
+	RefreshSeconds int        `json:"refresh_seconds,omitempty"`
 	Summary
 }
 
 // Show is the Shown of d, read at meta m.
-func Show(d *Document, m Meta) Shown {
+func Show(d *Document, m store.Meta) Shown {
 	return Shown{Revision: m.Revision, Meta: m, RefreshSeconds: d.ServiceResolver.RefreshSeconds, Summary: Summarize(d)}
 }
 
@@ -116,12 +118,12 @@ func (s Shown) Lines() []string {
 
 // Revisions is `registry history`: the retained revisions, newest first.
 type Revisions struct {
-	Revisions []Meta `json:"revisions"`
+	Revisions []store.Meta `json:"revisions"`
 }
 
 // NewestFirst is the Revisions of h, which History lists oldest first.
-func NewestFirst(h []Meta) Revisions {
-	r := Revisions{Revisions: make([]Meta, 0, len(h))}
+func NewestFirst(h []store.Meta) Revisions {
+	r := Revisions{Revisions: make([]store.Meta, 0, len(h))}
 	for i := len(h) - 1; i >= 0; i-- {
 		r.Revisions = append(r.Revisions, h[i])
 	}

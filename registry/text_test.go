@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/wisent/stado/registry"
+	"github.com/wisent/stado/store"
 )
 
 func TestWordsQuotesOnlyWhatNeedsIt(t *testing.T) {
@@ -30,7 +31,7 @@ func TestResultsSayThemselvesInLines(t *testing.T) {
 		{"dry run", registry.Pushed{DryRun: true, Revision: 4, PreviousRevision: 4}.Lines(),
 			[]string{"dry run: valid; registry stays at revision 4", "  no change"}},
 		// show aligns each target's services and flags the incomplete one
-		{"show", registry.Show(d, registry.Meta{Revision: 2, Writer: "ops@h0", Time: at}).Lines(), []string{
+		{"show", registry.Show(d, store.Meta{Revision: 2, Writer: "ops@h0", Time: at}).Lines(), []string{
 			"registry revision 2", "  writer  ops@h0", "  time    2030-01-02T03:04:05Z",
 			"", "targets (1):",
 			"  h1       root@h1:22     linux",
@@ -47,7 +48,7 @@ func TestResultsSayThemselvesInLines(t *testing.T) {
 			t.Errorf("%s:\n%q\nwant\n%q", c.name, c.got, c.want)
 		}
 	}
-	h := registry.NewestFirst([]registry.Meta{{Revision: 1}, {Revision: 2, Time: at, Writer: "w", Reason: "why"}})
+	h := registry.NewestFirst([]store.Meta{{Revision: 1}, {Revision: 2, Time: at, Writer: "w", Reason: "why"}})
 	if header, rows := h.Table(); len(header) != 4 || !reflect.DeepEqual(rows[0], []string{"2", "2030-01-02T03:04:05Z", "w", "why"}) || len(rows) != 2 {
 		t.Errorf("history %q %q", header, rows)
 	}

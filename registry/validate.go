@@ -4,13 +4,12 @@ import (
 	"fmt"
 	"net"
 	"net/url"
-	"path"
 	"runtime"
-	"sort"
 	"strconv"
 	"strings"
 	"sync"
-	"unicode/utf8"
+
+	"github.com/wisent/stado/declaration"
 )
 
 // charset is a set of bytes; names are checked against charsets rather
@@ -56,11 +55,7 @@ var (
 	anyAlnumDsh   = chars("A-Za-z0-9-")
 	userFirst     = chars("A-Za-z_")
 	userRest      = chars("A-Za-z0-9_.-")
-	serviceRest   = chars("A-Za-z0-9_.@-")
-	productRest   = chars("a-z0-9_.-")
 	alertRest     = chars("A-Za-z0-9_.-")
-	envFirst      = chars("A-Za-z_")
-	envRest       = chars("A-Za-z0-9_")
 	digits        = chars("0-9")
 )
 
@@ -69,8 +64,6 @@ var (
 func label(l string, edge, inner *charset) bool {
 	return grammar(l, edge, inner, 63) && edge[l[len(l)-1]]
 }
-
-func validServiceName(s string) bool { return grammar(s, anyAlnum, serviceRest, 128) }
 
 func validDomain(d string) bool {
 	if d == "system" {
@@ -112,6 +105,19 @@ type validator struct{ out []Violation }
 
 func (v *validator) add(path, format string, args ...any) {
 	v.out = append(v.out, Violation{Path: path, Message: fmt.Sprintf(format, args...)})
+}
+
+// addService adds the violations of the service at path sp, which
+// declaration reports relative to the service.
+func (v *validator) addService(sp string, vs []declaration.Violation) {
+	for _, x := range vs {
+		if x.Path != "" {
+			x.Path = sp + "." + x.Path
+		} else {
+			x.Path = sp
+		}
+		v.out = append(v.out, x)
+	}
 }
 
 func (v *validator) document(d *Document) {
@@ -158,7 +164,7 @@ func (v *validator) document(d *Document) {
 		switch {
 		case e.Service == "":
 			v.add(p+".service", "missing")
-		case !validServiceName(e.Service):
+		case !declaration.ValidServiceName(e.Service):
 			v.add(p+".service", "%q is not a service name (letters, digits, '_', '.', '@', '-'; at most 128)", e.Service)
 		default:
 			key := serviceHost{e.Service, e.Host}
@@ -313,7 +319,7 @@ func (v *validator) target(t *Target, p string) {
 	for i := range t.Services {
 		s := &t.Services[i]
 		sp := at(p, "services", i)
-		v.service(s, t.OS, sp)
+		v.addService(sp, declaration.CheckRules(s, t.OS))
 		if s.Name != "" {
 			if j, dup := names[s.Name]; dup {
 				v.add(sp+".name", "duplicate service %q on this target (first at %s.services[%d])", s.Name, p, j)
@@ -366,11 +372,11 @@ func (v *validator) alert(a *AlertChannel, p string, names map[string]int, i int
 			v.add(p+".command.argv", "missing; argv[0] is the absolute program")
 			break
 		}
-		if msg := absCleanProblem(a.Command.Argv[0]); msg != "" {
+		if msg := declaration.PathProblem(a.Command.Argv[0]); msg != "" {
 			v.add(p+".command.argv[0]", "%s", msg)
 		}
 		for k, arg := range a.Command.Argv[1:] {
-			if msg := argProblem(arg); msg != "" {
+			if msg := declaration.ArgProblem(arg); msg != "" {
 				v.add(fmt.Sprintf("%s.command.argv[%d]", p, k+1), "%s", msg)
 			}
 		}
@@ -382,143 +388,4 @@ func stripURLErr(err error) string {
 		return ue.Err.Error()
 	}
 	return err.Error()
-}
-
-func (v *validator) service(s *Service, os, p string) {
-	switch {
-	case s.Name == "":
-		v.add(p+".name", "missing")
-	case !validServiceName(s.Name):
-		v.add(p+".name", "%q is not a service name (letters, digits, '_', '.', '@', '-'; at most 128)", s.Name)
-	}
-	switch {
-	case s.Unit == "":
-		v.add(p+".unit", "missing; the systemd unit name or launchd label")
-	case os != OSLinux && os != OSDarwin:
-		// the target's os is reported on its own
-	case s.Program != "":
-		// A complete declaration is rendered and installed.
-		if err := CheckServiceUnit(os, s.Unit); err != nil {
-			v.add(p+".unit", "%s", err)
-		}
-	default:
-		if err := CheckUnitName(os, s.Unit); err != nil {
-			v.add(p+".unit", "%s", err)
-		}
-	}
-	scopeOK := true
-	switch s.Scope {
-	case "", ScopeSystem, ScopeUser:
-	default:
-		scopeOK = false
-		v.add(p+".scope", "must be system or user, got %q", s.Scope)
-	}
-	if s.UnitPath != "" {
-		if msg := absCleanProblem(s.UnitPath); msg != "" {
-			v.add(p+".unit_path", "%s", msg)
-		} else if scopeOK && (os == OSLinux || os == OSDarwin) {
-			if err := CheckUnitPath(os, s.EffectiveScope(), s.Unit, s.UnitPath); err != nil {
-				v.add(p+".unit_path", "%s", err)
-			}
-		}
-	}
-	if s.Program != "" {
-		if msg := absCleanProblem(s.Program); msg != "" {
-			v.add(p+".program", "%s", msg)
-		}
-	} else if len(s.Args) > 0 {
-		v.add(p+".args", "given without program; args[0] is not the program, set program")
-	}
-	for i, a := range s.Args {
-		if msg := argProblem(a); msg != "" {
-			v.add(fmt.Sprintf("%s.args[%d]", p, i), "%s", msg)
-		}
-	}
-	var names []string
-	if len(s.Env) > 0 {
-		names = make([]string, 0, len(s.Env))
-		for k := range s.Env {
-			names = append(names, k)
-		}
-		sort.Strings(names)
-	}
-	for _, k := range names {
-		if err := CheckEnvName(k); err != nil {
-			v.add(fmt.Sprintf("%s.env[%q]", p, k), "%s", err)
-			continue
-		}
-		val := s.Env[k]
-		switch {
-		case hasControl(val):
-			v.add(p+".env."+k, "value contains NUL or a line break")
-		case !utf8.ValidString(val):
-			v.add(p+".env."+k, "value is not valid UTF-8")
-		}
-	}
-	if s.Product != "" && !grammar(s.Product, lowerAlnum, productRest, 64) {
-		v.add(p+".product", "%q is not a product name (lowercase letters, digits, '_', '.', '-')", s.Product)
-	}
-	v.protocol(s.Protocol, p)
-	v.unitSettings(s, os, p) // validate_unit.go
-	if s.IncompleteReason != "" {
-		switch {
-		case s.Program != "":
-			v.add(p+".incomplete_reason", "set on a complete declaration (program is set)")
-		case strings.ContainsRune(s.IncompleteReason, 0) || !utf8.ValidString(s.IncompleteReason):
-			v.add(p+".incomplete_reason", "contains NUL or invalid UTF-8")
-		}
-	}
-}
-
-// absCleanProblem says why p is not an absolute, clean path, or "".
-func absCleanProblem(p string) string {
-	switch {
-	case hasControl(p):
-		return "path contains NUL or a line break"
-	case !utf8.ValidString(p):
-		return "path is not valid UTF-8"
-	case !strings.HasPrefix(p, "/"):
-		return fmt.Sprintf("%q is not an absolute path", p)
-	case hasDotDot(p):
-		return fmt.Sprintf("%q contains '..'", p)
-	case path.Clean(p) != p:
-		return fmt.Sprintf("%q is not clean (want %q)", p, path.Clean(p))
-	}
-	return ""
-}
-
-// hasControl reports whether s holds NUL, CR or LF.
-func hasControl(s string) bool {
-	for i := 0; i < len(s); i++ {
-		if c := s[i]; c == 0 || c == '\n' || c == '\r' {
-			return true
-		}
-	}
-	return false
-}
-
-func hasDotDot(p string) bool {
-	if !strings.Contains(p, "..") {
-		return false
-	}
-	for {
-		seg, rest, more := strings.Cut(p, "/")
-		if seg == ".." {
-			return true
-		}
-		if !more {
-			return false
-		}
-		p = rest
-	}
-}
-
-func argProblem(a string) string {
-	switch {
-	case strings.ContainsRune(a, 0):
-		return "contains NUL"
-	case !utf8.ValidString(a):
-		return "is not valid UTF-8"
-	}
-	return ""
 }

@@ -2,13 +2,13 @@ package registry
 
 import (
 	"fmt"
-	"sort"
-	"strconv"
-	"strings"
-	"unicode/utf8"
+
+	"github.com/wisent/stado/declaration"
+	"github.com/wisent/stado/store"
 )
 
-// Limits of a registry document (docs/limits.md). A document past them is
+// Limits of a registry document (docs/limits.md); the limits of one
+// service (arguments, environment, command size) are declaration's. A document past them is
 // refused when it is pushed and when it is read back from the store, so no
 // reader spends seconds and gigabytes on one, and no declaration is stored
 // that the render, the channel or the host would refuse later.
@@ -22,21 +22,9 @@ const (
 	MaxTargets = 10_000
 	// MaxServicesPerTarget bounds the services of one target.
 	MaxServicesPerTarget = 1_000
-	// MaxArgs and MaxEnv bound the arguments and environment variables of
-	// one service.
-	MaxArgs = 1_024
-	MaxEnv  = 1_024
-	// MaxArgBytes is the longest single argument, and the longest
-	// NAME=VALUE of one variable: Linux refuses to start a program with a
-	// string of 128 KiB or more (MAX_ARG_STRLEN, its NUL included).
-	MaxArgBytes = 128<<10 - 1
-	// MaxCommandBytes bounds program, arguments and environment together,
-	// so that a rendered unit stays under the channel's 1 MiB limit on
-	// unit content even when every byte is escaped (at most 4 bytes each).
-	MaxCommandBytes = 256 << 10
 	// MaxTargetNameBytes keeps the key of a target's beacon
-	// (BeaconPrefix + name) within MaxKeyLength, so the host can publish.
-	MaxTargetNameBytes = MaxKeyLength - len(BeaconPrefix)
+	// (store.BeaconPrefix + name) within store.MaxKeyLength, so the host can publish.
+	MaxTargetNameBytes = store.MaxKeyLength - len(store.BeaconPrefix)
 )
 
 // CheckDocumentSize refuses a document text larger than MaxDocumentBytes,
@@ -65,128 +53,12 @@ func (v *validator) documentLimits(d *Document, perTarget [][]Violation) {
 // targetLimits checks one target, at path p, against the size limits.
 func (v *validator) targetLimits(t *Target, p string) {
 	if len(t.Name) > MaxTargetNameBytes {
-		v.add(p+".name", "%d bytes, at most %d: the host publishes its beacon under %s<name>, a store key of at most %d bytes", len(t.Name), MaxTargetNameBytes, BeaconPrefix, MaxKeyLength)
+		v.add(p+".name", "%d bytes, at most %d: the host publishes its beacon under %s<name>, a store key of at most %d bytes", len(t.Name), MaxTargetNameBytes, store.BeaconPrefix, store.MaxKeyLength)
 	}
 	if len(t.Services) > MaxServicesPerTarget {
 		v.add(p+".services", "%d services, the limit per target is %d", len(t.Services), MaxServicesPerTarget)
 	}
 	for j := range t.Services {
-		v.serviceLimits(&t.Services[j], t.OS, at(p, "services", j))
+		v.addService(at(p, "services", j), declaration.CheckLimits(&t.Services[j], t.OS))
 	}
-}
-
-func (v *validator) serviceLimits(s *Service, os, p string) {
-	if strings.ContainsRune(s.Unit, '\\') {
-		v.add(p+".unit", "%q holds a backslash: systemd escapes (\\x2d) are refused by the channel, and a trailing one joins the next line of a unit file", s.Unit)
-	}
-	if s.Program != "" {
-		if why := programProblem(s.Program, os); why != "" {
-			v.add(p+".program", "%s", why)
-		}
-	}
-	if len(s.Args) > MaxArgs {
-		v.add(p+".args", "%d arguments, the limit is %d", len(s.Args), MaxArgs)
-	}
-	total := len(s.Program)
-	for i, a := range s.Args {
-		total += len(a) + 1
-		ap := func() string { return p + ".args[" + strconv.Itoa(i) + "]" }
-		switch {
-		case len(a) > MaxArgBytes:
-			v.add(ap(), "%d bytes, at most %d: Linux refuses to start a program with a longer argument", len(a), MaxArgBytes)
-		case controlOtherThanTab(a) != "" && argProblem(a) == "":
-			v.add(ap(), "holds the control character %s; no unit format can carry it as it is", controlOtherThanTab(a))
-		}
-	}
-	if len(s.Env) > MaxEnv {
-		v.add(p+".env", "%d variables, the limit is %d", len(s.Env), MaxEnv)
-	}
-	for _, k := range sortedEnvNames(s.Env) {
-		val := s.Env[k]
-		total += len(k) + len(val) + 2
-		switch {
-		case len(k)+1+len(val) > MaxArgBytes:
-			v.add(p+".env."+k, "%s=VALUE is %d bytes, at most %d: Linux refuses to start a program with a longer variable", k, len(k)+1+len(val), MaxArgBytes)
-		case controlOtherThanTab(val) != "" && !hasControl(val):
-			// NUL and line breaks are reported by the main rules.
-			v.add(p+".env."+k, "value holds the control character %s; no unit format can carry it as it is", controlOtherThanTab(val))
-		}
-	}
-	if total > MaxCommandBytes {
-		v.add(p, "program, arguments and environment are %d bytes together, at most %d: the rendered unit would pass the channel's 1 MiB limit", total, MaxCommandBytes)
-	}
-	if s.UnitPath != "" && absCleanProblem(s.UnitPath) == "" {
-		// The directories; the file name is held to the unit's name.
-		dir := s.UnitPath[:strings.LastIndexByte(s.UnitPath, '/')]
-		for _, seg := range strings.Split(strings.TrimPrefix(dir, "/"), "/") {
-			if seg == "" {
-				continue
-			}
-			if !unitPathSegment(seg) {
-				v.add(p+".unit_path", "segment %q holds a character the host refuses in unit paths (letters, digits and ._@:+,%%=- only, not first '-')", seg)
-				break
-			}
-		}
-	}
-}
-
-// programProblem says why a program path cannot be rendered, or "". On
-// linux the program is the first word of ExecStart=, where systemd reads
-// '$' literally (the render's $$ would name another file) and refuses
-// quotes, backslashes and whitespace other than a space; no unit format
-// carries control characters.
-func programProblem(prog, os string) string {
-	if c := controlOtherThanTab(prog); c != "" || strings.ContainsRune(prog, '\t') {
-		if c == "" {
-			c = strconv.QuoteRune('\t')
-		}
-		return fmt.Sprintf("path holds the control character %s", c)
-	}
-	if os == OSLinux {
-		if i := strings.IndexAny(prog, "$\"'\\"); i >= 0 {
-			r, _ := utf8.DecodeRuneInString(prog[i:])
-			return fmt.Sprintf("path holds %s, which systemd cannot take in the program path of ExecStart=", strconv.QuoteRune(r))
-		}
-	}
-	return ""
-}
-
-// controlOtherThanTab returns the first C0 control character (other than
-// TAB) or DEL in s, quoted, or "".
-func controlOtherThanTab(s string) string {
-	for i := 0; i < len(s); i++ {
-		if c := s[i]; (c < 0x20 && c != '\t') || c == 0x7f {
-			return strconv.QuoteRune(rune(c))
-		}
-	}
-	return ""
-}
-
-// unitPathSegment is the channel's rule for one segment of a unit path.
-func unitPathSegment(seg string) bool {
-	if seg == "" || seg[0] == '-' {
-		return false
-	}
-	for i := 0; i < len(seg); i++ {
-		c := seg[i]
-		switch {
-		case c >= 'a' && c <= 'z', c >= 'A' && c <= 'Z', c >= '0' && c <= '9':
-		case strings.IndexByte("._@:+,%=-", c) >= 0:
-		default:
-			return false
-		}
-	}
-	return true
-}
-
-func sortedEnvNames(env map[string]string) []string {
-	if len(env) == 0 {
-		return nil
-	}
-	names := make([]string, 0, len(env))
-	for k := range env {
-		names = append(names, k)
-	}
-	sort.Strings(names)
-	return names
 }

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/wisent/stado/declaration"
 	"github.com/wisent/stado/registry"
 )
 
@@ -45,7 +46,7 @@ func TestRegistryRefusesWhatRenderOrTheHostWouldRefuse(t *testing.T) {
 		{"128 KiB argument", "linux", func(s *registry.Service, _ *registry.Target) { s.Args = []string{strings.Repeat("a", 128<<10)} }, "services[0].args[0]"},
 		// just under: accepted
 		{"argument under the bound", "linux", func(s *registry.Service, _ *registry.Target) {
-			s.Args = []string{strings.Repeat("a", registry.MaxArgBytes)}
+			s.Args = []string{strings.Repeat("a", declaration.MaxArgBytes)}
 		}, ""},
 		// arguments that render past the channel's 1 MiB
 		{"unit over 1 MiB", "linux", func(s *registry.Service, _ *registry.Target) {
@@ -68,7 +69,7 @@ func TestRegistryRefusesWhatRenderOrTheHostWouldRefuse(t *testing.T) {
 			s.Scope, s.UnitPath = "user", "/home/a b/.config/systemd/user/a.service"
 		}, "services[0].unit_path"},
 		// too many arguments
-		{"too many args", "linux", func(s *registry.Service, _ *registry.Target) { s.Args = make([]string, registry.MaxArgs+1) }, "services[0].args"},
+		{"too many args", "linux", func(s *registry.Service, _ *registry.Target) { s.Args = make([]string, declaration.MaxArgs+1) }, "services[0].args"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			tg := registry.Target{Name: "h", OS: tc.os}
@@ -140,7 +141,7 @@ func TestViolationsOfAFleetSizeDocumentComeInDocumentOrder(t *testing.T) {
 	d.Targets[5].OS = "plan9"
 	d.Targets[150].Services[0].Unit = `a\.service`
 	d.Targets[151].Name = "host005"
-	d.Targets[299].Services[0].Args = []string{"ok", strings.Repeat("x", registry.MaxArgBytes+1)}
+	d.Targets[299].Services[0].Args = []string{"ok", strings.Repeat("x", declaration.MaxArgBytes+1)}
 	d.Targets[7].Services[0].Args = []string{"\x1b"}
 	err := registry.Validate(d)
 	var ve *registry.ValidationError

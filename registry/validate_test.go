@@ -4,10 +4,12 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strconv"
 	"strings"
 	"testing"
 
+	"github.com/wisent/stado/declaration"
 	"github.com/wisent/stado/registry"
 )
 
@@ -184,5 +186,35 @@ func TestDocsExampleIsTheExampleFleet(t *testing.T) {
 	}
 	if block != string(fleet) {
 		t.Fatal("the example in docs/registry.md differs from examples/fleet.yaml")
+	}
+}
+
+// A document reports each service's own violations (declaration's, paths
+// relative to the service) under the service's path, with the same
+// messages; a violation of the service as a whole is at the service's path.
+func TestDocumentReportsServiceViolationsUnderTheServicePath(t *testing.T) {
+	bad := registry.Service{Name: "web", Unit: "web.service", Program: "/usr/bin/web",
+		Args:         []string{"ok", "n\x00ul", strings.Repeat("a", 130<<10), strings.Repeat("b", 130<<10)},
+		Env:          map[string]string{"1X": "v"},
+		UnitSettings: registry.UnitSettings{ExecStartPre: []string{"/bin/a\nb"}}}
+	d := &registry.Document{Version: 1, Targets: []registry.Target{
+		{Name: "h1", OS: registry.OSLinux, Services: []registry.Service{{Name: "ok", Unit: "ok.service", Program: "/bin/ok"}}},
+		{Name: "h2", OS: registry.OSLinux, Services: []registry.Service{{Name: "ok", Unit: "ok.service", Program: "/bin/ok"}, bad}},
+	}}
+	var ve *registry.ValidationError
+	if err := registry.Validate(d); !errors.As(err, &ve) {
+		t.Fatalf("Validate: %v, want a *ValidationError", err)
+	}
+	var want []registry.Violation
+	for _, v := range declaration.ValidateService(&bad, registry.OSLinux) {
+		if v.Path == "" {
+			v.Path = "targets[1].services[1]"
+		} else {
+			v.Path = "targets[1].services[1]." + v.Path
+		}
+		want = append(want, v)
+	}
+	if len(want) < 4 || !reflect.DeepEqual(ve.Violations, want) {
+		t.Fatalf("document violations\n%v\nwant the service's, prefixed\n%v", ve.Violations, want)
 	}
 }

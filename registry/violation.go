@@ -1,18 +1,13 @@
 package registry
 
 import (
+	"errors"
 	"fmt"
 	"strings"
 )
 
-// Violation is one rule a document breaks, at an exact field path such as
-// "targets[2].services[0].unit".
-type Violation struct {
-	Path    string `json:"path"`
-	Message string `json:"message"`
-}
-
-func (v Violation) String() string { return v.Path + ": " + v.Message }
+// ErrInvalid: a document failed validation; see *ValidationError.
+var ErrInvalid = errors.New("invalid document")
 
 // ValidationError carries every violation found, not only the first.
 // It unwraps to ErrInvalid.

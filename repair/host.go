@@ -14,6 +14,7 @@ import (
 	"github.com/wisent/stado/register"
 	"github.com/wisent/stado/registry"
 	"github.com/wisent/stado/resolver"
+	"github.com/wisent/stado/store"
 	"github.com/wisent/stado/units"
 )
 
@@ -22,7 +23,7 @@ import (
 // managers of user-scope units) and its home (register and waiting list),
 // and the SSH dialer that reaches its peers.
 type HostProcess struct {
-	Store   registry.Store
+	Store   store.Store
 	Host    string
 	Manager units.Manager
 	// Users opens the manager of a user; nil leaves user-scope restarts

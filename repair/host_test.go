@@ -9,13 +9,14 @@ import (
 	"github.com/wisent/stado/catalog"
 	"github.com/wisent/stado/channel"
 	"github.com/wisent/stado/registry"
+	"github.com/wisent/stado/store"
 	"github.com/wisent/stado/units"
 	"github.com/wisent/stado/units/unitstest"
 )
 
 func TestHostProcessContributorsRefuseABadSiteCatalogOnly(t *testing.T) {
 	ctx := context.Background()
-	st, err := registry.Open(ctx, "file://"+t.TempDir())
+	st, err := store.Open(ctx, "file://"+t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -32,7 +33,7 @@ func TestHostProcessContributorsRefuseABadSiteCatalogOnly(t *testing.T) {
 		t.Errorf("second contributor %T, want the peer", cs[1])
 	}
 	stop()
-	if _, err := st.Put(ctx, registry.CatalogKey, []byte("version: 1\nbogus: true\n"), registry.PutOptions{}); err != nil {
+	if _, err := st.Put(ctx, store.CatalogKey, []byte("version: 1\nbogus: true\n"), store.PutOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	var invalid *registry.ValidationError
@@ -57,7 +58,7 @@ func (users) Forget(string) {}
 // owns it (the target's ssh.user), and runs steps with its store.
 func TestAHostProcessActsOnItsOwnUnitsThroughItsOwnEnd(t *testing.T) {
 	ctx := context.Background()
-	st, err := registry.Open(ctx, "file://"+t.TempDir())
+	st, err := store.Open(ctx, "file://"+t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -17,6 +17,7 @@ import (
 	"github.com/wisent/stado/register"
 	"github.com/wisent/stado/registry"
 	"github.com/wisent/stado/resolver"
+	"github.com/wisent/stado/store"
 )
 
 // PeerOldest is the oldest held wait of a peer standing, as a beacon's
@@ -277,7 +278,7 @@ func (pr *Peer) catalog(ctx context.Context, p *beacon.Pass) *catalog.Catalog {
 		if err == nil {
 			return c
 		}
-		p.Refuse("catalog_unreadable", registry.CatalogKey, "read the site catalog for peer recovery: %v", err)
+		p.Refuse("catalog_unreadable", store.CatalogKey, "read the site catalog for peer recovery: %v", err)
 	}
 	return catalog.OrShipped(pr.Catalog)
 }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/wisent/stado/refusal"
 	"github.com/wisent/stado/registry"
+	"github.com/wisent/stado/store"
 )
 
 // URIPrefix starts every service URI: stado://service/<name>.
@@ -66,13 +67,13 @@ type Answers func(service, host string) bool
 func (e Endpoint) String() string { return net.JoinHostPort(e.Address, strconv.Itoa(e.Port)) }
 
 // NotInDirectoryError says the directory has no entry for a service. It
-// unwraps to registry.ErrNotFound.
+// unwraps to store.ErrNotFound.
 type NotInDirectoryError struct{ Service string }
 
 func (e *NotInDirectoryError) Error() string {
 	return fmt.Sprintf("the directory has no entry for service %q", e.Service)
 }
-func (e *NotInDirectoryError) Unwrap() error             { return registry.ErrNotFound }
+func (e *NotInDirectoryError) Unwrap() error             { return store.ErrNotFound }
 func (e *NotInDirectoryError) RefusalCode() refusal.Code { return refusal.NotFound }
 
 // CallerRefusedError says the directory lists who may call a service and
@@ -101,7 +102,7 @@ func (e *NoPortError) Error() string {
 func (e *NoPortError) RefusalCode() refusal.Code { return refusal.Unreadable }
 
 // FromStore returns a loader reading the registry document from st.
-func FromStore(st registry.Store) func(context.Context) (*registry.Document, error) {
+func FromStore(st store.Store) func(context.Context) (*registry.Document, error) {
 	return func(ctx context.Context) (*registry.Document, error) {
 		doc, _, err := registry.Load(ctx, st)
 		return doc, err

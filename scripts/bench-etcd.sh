@@ -52,7 +52,7 @@ PP=$(free_port $((CP + 1)))
 
 echo "== build" >&2
 go build -o "$W/stado" ./cmd/stado
-go test -c -o "$W/etcdstore.test" ./registry/etcdstore
+go test -c -o "$W/etcdstore.test" ./store/etcdstore
 
 echo "== etcd on 127.0.0.1:$CP" >&2
 setsid etcd --name bench --data-dir "$W/etcd.data" \
@@ -97,7 +97,7 @@ for n in "${HOSTS[@]}"; do
 done
 
 echo
-echo "## Go benchmarks (go test -bench . -run '^\$' ./registry/etcdstore/)"
+echo "## Go benchmarks (go test -bench . -run '^\$' ./store/etcdstore/)"
 "$W/etcdstore.test" -test.run '^$' -test.v -test.bench 'BeaconPublish' -test.benchtime 2000x | tee "$W/bench-beacon.txt" | grep -E '^Benchmark|bytes of JSON'
 "$W/etcdstore.test" -test.run '^$' -test.bench 'RegistryUpdate8Writers' -test.benchtime 400x | grep -E '^Benchmark'
 "$W/etcdstore.test" -test.run '^$' -test.bench 'ReadView1000Hosts' -test.benchtime 5x | grep -E '^Benchmark'

@@ -46,7 +46,7 @@ CP=$(free_port 25000)
 PP=$(free_port $((CP + 1)))
 
 go build -o "$W/stado" ./cmd/stado
-go test -c -o "$W/etcdstore.test" ./registry/etcdstore
+go test -c -o "$W/etcdstore.test" ./store/etcdstore
 
 setsid etcd --name readhalf --data-dir "$W/etcd.data" \
   --listen-client-urls "http://127.0.0.1:$CP" --advertise-client-urls "http://127.0.0.1:$CP" \

@@ -13,8 +13,8 @@ import (
 
 	"github.com/wisent/stado/beacon"
 	"github.com/wisent/stado/register"
-	"github.com/wisent/stado/registry"
 	"github.com/wisent/stado/resolver"
+	"github.com/wisent/stado/store"
 	"github.com/wisent/stado/tests/testbed"
 )
 
@@ -80,15 +80,15 @@ func TestAnsweringOnSeveralHostsRecoversOnlyTheHostWhoseCopyStands(t *testing.T)
 	}
 	t.Cleanup(func() { os.Remove(fixture) })
 	storeDir := bed.NewStore(t)
-	store := "file://" + storeDir
-	c := newCLI(t, bed, store)
+	storeURL := "file://" + storeDir
+	c := newCLI(t, bed, storeURL)
 
 	// where each copy listens: host1 on loopback only, host2 at its target
 	// address (no address in its entry), host3 at the address its entry names
 	listen := map[string]string{h1.Name: "127.0.0.1", h2.Name: h2.Addr, h3.Name: h3.Addr}
 	var targets strings.Builder
 	for _, h := range hosts {
-		fmt.Fprintf(&targets, hostsTarget, h.Name, h.Addr, store, listen[h.Name])
+		fmt.Fprintf(&targets, hostsTarget, h.Name, h.Addr, storeURL, listen[h.Name])
 	}
 	site := filepath.Join(t.TempDir(), "site.yaml")
 	fleet := filepath.Join(t.TempDir(), "fleet.yaml")
@@ -130,13 +130,13 @@ func TestAnsweringOnSeveralHostsRecoversOnlyTheHostWhoseCopyStands(t *testing.T)
 		}
 	}
 
-	st, err := registry.OpenFileStore(storeDir)
+	st, err := store.OpenFileStore(storeDir)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer st.Close()
 	block := func(h testbed.Host) (*beacon.Beacon, *beacon.Answering) {
-		obj, err := st.Get(ctx, registry.BeaconPrefix+h.Name)
+		obj, err := st.Get(ctx, store.BeaconPrefix+h.Name)
 		if err != nil {
 			return nil, nil
 		}

@@ -17,7 +17,7 @@ import (
 	"github.com/wisent/stado/alert"
 	"github.com/wisent/stado/beacon"
 	"github.com/wisent/stado/register"
-	"github.com/wisent/stado/registry"
+	"github.com/wisent/stado/store"
 	"github.com/wisent/stado/tests/testbed"
 )
 
@@ -131,14 +131,14 @@ func TestAnsweringJourneyStandingServiceIsRepairedRestartedAndRecorded(t *testin
 	}
 	t.Cleanup(func() { os.Remove(fixture) })
 	storeDir := bed.NewStore(t)
-	store := "file://" + storeDir
-	c := newCLI(t, bed, store)
+	storeURL := "file://" + storeDir
+	c := newCLI(t, bed, storeURL)
 	hook := startAlertReceiver(t)
 
 	site := filepath.Join(t.TempDir(), "site.yaml")
 	fleet := filepath.Join(t.TempDir(), "fleet.yaml")
 	os.WriteFile(site, []byte(answeringSite), 0o644)
-	os.WriteFile(fleet, []byte(fmt.Sprintf(answeringFleet, h.Name, h.Addr, store, hook.url)), 0o644)
+	os.WriteFile(fleet, []byte(fmt.Sprintf(answeringFleet, h.Name, h.Addr, storeURL, hook.url)), 0o644)
 	c.mustRun(t, "catalog", "push", site)
 	c.mustRun(t, "registry", "push", fleet, "--reason", "answering journey")
 	units := []string{"aj-stado.service", "aj-hold.service", "aj-sealed.service", "aj-ok.service"}
@@ -167,7 +167,7 @@ func TestAnsweringJourneyStandingServiceIsRepairedRestartedAndRecorded(t *testin
 	holdPID, sealedPID := mainPID("aj-hold.service"), mainPID("aj-sealed.service")
 	c.mustRun(t, "service", "ensure", "aj-stado", "--host", h.Name, "--reason", "the host process")
 
-	st, err := registry.OpenFileStore(storeDir)
+	st, err := store.OpenFileStore(storeDir)
 	if err != nil {
 		t.Fatal(err)
 	}

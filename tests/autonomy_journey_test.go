@@ -16,7 +16,8 @@ import (
 
 	"github.com/wisent/stado/autonomy"
 	"github.com/wisent/stado/registry"
-	_ "github.com/wisent/stado/registry/etcdstore"
+	"github.com/wisent/stado/store"
+	_ "github.com/wisent/stado/store/etcdstore"
 	etcdtest "github.com/wisent/stado/tests/etcd"
 	"github.com/wisent/stado/tests/testbed"
 )
@@ -591,7 +592,7 @@ func ajSnapshot(t *testing.T, bed *testbed.Bed, hosts []testbed.Host, svc string
 		hp, _, _ := bed.Exec(ctx, h, "systemctl", "show", "-p", "MainPID", "--value", strings.TrimSuffix(svc, "-svc")+"-stado.service")
 		fmt.Fprintf(&b, "%s mtime=%s pid=%s host-process=%s; ", h.Name, strings.TrimSpace(mtime), strings.TrimSpace(pid), strings.TrimSpace(hp))
 	}
-	st, err := registry.Open(ctx, c.store)
+	st, err := store.Open(ctx, c.store)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -6,15 +6,15 @@ import (
 	"time"
 
 	"github.com/wisent/stado/beacon"
-	"github.com/wisent/stado/registry"
+	"github.com/wisent/stado/store"
 )
 
 // storedBeacon reads host's beacon from the store as the read half would,
 // or nil while there is none (or it cannot be decoded yet).
-func storedBeacon(ctx context.Context, st registry.Store, host string) *beacon.Beacon {
+func storedBeacon(ctx context.Context, st store.Store, host string) *beacon.Beacon {
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
-	obj, err := st.Get(ctx, registry.BeaconPrefix+host)
+	obj, err := st.Get(ctx, store.BeaconPrefix+host)
 	if err != nil {
 		return nil
 	}

@@ -22,6 +22,7 @@ import (
 	"github.com/wisent/stado/beacon"
 	"github.com/wisent/stado/desktop"
 	"github.com/wisent/stado/registry"
+	"github.com/wisent/stado/store"
 	"github.com/wisent/stado/tests/testbed"
 )
 
@@ -263,14 +264,14 @@ func TestDesktopJourneyAnOperatorReadsTheFleetInARealBrowser(t *testing.T) {
 	}
 	t.Cleanup(func() { os.Remove(fixture) })
 	storeDir := bed.NewStore(t)
-	store := "file://" + storeDir
-	c := newCLI(t, bed, store)
+	storeURL := "file://" + storeDir
+	c := newCLI(t, bed, storeURL)
 	hook := startAlertReceiver(t)
 
 	site := filepath.Join(t.TempDir(), "site.yaml")
 	fleetFile := filepath.Join(t.TempDir(), "fleet.yaml")
 	os.WriteFile(site, []byte(desktopSite), 0o644)
-	os.WriteFile(fleetFile, []byte(fmt.Sprintf(desktopFleet, h.Name, h.Addr, store, hook.url)), 0o644)
+	os.WriteFile(fleetFile, []byte(fmt.Sprintf(desktopFleet, h.Name, h.Addr, storeURL, hook.url)), 0o644)
 	c.mustRun(t, "catalog", "push", site)
 	c.mustRun(t, "registry", "push", fleetFile, "--reason", "desktop journey")
 	units := []string{"dj-stado.service", "dj-hold.service", "dj-sealed.service", "dj-crashy.service"}
@@ -358,7 +359,7 @@ func TestDesktopJourneyAnOperatorReadsTheFleetInARealBrowser(t *testing.T) {
 		chromedp.WaitVisible(css(`tr.row[data-service="dj-crashy"]`)))
 
 	// The inspector of the standing service: its recovery step by step.
-	st, err := registry.OpenFileStore(storeDir)
+	st, err := store.OpenFileStore(storeDir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -378,7 +379,7 @@ func TestDesktopJourneyAnOperatorReadsTheFleetInARealBrowser(t *testing.T) {
 		Complete bool `json:"complete"`
 	}
 	eventually(t, 90*time.Second, "the standing service's recovery in its beacon", func() (bool, string) {
-		obj, err := st.Get(ctx, registry.BeaconPrefix+h.Name)
+		obj, err := st.Get(ctx, store.BeaconPrefix+h.Name)
 		if err != nil {
 			return false, err.Error()
 		}
@@ -520,7 +521,7 @@ func TestDesktopJourneyAnOperatorReadsTheFleetInARealBrowser(t *testing.T) {
 func TestDesktopRendersAndFiltersAThousandHostsInChromium(t *testing.T) {
 	bctx := browser(t)
 	dir := t.TempDir()
-	st, err := registry.OpenFileStore(dir)
+	st, err := store.OpenFileStore(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -548,7 +549,7 @@ func TestDesktopRendersAndFiltersAThousandHostsInChromium(t *testing.T) {
 			b.Units = append(b.Units, u)
 		}
 		data, _ := json.Marshal(b)
-		if _, err := st.Put(ctx, registry.BeaconPrefix+b.Host, data, registry.PutOptions{}); err != nil {
+		if _, err := st.Put(ctx, store.BeaconPrefix+b.Host, data, store.PutOptions{}); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -15,8 +15,10 @@ import (
 	"time"
 
 	"github.com/wisent/stado/beacon"
+	"github.com/wisent/stado/declaration"
 	"github.com/wisent/stado/register"
 	"github.com/wisent/stado/registry"
+	"github.com/wisent/stado/store"
 	"github.com/wisent/stado/tests/testbed"
 )
 
@@ -75,11 +77,11 @@ func TestOarbankAgentIsDeployedAnsweredAndRestartedWithoutStoppingItsWorkload(t 
 		t.Cleanup(func() { os.Remove(dst) })
 	}
 	storeDir := bed.NewStore(t)
-	store := "file://" + storeDir
-	c := newCLI(t, bed, store)
+	storeURL := "file://" + storeDir
+	c := newCLI(t, bed, storeURL)
 	var targets strings.Builder
 	for _, h := range hosts {
-		fmt.Fprintf(&targets, oarbankTarget, h.Name, h.Addr, store)
+		fmt.Fprintf(&targets, oarbankTarget, h.Name, h.Addr, storeURL)
 	}
 	fleet := filepath.Join(t.TempDir(), "fleet.yaml")
 	os.WriteFile(fleet, []byte(fmt.Sprintf(oarbankFleet, targets.String())), 0o644)
@@ -116,7 +118,7 @@ func TestOarbankAgentIsDeployedAnsweredAndRestartedWithoutStoppingItsWorkload(t 
 			"--env", fmt.Sprintf("OARBANK_LISTEN=127.0.0.1:%d", port(k+1)),
 			"--reason", "deploy the agent")
 	}
-	st, err := registry.OpenFileStore(storeDir)
+	st, err := store.OpenFileStore(storeDir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -302,7 +304,7 @@ func TestOarbankAgentIsDeployedAnsweredAndRestartedWithoutStoppingItsWorkload(t 
 	_, _, err = registry.Update(ctx, st, "protocol evidence", func(d *registry.Document) error {
 		tg, _ := d.Target(h1.Name)
 		s, _ := tg.Service("oarbank-agent")
-		s.Protocol = &registry.ServiceProtocol{Exec: []string{"/usr/local/bin/ob-service-protocol"}, PeriodSeconds: 1}
+		s.Protocol = &declaration.ServiceProtocol{Exec: []string{"/usr/local/bin/ob-service-protocol"}, PeriodSeconds: 1}
 		s.Env["FIXTURE_STATE"] = "/var/tmp/ob-proto"
 		return nil
 	})

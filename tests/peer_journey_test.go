@@ -15,9 +15,9 @@ import (
 
 	"github.com/wisent/stado/beacon"
 	"github.com/wisent/stado/register"
-	"github.com/wisent/stado/registry"
 	"github.com/wisent/stado/repair"
 	"github.com/wisent/stado/resolver"
+	"github.com/wisent/stado/store"
 	"github.com/wisent/stado/tests/testbed"
 )
 
@@ -93,12 +93,12 @@ func TestPeerJourneyHost1RepairsHost2sStandingServiceOverSSH(t *testing.T) {
 	}
 	t.Cleanup(func() { os.Remove(fixture) })
 	storeDir := bed.NewStore(t)
-	store := "file://" + storeDir
-	c := newCLI(t, bed, store)
+	storeURL := "file://" + storeDir
+	c := newCLI(t, bed, storeURL)
 	site := filepath.Join(t.TempDir(), "site.yaml")
 	fleet := filepath.Join(t.TempDir(), "fleet.yaml")
 	os.WriteFile(site, []byte(peerSite), 0o644)
-	os.WriteFile(fleet, []byte(fmt.Sprintf(peerFleet, h1.Name, h1.Addr, h2.Name, h2.Addr, store)), 0o644)
+	os.WriteFile(fleet, []byte(fmt.Sprintf(peerFleet, h1.Name, h1.Addr, h2.Name, h2.Addr, storeURL)), 0o644)
 	c.mustRun(t, "catalog", "push", site)
 	c.mustRun(t, "registry", "push", fleet, "--reason", "peer journey")
 
@@ -175,7 +175,7 @@ func TestPeerJourneyHost1RepairsHost2sStandingServiceOverSSH(t *testing.T) {
 	if err := bed.WriteFile(h1, peerHome+"/.ssh/known_hosts", known, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	env := []string{"HOME=" + peerHome, "STADO_STORE=" + store, "STADO_HOST=" + h1.Name, "STADO_NO_KEEPER=1",
+	env := []string{"HOME=" + peerHome, "STADO_STORE=" + storeURL, "STADO_HOST=" + h1.Name, "STADO_NO_KEEPER=1",
 		"STADO_KNOWN_HOSTS=" + peerHome + "/.ssh/known_hosts", "STADO_SSH_IDENTITY=" + peerHome + "/.ssh/id_ed25519"}
 	for i, u := range proxies {
 		argv := []string{"systemd-run", "--unit", u, "--property", "Restart=no"}
@@ -272,11 +272,11 @@ func TestPeerJourneyHost1RepairsHost2sStandingServiceOverSSH(t *testing.T) {
 		if out, errOut, err := bed.SSH(ctx, h1, argv...); err != nil {
 			t.Fatalf("host run on host1: %v\n%s\n%s", err, out, errOut)
 		}
-		st, err := registry.OpenFileStore(storeDir)
+		st, err := store.OpenFileStore(storeDir)
 		if err != nil {
 			t.Fatal(err)
 		}
-		obj, err := st.Get(ctx, registry.BeaconPrefix+h1.Name)
+		obj, err := st.Get(ctx, store.BeaconPrefix+h1.Name)
 		if err != nil {
 			t.Fatalf("host1's beacon: %v", err)
 		}

@@ -15,8 +15,8 @@ import (
 
 	"github.com/wisent/stado/beacon"
 	"github.com/wisent/stado/register"
-	"github.com/wisent/stado/registry"
 	"github.com/wisent/stado/resolver"
+	"github.com/wisent/stado/store"
 	"github.com/wisent/stado/tests/testbed"
 )
 
@@ -83,8 +83,8 @@ func TestPeerRecoveryWithASixtySecondStepLeavesTheObserversRowsFresh(t *testing.
 	}
 	t.Cleanup(func() { os.Remove(fixture) })
 	storeDir := bed.NewStore(t)
-	store := "file://" + storeDir
-	c := newCLI(t, bed, store)
+	storeURL := "file://" + storeDir
+	c := newCLI(t, bed, storeURL)
 	site := filepath.Join(t.TempDir(), "site.yaml")
 	fleet := filepath.Join(t.TempDir(), "fleet.yaml")
 	os.WriteFile(site, []byte(peerSlowSite), 0o644)
@@ -142,7 +142,7 @@ func TestPeerRecoveryWithASixtySecondStepLeavesTheObserversRowsFresh(t *testing.
 	if err := bed.WriteFile(h1, peerSlowHome+"/.ssh/known_hosts", known, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	env := []string{"HOME=" + peerSlowHome, "STADO_STORE=" + store, "STADO_HOST=" + h1.Name, "STADO_NO_KEEPER=1",
+	env := []string{"HOME=" + peerSlowHome, "STADO_STORE=" + storeURL, "STADO_HOST=" + h1.Name, "STADO_NO_KEEPER=1",
 		"STADO_KNOWN_HOSTS=" + peerSlowHome + "/.ssh/known_hosts", "STADO_SSH_IDENTITY=" + peerSlowHome + "/.ssh/id_ed25519"}
 	run := func(unit string, argv ...string) {
 		full := []string{"systemd-run", "--unit", unit, "--property", "Restart=no"}
@@ -155,7 +155,7 @@ func TestPeerRecoveryWithASixtySecondStepLeavesTheObserversRowsFresh(t *testing.
 	run("pn-proxy.service", "/usr/local/bin/stado", "resolver", "proxy", "--service", "pn-brama",
 		"--listen", h1.Addr+":19492", "--host", h1.Name, "--client", "pn-client")
 
-	st, err := registry.OpenFileStore(storeDir)
+	st, err := store.OpenFileStore(storeDir)
 	if err != nil {
 		t.Fatal(err)
 	}

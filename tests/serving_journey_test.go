@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/wisent/stado/registry"
+	"github.com/wisent/stado/store"
 	"github.com/wisent/stado/tests/testbed"
 )
 
@@ -44,7 +45,7 @@ func (w *writeBed) pushWithDirectory(t testing.TB, hosts []testbed.Host, svcs ..
 	st := w.openStore(t)
 	defer st.Close()
 	_, meta, err := registry.Load(context.Background(), st)
-	if err != nil && !errors.Is(err, registry.ErrNotFound) {
+	if err != nil && !errors.Is(err, store.ErrNotFound) {
 		t.Fatal(err)
 	}
 	if _, err := registry.Push(context.Background(), st, doc, meta.Revision, "journey fixture"); err != nil {

@@ -22,6 +22,7 @@ import (
 
 	"github.com/wisent/stado/beacon"
 	"github.com/wisent/stado/registry"
+	"github.com/wisent/stado/store"
 	"github.com/wisent/stado/tests/testbed"
 )
 
@@ -83,15 +84,15 @@ targets:
 func TestBeaconCannotMakeItselfTrustedThroughTheBinary(t *testing.T) {
 	bin := testbed.BuildStado(t)
 	home, dir := t.TempDir(), t.TempDir()
-	store := "file://" + dir
+	storeURL := "file://" + dir
 	fleet := filepath.Join(t.TempDir(), "fleet.yaml")
 	if err := os.WriteFile(fleet, []byte(trustFleet), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if code, _, errOut := stadoRun(t, bin, home, nil, "registry", "push", fleet, "--store", store); code != 0 {
+	if code, _, errOut := stadoRun(t, bin, home, nil, "registry", "push", fleet, "--store", storeURL); code != 0 {
 		t.Fatalf("push: exit %d: %s", code, errOut)
 	}
-	st, err := registry.OpenFileStore(dir)
+	st, err := store.OpenFileStore(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -119,11 +120,11 @@ func TestBeaconCannotMakeItselfTrustedThroughTheBinary(t *testing.T) {
 			IntervalSeconds: tc.every, StaleAfterSeconds: tc.staleAfter,
 			Units: []beacon.UnitReport{{Service: "a", Unit: "a.service", State: beacon.StateActive, PID: 42}}}
 		data, _ := json.Marshal(b)
-		if _, err := st.Put(context.Background(), registry.BeaconPrefix+tc.host, data, registry.PutOptions{}); err != nil {
+		if _, err := st.Put(context.Background(), store.BeaconPrefix+tc.host, data, store.PutOptions{}); err != nil {
 			t.Fatal(err)
 		}
 		t.Run(tc.host, func(t *testing.T) {
-			code, out, errOut := stadoRun(t, bin, home, nil, "service", "list", "--host", tc.host, "--json", "--store", store)
+			code, out, errOut := stadoRun(t, bin, home, nil, "service", "list", "--host", tc.host, "--json", "--store", storeURL)
 			if code != 0 {
 				t.Fatalf("service list: exit %d: %s", code, errOut)
 			}
@@ -137,7 +138,7 @@ func TestBeaconCannotMakeItselfTrustedThroughTheBinary(t *testing.T) {
 			if r.State != tc.state || !strings.Contains(r.Beacon.Reason, tc.reason) {
 				t.Errorf("row reads %s (%q), want %s with %q", r.State, r.Beacon.Reason, tc.state, tc.reason)
 			}
-			code, out, errOut = stadoRun(t, bin, home, nil, "host", "health", "--host", tc.host, "--json", "--store", store)
+			code, out, errOut = stadoRun(t, bin, home, nil, "host", "health", "--host", tc.host, "--json", "--store", storeURL)
 			if code != 0 && code != 3 {
 				t.Fatalf("host health: exit %d: %s", code, errOut)
 			}
@@ -155,12 +156,12 @@ func TestBeaconCannotMakeItselfTrustedThroughTheBinary(t *testing.T) {
 func TestConcurrentPushesThroughTheBinaryLoseNothingWhenLockFilesAreRemoved(t *testing.T) {
 	bin := testbed.BuildStado(t)
 	home, dir := t.TempDir(), t.TempDir()
-	store := "file://" + dir
+	storeURL := "file://" + dir
 	seed := filepath.Join(t.TempDir(), "fleet.yaml")
 	if err := os.WriteFile(seed, []byte("version: 1\ntargets:\n- name: h\n  os: linux\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if code, _, errOut := stadoRun(t, bin, home, nil, "registry", "push", seed, "--store", store); code != 0 {
+	if code, _, errOut := stadoRun(t, bin, home, nil, "registry", "push", seed, "--store", storeURL); code != 0 {
 		t.Fatalf("push: exit %d: %s", code, errOut)
 	}
 	var removed atomic.Int64
@@ -202,7 +203,7 @@ func TestConcurrentPushesThroughTheBinaryLoseNothingWhenLockFilesAreRemoved(t *t
 						t.Errorf("%s: no push landed in 200 attempts", name)
 						return
 					}
-					code, out, errOut := stadoRun(t, bin, home, nil, "registry", "pull", "--json", "--store", store)
+					code, out, errOut := stadoRun(t, bin, home, nil, "registry", "pull", "--json", "--store", storeURL)
 					if code != 0 {
 						t.Errorf("pull: exit %d: %s", code, errOut)
 						return
@@ -223,7 +224,7 @@ func TestConcurrentPushesThroughTheBinaryLoseNothingWhenLockFilesAreRemoved(t *t
 						t.Error(err)
 						return
 					}
-					code, out, errOut = stadoRun(t, bin, home, nil, "registry", "push", f, "--expect-revision", fmt.Sprint(pulled.Revision), "--json", "--store", store)
+					code, out, errOut = stadoRun(t, bin, home, nil, "registry", "push", f, "--expect-revision", fmt.Sprint(pulled.Revision), "--json", "--store", storeURL)
 					if code == 3 && strings.Contains(errOut, `"conflict"`) {
 						continue
 					}
@@ -253,7 +254,7 @@ func TestConcurrentPushesThroughTheBinaryLoseNothingWhenLockFilesAreRemoved(t *t
 	wg.Wait()
 	close(stop)
 	<-cleaned
-	st, err := registry.OpenFileStore(dir)
+	st, err := store.OpenFileStore(dir)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -14,8 +14,8 @@ import (
 
 	"github.com/wisent/stado/beacon"
 	"github.com/wisent/stado/register"
-	"github.com/wisent/stado/registry"
 	"github.com/wisent/stado/safefile"
+	"github.com/wisent/stado/store"
 	"github.com/wisent/stado/tests/testbed"
 )
 
@@ -70,12 +70,12 @@ func TestStaleStoreLockIsClearedByTheObjectAPIStepAndTheQuestionIsAnsweredAgain(
 	}
 	t.Cleanup(func() { os.Remove(orphan) })
 	storeDir := bed.NewStore(t)
-	store := "file://" + storeDir
-	c := newCLI(t, bed, store)
+	storeURL := "file://" + storeDir
+	c := newCLI(t, bed, storeURL)
 	site := filepath.Join(t.TempDir(), "site.yaml")
 	fleet := filepath.Join(t.TempDir(), "fleet.yaml")
 	os.WriteFile(site, []byte(unlockSite), 0o644)
-	os.WriteFile(fleet, []byte(fmt.Sprintf(unlockFleet, h.Name, h.Addr, store)), 0o644)
+	os.WriteFile(fleet, []byte(fmt.Sprintf(unlockFleet, h.Name, h.Addr, storeURL)), 0o644)
 	c.mustRun(t, "catalog", "push", site)
 	c.mustRun(t, "registry", "push", fleet, "--reason", "unlock-store journey")
 	t.Cleanup(func() {
@@ -95,7 +95,7 @@ func TestStaleStoreLockIsClearedByTheObjectAPIStepAndTheQuestionIsAnsweredAgain(
 	if out, _, err := bed.Exec(ctx, h, "mkdir", "-p", "/var/tmp/uj-home/.stado"); err != nil {
 		t.Fatalf("mkdir: %v\n%s", err, out)
 	}
-	if err := bed.WriteFile(h, "/var/tmp/uj-home/.stado/store-url", []byte(store+"\n"), 0o644); err != nil {
+	if err := bed.WriteFile(h, "/var/tmp/uj-home/.stado/store-url", []byte(storeURL+"\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	c.mustRun(t, "service", "ensure", "uj-stado", "--host", h.Name, "--reason", "the host process")
@@ -107,7 +107,7 @@ func TestStaleStoreLockIsClearedByTheObjectAPIStepAndTheQuestionIsAnsweredAgain(
 		return strings.TrimSpace(out)
 	}
 
-	st, err := registry.OpenFileStore(storeDir)
+	st, err := store.OpenFileStore(storeDir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -115,7 +115,7 @@ func TestStaleStoreLockIsClearedByTheObjectAPIStepAndTheQuestionIsAnsweredAgain(
 	newBlock := func() (*beacon.Beacon, *beacon.Answering) {
 		rctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 		defer cancel()
-		obj, err := st.Get(rctx, registry.BeaconPrefix+h.Name)
+		obj, err := st.Get(rctx, store.BeaconPrefix+h.Name)
 		if err != nil {
 			return nil, nil
 		}
@@ -144,7 +144,7 @@ func TestStaleStoreLockIsClearedByTheObjectAPIStepAndTheQuestionIsAnsweredAgain(
 	before := mainPID()
 
 	// The stale lock: its holder dies, its child keeps the flock.
-	lock := filepath.Join(storeDir, ".lock~"+strings.ReplaceAll(registry.ReleasePrefix+"answering-probe", "/", "~"))
+	lock := filepath.Join(storeDir, ".lock~"+strings.ReplaceAll(store.ReleasePrefix+"answering-probe", "/", "~"))
 	if out, _, err := bed.Exec(ctx, h, "systemd-run", "--unit=uj-orphan", "-p", "RemainAfterExit=yes",
 		"/usr/local/bin/uj-lock-orphan", lock, "/var/tmp/uj-orphan.pid"); err != nil {
 		t.Fatalf("start the lock orphan: %v\n%s", err, out)

@@ -17,6 +17,7 @@ import (
 	"github.com/wisent/stado/register"
 	"github.com/wisent/stado/registry"
 	"github.com/wisent/stado/repair"
+	"github.com/wisent/stado/store"
 	"github.com/wisent/stado/tests/testbed"
 )
 
@@ -90,8 +91,8 @@ func TestUserScopeServiceIsObservedInItsUsersManagerAndRecoveredThroughIt(t *tes
 	bed.EnableLinger(t, h, alice)
 
 	storeDir := bed.NewStore(t)
-	store := "file://" + storeDir
-	c := newCLI(t, bed, store)
+	storeURL := "file://" + storeDir
+	c := newCLI(t, bed, storeURL)
 	site := filepath.Join(t.TempDir(), "site.yaml")
 	fleet := filepath.Join(t.TempDir(), "fleet.yaml")
 	os.WriteFile(site, []byte(userScopeSite), 0o644)
@@ -129,7 +130,7 @@ func TestUserScopeServiceIsObservedInItsUsersManagerAndRecoveredThroughIt(t *tes
 	}
 
 	// the host process, root's system service
-	unit := fmt.Sprintf(userScopeHostProcess, store, h.Name)
+	unit := fmt.Sprintf(userScopeHostProcess, storeURL, h.Name)
 	if err := bed.WriteFile(h, "/etc/systemd/system/us-stado.service", []byte(unit), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -139,7 +140,7 @@ func TestUserScopeServiceIsObservedInItsUsersManagerAndRecoveredThroughIt(t *tes
 		}
 	}
 
-	st, err := registry.OpenFileStore(storeDir)
+	st, err := store.OpenFileStore(storeDir)
 	if err != nil {
 		t.Fatal(err)
 	}

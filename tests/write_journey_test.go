@@ -24,6 +24,7 @@ import (
 	"golang.org/x/crypto/ssh"
 
 	"github.com/wisent/stado/registry"
+	"github.com/wisent/stado/store"
 	"github.com/wisent/stado/tests/testbed"
 	"github.com/wisent/stado/units"
 )
@@ -103,7 +104,7 @@ func (w *writeBed) push(t testing.TB, hosts []testbed.Host, svcs ...declared) {
 	st := w.openStore(t)
 	defer st.Close()
 	_, meta, err := registry.Load(context.Background(), st)
-	if err != nil && !errors.Is(err, registry.ErrNotFound) {
+	if err != nil && !errors.Is(err, store.ErrNotFound) {
 		t.Fatal(err)
 	}
 	if _, err := registry.Push(context.Background(), st, doc, meta.Revision, "journey fixture"); err != nil {
@@ -111,16 +112,16 @@ func (w *writeBed) push(t testing.TB, hosts []testbed.Host, svcs ...declared) {
 	}
 }
 
-func (w *writeBed) openStore(t testing.TB) registry.Store {
+func (w *writeBed) openStore(t testing.TB) store.Store {
 	t.Helper()
-	st, err := registry.OpenFileStore(w.store)
+	st, err := store.OpenFileStore(w.store)
 	if err != nil {
 		t.Fatal(err)
 	}
 	return st
 }
 
-func (w *writeBed) load(t testing.TB) (*registry.Document, registry.Meta) {
+func (w *writeBed) load(t testing.TB) (*registry.Document, store.Meta) {
 	t.Helper()
 	st := w.openStore(t)
 	defer st.Close()

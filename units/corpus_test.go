@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/wisent/stado/registry"
+	"github.com/wisent/stado/declaration"
 )
 
 // corpusUnit is one unit file of testdata/corpus with its drop-ins.
@@ -140,9 +140,9 @@ func TestCorpusRoundTripParseRenderParseIsTheSameDeclaration(t *testing.T) {
 		if err != nil || !p.Complete {
 			continue
 		}
-		goos := registry.OSLinux
+		goos := declaration.OSLinux
 		if IsPlist(u.data) {
-			goos = registry.OSDarwin
+			goos = declaration.OSDarwin
 		}
 		s := p.Service
 		s.UnitPath = ""

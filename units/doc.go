@@ -4,7 +4,7 @@
 //
 // It owns four things:
 //
-//   - rendering: a registry.Service to a systemd unit (RenderSystemd) or a
+//   - rendering: a declaration.Service to a systemd unit (RenderSystemd) or a
 //     launchd property list (RenderLaunchd), pure and byte-deterministic;
 //   - parsing: a systemd unit with its drop-ins (ParseSystemd) or a property
 //     list (ParsePlist) to a declaration, complete or incomplete with the
@@ -17,8 +17,13 @@
 //   - the Verdict: one vocabulary (active, inactive, missing, failed,
 //     failing) for both init systems, including the crash-loop sentence.
 //
-// units imports registry and safefile and nothing else of stado. It must
-// not import channel, beacon or repair: the read half (beacon) imports
-// units, and the SSH channel wraps the local commands built on it, never
-// the other way.
+// units imports declaration (the service it renders or adopts, its unit
+// grammar, and ValidateService, which checks a declaration before it is
+// rendered and after it is parsed), registry (a target's SSH user, whose
+// manager a user-scope unit belongs to, and ErrInvalid, which its field
+// errors unwrap to), store (ErrNotFound, which a unit the manager has not
+// loaded unwraps to), refusal (the codes of its refusals) and safefile
+// (atomic unit file writes) and nothing else of stado. It must not import
+// channel, beacon or repair: the read half (beacon) imports units, and the
+// SSH channel wraps the local commands built on it, never the other way.
 package units

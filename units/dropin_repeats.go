@@ -7,7 +7,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/wisent/stado/registry"
+	"github.com/wisent/stado/declaration"
 )
 
 // RepeatingDropIn is a drop-in on the host that, applied over stado's
@@ -65,9 +65,9 @@ func DropInsRepeating(rendering []byte, unit string, dropins []DropIn) []Repeati
 // dropRepeats finds the command lists where over is base's list followed
 // only by commands base's list already holds, sets them back to base's, and
 // names them. Kept Exec* keys (ExecCondition=, …) count the same way.
-func dropRepeats(base, over *registry.UnitSettings) []string {
+func dropRepeats(base, over *declaration.UnitSettings) []string {
 	var keys []string
-	lists := func(u *registry.UnitSettings) []*[]string {
+	lists := func(u *declaration.UnitSettings) []*[]string {
 		return []*[]string{&u.ExecStartPre, &u.ExecStartPost, &u.ExecReload, &u.ExecStop, &u.ExecStopPost}
 	}
 	bl, ol := lists(base), lists(over)
@@ -112,7 +112,7 @@ func repeatsOf(base, over []string) bool {
 // serviceDifferences names the declaration fields (by their JSON names)
 // where a and b differ once the lists systemd holds as sets are read as
 // sets: dependencies, environment files and kept keys repeated verbatim.
-func serviceDifferences(a, b registry.Service) []string {
+func serviceDifferences(a, b declaration.Service) []string {
 	a, b = setsNormalised(a), setsNormalised(b)
 	var out []string
 	av, bv := reflect.ValueOf(a), reflect.ValueOf(b)
@@ -138,7 +138,7 @@ func collectDifferences(av, bv reflect.Value, out *[]string) {
 	}
 }
 
-func setsNormalised(s registry.Service) registry.Service {
+func setsNormalised(s declaration.Service) declaration.Service {
 	u := &s.UnitSettings
 	for _, l := range []*[]string{&u.After, &u.Before, &u.Wants, &u.Requires, &u.WantedBy, &u.RequiredBy, &u.EnvironmentFiles} {
 		*l = uniq(*l)

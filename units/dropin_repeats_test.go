@@ -4,7 +4,7 @@ import (
 	"reflect"
 	"testing"
 
-	"github.com/wisent/stado/registry"
+	"github.com/wisent/stado/declaration"
 )
 
 // TestDropInsThatRepeatTheRenderingsCommandsAreFound reads drop-ins over a
@@ -100,7 +100,7 @@ func TestAnAdoptedOverrideIsHeldByTheRenderingOfItsDeclaration(t *testing.T) {
 			if err != nil || !p.Complete {
 				t.Fatalf("adopt: %v %+v", err, p.Blockers)
 			}
-			r, err := Render(p.Service, registry.OSLinux, "/root")
+			r, err := Render(p.Service, declaration.OSLinux, "/root")
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -7,6 +7,7 @@ import (
 
 	"github.com/wisent/stado/refusal"
 	"github.com/wisent/stado/registry"
+	"github.com/wisent/stado/store"
 )
 
 // ErrIncomplete is the sentinel of a declaration that names a unit but no
@@ -103,5 +104,5 @@ func (e *NotLoadedError) Error() string { return fmt.Sprintf("unit %s is not loa
 // RefusalCode maps to not_found in the CLI.
 func (e *NotLoadedError) RefusalCode() refusal.Code { return refusal.NotFound }
 
-// Unwrap makes errors.Is(err, registry.ErrNotFound) hold.
-func (e *NotLoadedError) Unwrap() error { return registry.ErrNotFound }
+// Unwrap makes errors.Is(err, store.ErrNotFound) hold.
+func (e *NotLoadedError) Unwrap() error { return store.ErrNotFound }

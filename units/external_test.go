@@ -10,7 +10,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/wisent/stado/registry"
+	"github.com/wisent/stado/declaration"
 	"github.com/wisent/stado/tests/testbed"
 )
 
@@ -46,7 +46,7 @@ with open(sys.argv[1], "rb") as f:
 
 // expectedPlistValues is what a rendered plist must hold, built from the
 // declaration by hand rather than by the renderer.
-func expectedPlistValues(s registry.Service, home string) map[string]any {
+func expectedPlistValues(s declaration.Service, home string) map[string]any {
 	env := map[string]any{"PATH": PathDarwin}
 	for k, v := range s.Env {
 		env[k] = v
@@ -69,7 +69,7 @@ func expectedPlistValues(s registry.Service, home string) map[string]any {
 	if s.Product != "" {
 		want["StadoProduct"] = s.Product
 	}
-	if s.Name != DefaultName(s.Unit, registry.OSDarwin) {
+	if s.Name != DefaultName(s.Unit, declaration.OSDarwin) {
 		want["StadoService"] = s.Name
 	}
 	return want
@@ -80,9 +80,9 @@ func TestRenderedPlistsReadBackByIndependentParsers(t *testing.T) {
 	plistutil := requireTool(t, "plistutil")
 	for _, c := range goldenCases {
 		t.Run(c.name, func(t *testing.T) {
-			s := c.forOS(registry.OSDarwin)
+			s := c.forOS(declaration.OSDarwin)
 			home := homeFor(s)
-			xmlPath := goldenPath(c, registry.OSDarwin)
+			xmlPath := goldenPath(c, declaration.OSDarwin)
 			want := expectedPlistValues(s, home)
 			if got := plistValues(t, python, xmlPath); !reflect.DeepEqual(got, want) {
 				t.Errorf("plistlib read other values from the XML:\n got %v\nwant %v", got, want)
@@ -104,11 +104,11 @@ func TestRenderedPlistsReadBackByIndependentParsers(t *testing.T) {
 			if !bytes.HasPrefix(data, []byte("bplist")) {
 				t.Fatalf("plistutil did not write a binary plist")
 			}
-			p, err := ParseFile(UnitPath(s, registry.OSDarwin, home), data, nil)
+			p, err := ParseFile(UnitPath(s, declaration.OSDarwin, home), data, nil)
 			if err != nil || !p.Complete {
 				t.Fatalf("parse binary: %v %s", err, p.Reason)
 			}
-			if got, want := Canonical(p.Service, registry.OSDarwin, home), Canonical(s, registry.OSDarwin, home); !reflect.DeepEqual(got, want) {
+			if got, want := Canonical(p.Service, declaration.OSDarwin, home), Canonical(s, declaration.OSDarwin, home); !reflect.DeepEqual(got, want) {
 				t.Errorf("binary round trip:\n got %#v\nwant %#v", got, want)
 			}
 		})
@@ -119,7 +119,7 @@ func TestRenderedSystemdUnitsPassSystemdAnalyzeVerify(t *testing.T) {
 	analyze := requireTool(t, "systemd-analyze")
 	for _, c := range goldenCases {
 		t.Run(c.name, func(t *testing.T) {
-			s := c.forOS(registry.OSLinux)
+			s := c.forOS(declaration.OSLinux)
 			// verify checks that the program exists; run an executable this
 			// machine has, keeping every argument and variable as declared.
 			s.Program = "/bin/echo"
@@ -134,7 +134,7 @@ func TestRenderedSystemdUnitsPassSystemdAnalyzeVerify(t *testing.T) {
 			}
 			args := []string{"verify", "--man=no", path}
 			cmd := exec.Command(analyze, args...)
-			if s.EffectiveScope() == registry.ScopeUser {
+			if s.EffectiveScope() == declaration.ScopeUser {
 				rt := filepath.Join(dir, "xdg")
 				if err := os.Mkdir(rt, 0o700); err != nil {
 					t.Fatal(err)

@@ -8,7 +8,7 @@ import (
 	"github.com/coreos/go-systemd/v22/unit"
 	"howett.net/plist"
 
-	"github.com/wisent/stado/registry"
+	"github.com/wisent/stado/declaration"
 )
 
 // KeepsInstalledFields reports whether the writer of s's unit file keeps
@@ -19,7 +19,7 @@ import (
 // MemoryMax=, a launchd SoftResourceLimits) survives each reinstall. A
 // declaration of the operator's own document states the whole unit (adopt
 // records every field), so its rendering replaces the file.
-func KeepsInstalledFields(s registry.Service) bool { return s.Product != "" }
+func KeepsInstalledFields(s declaration.Service) bool { return s.Product != "" }
 
 // KeepInstalled returns rendered, s's unit rendered for goos, with every
 // field of installed (the bytes of the unit file on the host; nil when
@@ -33,11 +33,11 @@ func KeepsInstalledFields(s registry.Service) bool { return s.Product != "" }
 // KeepsInstalledFields(s) is false, or when installed cannot be read as a
 // unit of goos: the writer must still be able to replace a broken file. The
 // result is deterministic, and keeping over its own output changes nothing.
-func KeepInstalled(s registry.Service, goos string, rendered, installed []byte) []byte {
+func KeepInstalled(s declaration.Service, goos string, rendered, installed []byte) []byte {
 	if !KeepsInstalledFields(s) || len(installed) == 0 {
 		return rendered
 	}
-	if goos == registry.OSDarwin {
+	if goos == declaration.OSDarwin {
 		return keepPlist(rendered, installed)
 	}
 	return keepSystemd(rendered, installed)
@@ -45,7 +45,7 @@ func KeepInstalled(s registry.Service, goos string, rendered, installed []byte) 
 
 // KeepInstalledAt is KeepInstalled with the installed file read from path
 // on this host; an absent or unreadable file keeps nothing.
-func KeepInstalledAt(s registry.Service, goos, path string, rendered []byte) []byte {
+func KeepInstalledAt(s declaration.Service, goos, path string, rendered []byte) []byte {
 	if !KeepsInstalledFields(s) {
 		return rendered
 	}

@@ -6,16 +6,16 @@ import (
 
 	"howett.net/plist"
 
-	"github.com/wisent/stado/registry"
+	"github.com/wisent/stado/declaration"
 )
 
 // stadoProduct is the stado host process as the catalog declares it.
-func stadoProduct(goos string) registry.Service {
+func stadoProduct(goos string) declaration.Service {
 	unit := "stado.service"
-	if goos == registry.OSDarwin {
+	if goos == declaration.OSDarwin {
 		unit = "com.wisent.stado"
 	}
-	return registry.Service{Name: "stado", Unit: unit, Product: "stado", Program: "/usr/local/bin/stado", Args: []string{"host", "run"},
+	return declaration.Service{Name: "stado", Unit: unit, Product: "stado", Program: "/usr/local/bin/stado", Args: []string{"host", "run"},
 		Env: map[string]string{"STADO_STORE": "file:///var/lib/stado/store"}}
 }
 
@@ -24,7 +24,7 @@ func stadoProduct(goos string) registry.Service {
 // every field the rendering declares is the rendering's: an old ExecStart
 // and Environment are replaced, not doubled.
 func TestRewritingAProductUnitKeepsTheInstalledLimitsAndTakesTheDeclaredFields(t *testing.T) {
-	s := stadoProduct(registry.OSLinux)
+	s := stadoProduct(declaration.OSLinux)
 	rendered, err := RenderSystemd(s)
 	if err != nil {
 		t.Fatal(err)
@@ -33,7 +33,7 @@ func TestRewritingAProductUnitKeepsTheInstalledLimitsAndTakesTheDeclaredFields(t
 		"[Service]\nExecStart=/opt/old/stado host run --verbose\nEnvironment=STADO_STORE=file:///old\n" +
 		"LimitNOFILE=65536\nMemoryMax=2G\nTasksMax=\\\n  4096\n\n" +
 		"[Install]\nWantedBy=multi-user.target\nAlias=stado-host.service\n"
-	out := KeepInstalled(s, registry.OSLinux, rendered, []byte(installed))
+	out := KeepInstalled(s, declaration.OSLinux, rendered, []byte(installed))
 	p, err := ParseSystemdFiles(out, "stado.service", nil)
 	if err != nil || !p.Complete {
 		t.Fatalf("the kept unit does not parse complete: %v %s\n%s", err, p.Reason, out)
@@ -54,20 +54,20 @@ func TestRewritingAProductUnitKeepsTheInstalledLimitsAndTakesTheDeclaredFields(t
 			t.Errorf("%q (declared by the rendering, or stado's bookkeeping) was kept:\n%s", gone, out)
 		}
 	}
-	if again := KeepInstalled(s, registry.OSLinux, rendered, out); string(again) != string(out) {
+	if again := KeepInstalled(s, declaration.OSLinux, rendered, out); string(again) != string(out) {
 		t.Errorf("keeping over its own output changed it:\n%s\n---\n%s", out, again)
 	}
 	// Nothing to keep, a broken file, or an operator's own declaration:
 	// the rendering as it is.
-	if got := KeepInstalled(s, registry.OSLinux, rendered, rendered); string(got) != string(rendered) {
+	if got := KeepInstalled(s, declaration.OSLinux, rendered, rendered); string(got) != string(rendered) {
 		t.Errorf("an installed rendering changed the rendering:\n%s", got)
 	}
-	if got := KeepInstalled(s, registry.OSLinux, rendered, []byte("[Service\nLimitNOFILE=1\n")); string(got) != string(rendered) {
+	if got := KeepInstalled(s, declaration.OSLinux, rendered, []byte("[Service\nLimitNOFILE=1\n")); string(got) != string(rendered) {
 		t.Errorf("a broken installed file was merged:\n%s", got)
 	}
 	own := s
 	own.Product = ""
-	if got := KeepInstalled(own, registry.OSLinux, rendered, []byte(installed)); string(got) != string(rendered) {
+	if got := KeepInstalled(own, declaration.OSLinux, rendered, []byte(installed)); string(got) != string(rendered) {
 		t.Errorf("a declaration of the document kept installed fields:\n%s", got)
 	}
 }
@@ -75,7 +75,7 @@ func TestRewritingAProductUnitKeepsTheInstalledLimitsAndTakesTheDeclaredFields(t
 // The same on launchd: a SoftResourceLimits the operator set survives,
 // ProgramArguments is the rendering's.
 func TestRewritingAProductPlistKeepsTheInstalledLimits(t *testing.T) {
-	s := stadoProduct(registry.OSDarwin)
+	s := stadoProduct(declaration.OSDarwin)
 	rendered, err := RenderLaunchd(s, "/Users/op")
 	if err != nil {
 		t.Fatal(err)
@@ -88,7 +88,7 @@ func TestRewritingAProductPlistKeepsTheInstalledLimits(t *testing.T) {
 <key>HardResourceLimits</key><dict><key>NumberOfFiles</key><integer>65536</integer></dict>
 <key>StadoService</key><string>old-name</string>
 </dict></plist>`
-	out := KeepInstalled(s, registry.OSDarwin, rendered, []byte(installed))
+	out := KeepInstalled(s, declaration.OSDarwin, rendered, []byte(installed))
 	var job map[string]any
 	if _, err := plist.Unmarshal(out, &job); err != nil {
 		t.Fatal(err)
@@ -101,7 +101,7 @@ func TestRewritingAProductPlistKeepsTheInstalledLimits(t *testing.T) {
 	if _, kept := job["StadoService"]; kept {
 		t.Errorf("stado's bookkeeping key was kept:\n%s", out)
 	}
-	if again := KeepInstalled(s, registry.OSDarwin, rendered, out); string(again) != string(out) {
+	if again := KeepInstalled(s, declaration.OSDarwin, rendered, out); string(again) != string(out) {
 		t.Errorf("keeping over its own output changed it")
 	}
 }

@@ -12,7 +12,7 @@ import (
 
 	"howett.net/plist"
 
-	"github.com/wisent/stado/registry"
+	"github.com/wisent/stado/declaration"
 )
 
 // Launchd is the Manager for launchd, driving launchctl through a Runner
@@ -52,9 +52,9 @@ func (l *Launchd) target(label string) string { return l.Domain + "/" + label }
 
 func (l *Launchd) scope() string {
 	if l.Domain == "system" {
-		return registry.ScopeSystem
+		return declaration.ScopeSystem
 	}
-	return registry.ScopeUser
+	return declaration.ScopeUser
 }
 
 // plistPath is where label's plist lives: what Install wrote, else the
@@ -66,7 +66,7 @@ func (l *Launchd) plistPath(label string) string {
 	if ok {
 		return p
 	}
-	return UnitPath(registry.Service{Unit: label, Scope: l.scope()}, registry.OSDarwin, l.Home)
+	return UnitPath(declaration.Service{Unit: label, Scope: l.scope()}, declaration.OSDarwin, l.Home)
 }
 
 // loadedPlistPath is the plist launchd loaded label from, as `launchctl
@@ -114,8 +114,8 @@ func (l *Launchd) run(ctx context.Context, args ...string) error {
 // Install writes the plist and the log directory. A changed plist of a
 // loaded job is booted out, so the next Start or Restart bootstraps the new
 // definition; equal bytes touch nothing.
-func (l *Launchd) Install(ctx context.Context, s registry.Service, content []byte) (InstallResult, error) {
-	path := UnitPath(s, registry.OSDarwin, l.Home)
+func (l *Launchd) Install(ctx context.Context, s declaration.Service, content []byte) (InstallResult, error) {
+	path := UnitPath(s, declaration.OSDarwin, l.Home)
 	action, err := writeIfChanged(path, content, 0o644)
 	if err != nil {
 		return InstallResult{}, fmt.Errorf("install %s: %w", s.Unit, err)
@@ -146,11 +146,11 @@ func (l *Launchd) Install(ctx context.Context, s registry.Service, content []byt
 }
 
 // Remove boots the job out when loaded and deletes its plist.
-func (l *Launchd) Remove(ctx context.Context, s registry.Service) error {
+func (l *Launchd) Remove(ctx context.Context, s declaration.Service) error {
 	if err := l.Stop(ctx, s.Unit); err != nil {
 		return err
 	}
-	path := UnitPath(s, registry.OSDarwin, l.Home)
+	path := UnitPath(s, declaration.OSDarwin, l.Home)
 	if err := os.Remove(path); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return fmt.Errorf("remove %s: %w", path, err)
 	}

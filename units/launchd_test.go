@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/wisent/stado/registry"
+	"github.com/wisent/stado/declaration"
 )
 
 // fakeLaunchctl stands in for launchctl, which cannot run on Linux: it
@@ -50,8 +50,8 @@ func (f *fakeLaunchctl) acts() [][]string {
 	return out
 }
 
-func agentDeclaration() registry.Service {
-	return registry.Service{Name: "brama", Unit: "com.wisent.brama", Program: "/usr/local/bin/brama", Args: []string{"serve"}, Scope: registry.ScopeUser}
+func agentDeclaration() declaration.Service {
+	return declaration.Service{Name: "brama", Unit: "com.wisent.brama", Program: "/usr/local/bin/brama", Args: []string{"serve"}, Scope: declaration.ScopeUser}
 }
 
 func TestLaunchdInstallOfEqualBytesTouchesNothing(t *testing.T) {
@@ -197,9 +197,9 @@ func TestJournalArgvSelectsOnlyWhatTheProgramPrinted(t *testing.T) {
 	}{
 		// The system journal, matched on the unit's own processes: -u would
 		// add systemd's lines about the unit (exited, restarting, stopped).
-		{registry.ScopeSystem, []string{"journalctl", "_SYSTEMD_UNIT=brama.service", "-n", "50", "-o", "short-iso", "--no-pager"}},
+		{declaration.ScopeSystem, []string{"journalctl", "_SYSTEMD_UNIT=brama.service", "-n", "50", "-o", "short-iso", "--no-pager"}},
 		// The user journal, where the field is the user unit.
-		{registry.ScopeUser, []string{"journalctl", "--user", "_SYSTEMD_USER_UNIT=brama.service", "-n", "50", "-o", "short-iso", "--no-pager"}},
+		{declaration.ScopeUser, []string{"journalctl", "--user", "_SYSTEMD_USER_UNIT=brama.service", "-n", "50", "-o", "short-iso", "--no-pager"}},
 	}
 	for _, c := range cases {
 		if got := JournalArgv(c.scope, "brama.service", 50); !reflect.DeepEqual(got, c.want) {
@@ -209,24 +209,24 @@ func TestJournalArgvSelectsOnlyWhatTheProgramPrinted(t *testing.T) {
 }
 
 func TestRenderRefusesValuesNoUnitCanCarry(t *testing.T) {
-	base := registry.Service{Name: "x", Unit: "x.service", Program: "/bin/x"}
+	base := declaration.Service{Name: "x", Unit: "x.service", Program: "/bin/x"}
 	cases := []struct {
 		name  string
-		edit  func(*registry.Service)
+		edit  func(*declaration.Service)
 		field string
 	}{
-		{"newline in an argument", func(s *registry.Service) { s.Args = []string{"ok", "a\nb"} }, "args[1]"},
-		{"NUL in an argument", func(s *registry.Service) { s.Args = []string{"a\x00b"} }, "args[0]"},
-		{"newline in env", func(s *registry.Service) { s.Env = map[string]string{"K": "a\r\nb"} }, "env.K"},
-		{"bad env name", func(s *registry.Service) { s.Env = map[string]string{"A-B": "v"} }, "env.A-B"},
-		{"relative program", func(s *registry.Service) { s.Program = "bin/x" }, "program"},
-		{"invalid UTF-8", func(s *registry.Service) { s.Args = []string{"\xff"} }, "args[0]"},
-		{"newline in name", func(s *registry.Service) { s.Name = "a\nb" }, "name"},
+		{"newline in an argument", func(s *declaration.Service) { s.Args = []string{"ok", "a\nb"} }, "args[1]"},
+		{"NUL in an argument", func(s *declaration.Service) { s.Args = []string{"a\x00b"} }, "args[0]"},
+		{"newline in env", func(s *declaration.Service) { s.Env = map[string]string{"K": "a\r\nb"} }, "env.K"},
+		{"bad env name", func(s *declaration.Service) { s.Env = map[string]string{"A-B": "v"} }, "env.A-B"},
+		{"relative program", func(s *declaration.Service) { s.Program = "bin/x" }, "program"},
+		{"invalid UTF-8", func(s *declaration.Service) { s.Args = []string{"\xff"} }, "args[0]"},
+		{"newline in name", func(s *declaration.Service) { s.Name = "a\nb" }, "name"},
 	}
 	for _, c := range cases {
 		for _, goos := range bothOS {
 			s := base
-			if goos == registry.OSDarwin {
+			if goos == declaration.OSDarwin {
 				s.Unit = "com.example.x"
 			}
 			c.edit(&s)
@@ -237,7 +237,7 @@ func TestRenderRefusesValuesNoUnitCanCarry(t *testing.T) {
 			}
 		}
 	}
-	inc := registry.Service{Name: "x", Unit: "x.service", IncompleteReason: "several ExecStart= lines"}
+	inc := declaration.Service{Name: "x", Unit: "x.service", IncompleteReason: "several ExecStart= lines"}
 	_, err := RenderSystemd(inc)
 	ie, ok := err.(*IncompleteError)
 	if !ok || ie.RefusalCode() != "declaration_incomplete" || !strings.Contains(err.Error(), "several ExecStart") {

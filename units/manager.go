@@ -10,7 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 
-	"github.com/wisent/stado/registry"
+	"github.com/wisent/stado/declaration"
 	"github.com/wisent/stado/safefile"
 )
 
@@ -33,10 +33,10 @@ type Manager interface {
 	// Install writes content (a rendering of s) to s's unit path atomically
 	// and makes the init system read it. Equal bytes on disk change nothing:
 	// no reload, no restart, ActionUnchanged.
-	Install(ctx context.Context, s registry.Service, content []byte) (InstallResult, error)
+	Install(ctx context.Context, s declaration.Service, content []byte) (InstallResult, error)
 	// Remove stops and unloads s's unit and deletes its file. Removing a unit
 	// that is not there succeeds.
-	Remove(ctx context.Context, s registry.Service) error
+	Remove(ctx context.Context, s declaration.Service) error
 	// Start starts the unit, clearing a failed or start-limited state
 	// first, and waits for the result.
 	Start(ctx context.Context, unit string) error

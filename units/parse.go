@@ -2,13 +2,12 @@ package units
 
 import (
 	"bytes"
-	"errors"
 	"fmt"
 	"path/filepath"
 	"strconv"
 	"strings"
 
-	"github.com/wisent/stado/registry"
+	"github.com/wisent/stado/declaration"
 )
 
 // Parsed is what reading an existing unit yields: the declaration adopt
@@ -18,10 +17,10 @@ import (
 // and scope; Blockers then names every assignment that keeps the unit from
 // being reinstalled from a document, and Reason joins them in one sentence.
 type Parsed struct {
-	Service  registry.Service `json:"service"`
-	Complete bool             `json:"complete"`
-	Reason   string           `json:"reason,omitempty"`
-	Blockers []Blocker        `json:"blockers,omitempty"`
+	Service  declaration.Service `json:"service"`
+	Complete bool                `json:"complete"`
+	Reason   string              `json:"reason,omitempty"`
+	Blockers []Blocker           `json:"blockers,omitempty"`
 	// Env is the environment the unit gives its program, complete or not
 	// (what service env reports).
 	Env map[string]string `json:"-"`
@@ -82,7 +81,7 @@ func (p *Parsed) finish() {
 	p.Complete = false
 	p.Reason = reason
 	s := p.Service
-	p.Service = registry.Service{
+	p.Service = declaration.Service{
 		Name:             s.Name,
 		Unit:             s.Unit,
 		UnitPath:         s.UnitPath,
@@ -92,23 +91,22 @@ func (p *Parsed) finish() {
 	}
 }
 
-// checkDeclaration runs the registry's validation over a complete parse
-// for a target of goos and records each violation as a blocker on the file,
-// naming the declaration field, so nothing adopt records is refused later.
+// checkDeclaration validates a complete parse as a declaration for a
+// target of goos (declaration.ValidateService) and records each violation
+// as a blocker on the file, naming the declaration field, so nothing adopt
+// records is refused later. A violation of the command as a whole (its
+// size) is named after the program.
 func (p *Parsed) checkDeclaration(goos, file string, keyOf func(field string) (key string, line int)) {
 	if len(p.Blockers) > 0 {
 		return
 	}
 	s := p.Service
 	s.UnitPath = ""
-	doc := &registry.Document{Version: 1, Targets: []registry.Target{{Name: "adopt", OS: goos, Services: []registry.Service{s}}}}
-	err := registry.Validate(doc)
-	var ve *registry.ValidationError
-	if !errors.As(err, &ve) {
-		return
-	}
-	for _, v := range ve.Violations {
-		field := strings.TrimPrefix(v.Path, "targets[0].services[0].")
+	for _, v := range declaration.ValidateService(&s, goos) {
+		field := v.Path
+		if field == "" {
+			field = "program"
+		}
 		key, line := keyOf(field)
 		p.Blockers = append(p.Blockers, Blocker{Key: key, File: file, Line: line,
 			Reason: fmt.Sprintf("field %s: %s", field, v.Message), Fix: "write a value the declaration accepts"})
@@ -129,7 +127,7 @@ func IsPlist(data []byte) bool {
 // kind: a property list is read by ParsePlist, anything else as a systemd
 // unit named by the file's base name with dropins applied in order. It
 // records path as the declaration's UnitPath and takes the scope from the
-// directory holding it (registry.ScopeOfUnitPath: a systemd/user directory
+// directory holding it (declaration.ScopeOfUnitPath: a systemd/user directory
 // or LaunchAgents is user scope, systemd/system or LaunchDaemons system
 // scope); elsewhere the scope is what the unit itself says, and ScopeGuess
 // says so. Errors are *SyntaxError.
@@ -159,10 +157,10 @@ func ParseUnitFile(path string, data []byte, dropins []DropIn) (Parsed, error) {
 func ParseUnit(path, unit string, data []byte, dropins []DropIn) (Parsed, error) {
 	var p Parsed
 	var err error
-	goos := registry.OSLinux
+	goos := declaration.OSLinux
 	instance := false
 	if IsPlist(data) {
-		goos = registry.OSDarwin
+		goos = declaration.OSDarwin
 		p, err = parsePlistNamed(data, filepath.Base(path))
 	} else {
 		file := filepath.Base(path)
@@ -173,14 +171,14 @@ func ParseUnit(path, unit string, data []byte, dropins []DropIn) (Parsed, error)
 		p, err = parseSystemd(data, file, unit, path, dropins)
 	}
 	if err != nil {
-		if se, ok := err.(*SyntaxError); ok && goos == registry.OSDarwin {
+		if se, ok := err.(*SyntaxError); ok && goos == declaration.OSDarwin {
 			se.File = path
 		}
 		return Parsed{}, err
 	}
-	if scope, ok := registry.ScopeOfUnitPath(goos, path); ok {
+	if scope, ok := declaration.ScopeOfUnitPath(goos, path); ok {
 		p.Service.Scope = scope
-	} else if goos == registry.OSDarwin {
+	} else if goos == declaration.OSDarwin {
 		p.ScopeGuess = fmt.Sprintf("%s is in neither a LaunchDaemons nor a LaunchAgents directory; scope %s is a guess", path, p.Service.EffectiveScope())
 	} else {
 		p.ScopeGuess = fmt.Sprintf("%s is in no systemd/system or systemd/user directory; scope %s is read from the unit", path, p.Service.EffectiveScope())
@@ -207,7 +205,7 @@ func ParseUnit(path, unit string, data []byte, dropins []DropIn) (Parsed, error)
 // equal to the default for goos and home is empty, and a declaration with
 // stado_defaults false whose values are exactly stado's defaults (a unit
 // stado rendered) becomes the declaration with the defaults left unset.
-func Canonical(s registry.Service, goos, home string) registry.Service {
+func Canonical(s declaration.Service, goos, home string) declaration.Service {
 	s.Scope = s.EffectiveScope()
 	if s.KeepsAlive() {
 		s.KeepAlive = nil
@@ -245,7 +243,7 @@ func Canonical(s registry.Service, goos, home string) registry.Service {
 // foldStadoDefaults turns an explicit declaration that holds exactly what
 // stado's defaults add into the declaration that leaves them unset, when
 // both render the same bytes.
-func foldStadoDefaults(s registry.Service, goos, home string) (registry.Service, bool) {
+func foldStadoDefaults(s declaration.Service, goos, home string) (declaration.Service, bool) {
 	d := s
 	d.StadoDefaults = nil
 	d.Env = map[string]string{}
@@ -267,7 +265,7 @@ func foldStadoDefaults(s registry.Service, goos, home string) (registry.Service,
 		f := false
 		d.Restart, d.KeepAlive = "", &f
 	}
-	if goos == registry.OSDarwin {
+	if goos == declaration.OSDarwin {
 		if d.LaunchdKeys["RunAtLoad"] == "<true/>" {
 			keys := map[string]string{}
 			for k, v := range d.LaunchdKeys {
@@ -291,7 +289,7 @@ func foldStadoDefaults(s registry.Service, goos, home string) (registry.Service,
 			d.StartLimitIntervalSec = ""
 		}
 		want := "multi-user.target"
-		if d.EffectiveScope() == registry.ScopeUser {
+		if d.EffectiveScope() == declaration.ScopeUser {
 			want = "default.target"
 		}
 		if len(d.WantedBy) == 1 && d.WantedBy[0] == want && len(d.RequiredBy) == 0 {

@@ -10,7 +10,7 @@ import (
 
 	"howett.net/plist"
 
-	"github.com/wisent/stado/registry"
+	"github.com/wisent/stado/declaration"
 )
 
 // onDemandKeys start a launchd job on an event rather than keeping it
@@ -40,11 +40,11 @@ func parsePlistNamed(data []byte, file string) (Parsed, error) {
 		return Parsed{}, &SyntaxError{File: file, Reason: "has no Label string, so it describes no launchd job"}
 	}
 	f := false
-	p := Parsed{Complete: true, Env: map[string]string{}, Service: registry.Service{
-		Name:         DefaultName(label, registry.OSDarwin),
+	p := Parsed{Complete: true, Env: map[string]string{}, Service: declaration.Service{
+		Name:         DefaultName(label, declaration.OSDarwin),
 		Unit:         label,
-		Scope:        registry.ScopeSystem,
-		UnitSettings: registry.UnitSettings{StadoDefaults: &f},
+		Scope:        declaration.ScopeSystem,
+		UnitSettings: declaration.UnitSettings{StadoDefaults: &f},
 	}}
 	u := &p.Service.UnitSettings
 	block := func(key, reason, fix string) {
@@ -118,7 +118,7 @@ func parsePlistNamed(data []byte, file string) (Parsed, error) {
 				switch {
 				case !ok:
 					block(k, fmt.Sprintf("%s is not a string", name), "write the value as a string")
-				case registry.CheckEnvName(name) != nil:
+				case declaration.CheckEnvName(name) != nil:
 					block(k, fmt.Sprintf("%s is not a valid variable name", name), "rename it")
 				case checkValue("env", s) != nil:
 					block(k, fmt.Sprintf("%s %s", name, checkValue("env", s).(*FieldError).Reason), "remove the line break")
@@ -274,10 +274,10 @@ func parsePlistNamed(data []byte, file string) (Parsed, error) {
 			p.Service.Env[k] = v
 		}
 	}
-	p.checkDeclaration(registry.OSDarwin, file, func(field string) (string, int) {
+	p.checkDeclaration(declaration.OSDarwin, file, func(field string) (string, int) {
 		base, _, _ := strings.Cut(field, ".")
 		base, _, _ = strings.Cut(base, "[")
-		for k, f := range registry.LaunchdKeyNames {
+		for k, f := range declaration.LaunchdKeyNames {
 			if f == base {
 				return k, 0
 			}
@@ -325,7 +325,7 @@ func plistInt(v any) (int64, bool) {
 }
 
 // plistLimits reads SoftResourceLimits or HardResourceLimits into u.Limits.
-func plistLimits(u *registry.UnitSettings, key string, v any) bool {
+func plistLimits(u *declaration.UnitSettings, key string, v any) bool {
 	m, ok := v.(map[string]any)
 	if !ok {
 		return false
@@ -333,7 +333,7 @@ func plistLimits(u *registry.UnitSettings, key string, v any) bool {
 	for lk, lv := range m {
 		n, ok := plistInt(lv)
 		name := ""
-		for dn, ks := range registry.LimitNames {
+		for dn, ks := range declaration.LimitNames {
 			if ks[1] == lk {
 				name = dn
 			}
@@ -342,7 +342,7 @@ func plistLimits(u *registry.UnitSettings, key string, v any) bool {
 			return false
 		}
 		if u.Limits == nil {
-			u.Limits = map[string]registry.Limit{}
+			u.Limits = map[string]declaration.Limit{}
 		}
 		l := u.Limits[name]
 		if key == "SoftResourceLimits" {

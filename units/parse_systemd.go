@@ -9,7 +9,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
-	"github.com/wisent/stado/registry"
+	"github.com/wisent/stado/declaration"
 )
 
 // entry is one assignment of a unit file, where it was written.
@@ -161,11 +161,11 @@ func parseSystemd(data []byte, file, unit, path string, dropins []DropIn) (Parse
 		entries = append(entries, de...)
 	}
 	f := false
-	p := Parsed{Complete: true, Env: map[string]string{}, Service: registry.Service{
-		Name:         DefaultName(name, registry.OSLinux),
+	p := Parsed{Complete: true, Env: map[string]string{}, Service: declaration.Service{
+		Name:         DefaultName(name, declaration.OSLinux),
 		Unit:         name,
-		Scope:        registry.ScopeSystem,
-		UnitSettings: registry.UnitSettings{StadoDefaults: &f},
+		Scope:        declaration.ScopeSystem,
+		UnitSettings: declaration.UnitSettings{StadoDefaults: &f},
 	}}
 	// Specifiers that depend on the unit's name are written out for it
 	// (a template without an instance has nothing to write them out with).
@@ -241,7 +241,7 @@ func parseSystemd(data []byte, file, unit, path string, dropins []DropIn) (Parse
 				scalars[key] = e
 			}
 		default:
-			u.SystemdKeys = append(u.SystemdKeys, registry.UnitKey{Section: e.section, Key: key, Value: e.value})
+			u.SystemdKeys = append(u.SystemdKeys, declaration.UnitKey{Section: e.section, Key: key, Value: e.value})
 		}
 	}
 
@@ -289,10 +289,10 @@ func parseSystemd(data []byte, file, unit, path string, dropins []DropIn) (Parse
 	}
 	for _, w := range u.WantedBy {
 		if w == "default.target" {
-			p.Service.Scope = registry.ScopeUser
+			p.Service.Scope = declaration.ScopeUser
 		}
 	}
-	p.checkDeclaration(registry.OSLinux, file, func(field string) (string, int) {
+	p.checkDeclaration(declaration.OSLinux, file, func(field string) (string, int) {
 		base, sub, _ := strings.Cut(field, ".")
 		base, _, _ = strings.Cut(base, "[")
 		key := base
@@ -302,9 +302,9 @@ func parseSystemd(data []byte, file, unit, path string, dropins []DropIn) (Parse
 		case "env":
 			key = "Environment"
 		case "limits":
-			key = registry.LimitNames[sub][0]
+			key = declaration.LimitNames[sub][0]
 		default:
-			for k, f := range registry.SystemdKeyNames {
+			for k, f := range declaration.SystemdKeyNames {
 				if f == base {
 					key = k
 				}
@@ -357,7 +357,7 @@ func isTyped(e *entry) bool {
 }
 
 func limitName(directive string) (string, bool) {
-	for n, ks := range registry.LimitNames {
+	for n, ks := range declaration.LimitNames {
 		if ks[0] == directive {
 			return n, true
 		}
@@ -381,7 +381,7 @@ func (p *Parsed) environment(e *entry, env map[string]string) {
 	}
 	for _, w := range words {
 		k, v, ok := strings.Cut(w.text, "=")
-		if !ok || registry.CheckEnvName(k) != nil {
+		if !ok || declaration.CheckEnvName(k) != nil {
 			p.block(e, "Environment", fmt.Sprintf("holds %q, which is not an assignment", w.text), "write NAME=VALUE")
 			continue
 		}
@@ -510,7 +510,7 @@ func literal(e *entry) (string, bool) {
 
 // keepVerbatim keeps e in systemd_keys as written.
 func (p *Parsed) keepVerbatim(e *entry) {
-	p.Service.SystemdKeys = append(p.Service.SystemdKeys, registry.UnitKey{Section: e.section, Key: e.key, Value: e.value})
+	p.Service.SystemdKeys = append(p.Service.SystemdKeys, declaration.UnitKey{Section: e.section, Key: e.key, Value: e.value})
 }
 
 // scalar reads one single-valued typed directive into its field.
@@ -595,18 +595,18 @@ func (p *Parsed) scalar(key string, e *entry) {
 			if !found {
 				hard = soft
 			}
-			if _, ok := registry.ParseLimitValue(soft); !ok {
+			if _, ok := declaration.ParseLimitValue(soft); !ok {
 				bad("a limit (a number or infinity, or SOFT:HARD)")
 				return
 			}
-			if _, ok := registry.ParseLimitValue(hard); !ok {
+			if _, ok := declaration.ParseLimitValue(hard); !ok {
 				bad("a limit (a number or infinity, or SOFT:HARD)")
 				return
 			}
 			if u.Limits == nil {
-				u.Limits = map[string]registry.Limit{}
+				u.Limits = map[string]declaration.Limit{}
 			}
-			u.Limits[n] = registry.Limit{Soft: soft, Hard: hard}
+			u.Limits[n] = declaration.Limit{Soft: soft, Hard: hard}
 		}
 	}
 }

@@ -9,12 +9,13 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/wisent/stado/declaration"
 	"github.com/wisent/stado/registry"
 )
 
 // adopted is a declaration as adopt records it: stado's defaults off, the
 // settings as written.
-func adopted(s registry.Service, u registry.UnitSettings) registry.Service {
+func adopted(s declaration.Service, u declaration.UnitSettings) declaration.Service {
 	f := false
 	u.StadoDefaults = &f
 	s.UnitSettings = u
@@ -23,53 +24,53 @@ func adopted(s registry.Service, u registry.UnitSettings) registry.Service {
 
 func TestParseSystemdReadsUnitSyntax(t *testing.T) {
 	f, tr := false, true
-	always := registry.UnitSettings{Restart: "always"}
+	always := declaration.UnitSettings{Restart: "always"}
 	cases := []struct {
 		name    string
 		unit    string
 		dropins []string
-		want    registry.Service // when complete
-		reason  string           // when incomplete: a substring of the reason
+		want    declaration.Service // when complete
+		reason  string              // when incomplete: a substring of the reason
 	}{
 		// Continuation lines, comments between them, and quoting.
 		{name: "continuation", unit: "[Service]\nExecStart=/bin/echo \\\n# a comment inside\n  \"two words\" \\\n  three\nRestart=always\n",
-			want: adopted(registry.Service{Name: "x", Unit: "x.service", Scope: "system", Program: "/bin/echo", Args: []string{"two words", "three"}}, always)},
+			want: adopted(declaration.Service{Name: "x", Unit: "x.service", Scope: "system", Program: "/bin/echo", Args: []string{"two words", "three"}}, always)},
 		// Comments with '#' and ';', blank lines, CRLF endings.
 		{name: "comments and CRLF", unit: "# head\r\n; other\r\n\r\n[Service]\r\nExecStart=/bin/true\r\nRestart=always\r\n",
-			want: adopted(registry.Service{Name: "x", Unit: "x.service", Scope: "system", Program: "/bin/true"}, always)},
+			want: adopted(declaration.Service{Name: "x", Unit: "x.service", Scope: "system", Program: "/bin/true"}, always)},
 		// Escapes in quoted and unquoted words, %% and $$ unescaped.
 		{name: "escapes", unit: "[Service]\nExecStart=/bin/echo 'single \"q\"' a\\sb \"tab\\there\" 100%% $$HOME\nRestart=always\n",
-			want: adopted(registry.Service{Name: "x", Unit: "x.service", Scope: "system", Program: "/bin/echo", Args: []string{`single "q"`, "a b", "tab\there", "100%", "$HOME"}}, always)},
+			want: adopted(declaration.Service{Name: "x", Unit: "x.service", Scope: "system", Program: "/bin/echo", Args: []string{`single "q"`, "a b", "tab\there", "100%", "$HOME"}}, always)},
 		// A drop-in resets ExecStart and sets another; Environment accumulates.
 		{name: "drop-in resets ExecStart", unit: "[Service]\nExecStart=/bin/old\nEnvironment=A=1\nRestart=always\n",
 			dropins: []string{"[Service]\nExecStart=\nExecStart=/bin/new --flag\nEnvironment=\"B=two words\"\n"},
-			want:    adopted(registry.Service{Name: "x", Unit: "x.service", Scope: "system", Program: "/bin/new", Args: []string{"--flag"}, Env: map[string]string{"A": "1", "B": "two words"}}, always)},
+			want:    adopted(declaration.Service{Name: "x", Unit: "x.service", Scope: "system", Program: "/bin/new", Args: []string{"--flag"}, Env: map[string]string{"A": "1", "B": "two words"}}, always)},
 		// Drop-ins apply in order: the last Restart wins.
 		{name: "drop-ins in order", unit: "[Service]\nExecStart=/bin/true\nRestart=always\n",
 			dropins: []string{"[Service]\nRestart=on-failure\n", "[Service]\nRestart=no\n"},
-			want:    adopted(registry.Service{Name: "x", Unit: "x.service", Scope: "system", Program: "/bin/true"}, registry.UnitSettings{Restart: "no"})},
+			want:    adopted(declaration.Service{Name: "x", Unit: "x.service", Scope: "system", Program: "/bin/true"}, declaration.UnitSettings{Restart: "no"})},
 		// No Restart= means the supervisor never restarts it.
 		{name: "no restart", unit: "[Service]\nExecStart=/bin/true\n",
-			want: adopted(registry.Service{Name: "x", Unit: "x.service", Scope: "system", Program: "/bin/true", KeepAlive: &f}, registry.UnitSettings{})},
+			want: adopted(declaration.Service{Name: "x", Unit: "x.service", Scope: "system", Program: "/bin/true", KeepAlive: &f}, declaration.UnitSettings{})},
 		// '+', '!' and '-' are carried as the prefix; ':' makes '$' literal.
 		{name: "prefixes", unit: "[Service]\nExecStart=-+:/bin/echo $HOME\nRestart=always\n",
-			want: adopted(registry.Service{Name: "x", Unit: "x.service", Scope: "system", Program: "/bin/echo", Args: []string{"$HOME"}}, registry.UnitSettings{Restart: "always", ExecStartPrefix: "-+"})},
+			want: adopted(declaration.Service{Name: "x", Unit: "x.service", Scope: "system", Program: "/bin/echo", Args: []string{"$HOME"}}, declaration.UnitSettings{Restart: "always", ExecStartPrefix: "-+"})},
 		// WantedBy=default.target is a user unit.
 		{name: "user unit", unit: "[Service]\nExecStart=/bin/true\nRestart=always\n[Install]\nWantedBy=default.target\n",
-			want: adopted(registry.Service{Name: "x", Unit: "x.service", Scope: "user", Program: "/bin/true"}, registry.UnitSettings{Restart: "always", WantedBy: []string{"default.target"}})},
+			want: adopted(declaration.Service{Name: "x", Unit: "x.service", Scope: "user", Program: "/bin/true"}, declaration.UnitSettings{Restart: "always", WantedBy: []string{"default.target"}})},
 		// A variable in ExecStart is left for systemd to expand.
 		{name: "variable", unit: "[Service]\nExecStart=/bin/echo ${FOO} $$lit\nRestart=always\n",
-			want: adopted(registry.Service{Name: "x", Unit: "x.service", Scope: "system", Program: "/bin/echo", Args: []string{"${FOO}", "$$lit"}}, registry.UnitSettings{Restart: "always", ExpandEnv: true})},
+			want: adopted(declaration.Service{Name: "x", Unit: "x.service", Scope: "system", Program: "/bin/echo", Args: []string{"${FOO}", "$$lit"}}, declaration.UnitSettings{Restart: "always", ExpandEnv: true})},
 		// What real units carry lands in its fields; the rest is kept verbatim.
 		{name: "settings", unit: "[Unit]\nDescription=d\nAfter=network.target\nWants=a.service b.service\nConditionPathExists=/etc/x\n[Service]\nType=forking\nPIDFile=/run/x.pid\nUser=nobody\nGroup=nogroup\nUMask=0027\nWorkingDirectory=/var/lib/x\nEnvironmentFile=-/etc/default/x\nExecStartPre=/bin/x -t\nExecStart=/bin/true\nExecReload=/bin/kill -HUP $MAINPID\nRestart=on-failure\nRestartSec=5s\nLimitNOFILE=1024:4096\nKillMode=process\nDelegate=yes\nTimeoutStopSec=30\nNice=5\nStandardOutput=append:/var/log/x.log\nProtectSystem=full\n[Install]\nWantedBy=graphical.target\n",
-			want: adopted(registry.Service{Name: "x", Unit: "x.service", Scope: "system", Program: "/bin/true"}, registry.UnitSettings{
+			want: adopted(declaration.Service{Name: "x", Unit: "x.service", Scope: "system", Program: "/bin/true"}, declaration.UnitSettings{
 				Description: "d", After: []string{"network.target"}, Wants: []string{"a.service", "b.service"},
 				Type: "forking", PIDFile: "/run/x.pid", User: "nobody", Group: "nogroup", UMask: "0027", WorkingDirectory: "/var/lib/x",
 				EnvironmentFiles: []string{"-/etc/default/x"}, ExecStartPre: []string{"/bin/x -t"}, ExecReload: []string{"/bin/kill -HUP $MAINPID"},
-				Restart: "on-failure", RestartSec: "5s", Limits: map[string]registry.Limit{"nofile": {Soft: "1024", Hard: "4096"}},
+				Restart: "on-failure", RestartSec: "5s", Limits: map[string]declaration.Limit{"nofile": {Soft: "1024", Hard: "4096"}},
 				KillMode: "process", Delegate: &tr, TimeoutStopSec: "30", Nice: intp(5), StdoutPath: "/var/log/x.log",
 				WantedBy:    []string{"graphical.target"},
-				SystemdKeys: []registry.UnitKey{{Section: "Unit", Key: "ConditionPathExists", Value: "/etc/x"}, {Section: "Service", Key: "ProtectSystem", Value: "full"}},
+				SystemdKeys: []declaration.UnitKey{{Section: "Unit", Key: "ConditionPathExists", Value: "/etc/x"}, {Section: "Service", Key: "ProtectSystem", Value: "full"}},
 			})},
 		// Incomplete: '@' prefix.
 		{name: "at prefix", unit: "[Service]\nExecStart=@/bin/true fake\n", reason: "prefix '@'"},
@@ -154,29 +155,29 @@ func TestParsePlistReadsProgramAndKeepAliveForms(t *testing.T) {
 	cases := []struct {
 		name   string
 		body   string
-		want   registry.Service
+		want   declaration.Service
 		reason string
 	}{
 		// Program alone.
 		{name: "program only", body: `<key>Program</key><string>/bin/job</string><key>KeepAlive</key><true/>`,
-			want: adopted(registry.Service{Name: "job", Unit: "com.example.job", Scope: "system", Program: "/bin/job"}, registry.UnitSettings{})},
+			want: adopted(declaration.Service{Name: "job", Unit: "com.example.job", Scope: "system", Program: "/bin/job"}, declaration.UnitSettings{})},
 		// Program agreeing with ProgramArguments[0].
 		{name: "program and arguments", body: `<key>Program</key><string>/bin/job</string><key>ProgramArguments</key><array><string>/bin/job</string><string>-v</string></array><key>KeepAlive</key><true/>`,
-			want: adopted(registry.Service{Name: "job", Unit: "com.example.job", Scope: "system", Program: "/bin/job", Args: []string{"-v"}}, registry.UnitSettings{})},
+			want: adopted(declaration.Service{Name: "job", Unit: "com.example.job", Scope: "system", Program: "/bin/job", Args: []string{"-v"}}, declaration.UnitSettings{})},
 		// RunAtLoad without KeepAlive: run once, RunAtLoad kept as written.
 		{name: "run at load only", body: `<key>ProgramArguments</key><array><string>/bin/job</string></array><key>RunAtLoad</key><true/>`,
-			want: adopted(registry.Service{Name: "job", Unit: "com.example.job", Scope: "system", Program: "/bin/job", KeepAlive: &f}, registry.UnitSettings{LaunchdKeys: map[string]string{"RunAtLoad": "<true/>"}})},
+			want: adopted(declaration.Service{Name: "job", Unit: "com.example.job", Scope: "system", Program: "/bin/job", KeepAlive: &f}, declaration.UnitSettings{LaunchdKeys: map[string]string{"RunAtLoad": "<true/>"}})},
 		// Program differing from argv[0].
 		{name: "argv0 differs", body: `<key>Program</key><string>/bin/job</string><key>ProgramArguments</key><array><string>job</string></array><key>KeepAlive</key><true/>`, reason: "differs from ProgramArguments[0]"},
 		// KeepAlive {SuccessfulExit: false} is restart on-failure.
 		{name: "keepalive dict", body: `<key>ProgramArguments</key><array><string>/bin/job</string></array><key>KeepAlive</key><dict><key>SuccessfulExit</key><false/></dict>`,
-			want: adopted(registry.Service{Name: "job", Unit: "com.example.job", Scope: "system", Program: "/bin/job"}, registry.UnitSettings{Restart: "on-failure"})},
+			want: adopted(declaration.Service{Name: "job", Unit: "com.example.job", Scope: "system", Program: "/bin/job"}, declaration.UnitSettings{Restart: "on-failure"})},
 		// Other KeepAlive conditions are kept verbatim.
 		{name: "keepalive path state", body: `<key>ProgramArguments</key><array><string>/bin/job</string></array><key>KeepAlive</key><dict><key>PathState</key><dict><key>/tmp/x</key><true/></dict></dict>`,
-			want: adopted(registry.Service{Name: "job", Unit: "com.example.job", Scope: "system", Program: "/bin/job"}, registry.UnitSettings{LaunchdKeys: map[string]string{"KeepAlive": "<dict><key>PathState</key><dict><key>/tmp/x</key><true/></dict></dict>"}})},
+			want: adopted(declaration.Service{Name: "job", Unit: "com.example.job", Scope: "system", Program: "/bin/job"}, declaration.UnitSettings{LaunchdKeys: map[string]string{"KeepAlive": "<dict><key>PathState</key><dict><key>/tmp/x</key><true/></dict></dict>"}})},
 		// UserName, WorkingDirectory, ThrottleInterval, ProcessType land in fields; Disabled false is kept.
 		{name: "settings", body: `<key>ProgramArguments</key><array><string>/bin/job</string></array><key>KeepAlive</key><true/><key>UserName</key><string>nobody</string><key>WorkingDirectory</key><string>/var/x</string><key>ThrottleInterval</key><integer>60</integer><key>ProcessType</key><string>Background</string><key>Disabled</key><false/><key>Umask</key><integer>18</integer>`,
-			want: adopted(registry.Service{Name: "job", Unit: "com.example.job", Scope: "system", Program: "/bin/job"}, registry.UnitSettings{User: "nobody", WorkingDirectory: "/var/x", RestartSec: "60", ProcessType: "Background", UMask: "0022", LaunchdKeys: map[string]string{"Disabled": "<false/>"}})},
+			want: adopted(declaration.Service{Name: "job", Unit: "com.example.job", Scope: "system", Program: "/bin/job"}, declaration.UnitSettings{User: "nobody", WorkingDirectory: "/var/x", RestartSec: "60", ProcessType: "Background", UMask: "0022", LaunchdKeys: map[string]string{"Disabled": "<false/>"}})},
 		// On demand only.
 		{name: "on demand", body: `<key>ProgramArguments</key><array><string>/bin/job</string></array>`, reason: "only runs on demand"},
 		// A relative program.
@@ -307,15 +308,15 @@ func TestParseFileTakesTheScopeFromTheUnitDirectory(t *testing.T) {
 		scope string
 	}{
 		// The directories stado installs in.
-		{"/etc/systemd/system/x.service", []byte(systemdUnit), registry.ScopeSystem},
-		{"/home/op/.config/systemd/user/x.service", []byte(systemdUnit), registry.ScopeUser},
-		{"/Library/LaunchDaemons/com.example.job.plist", plist, registry.ScopeSystem},
-		{"/Users/op/Library/LaunchAgents/com.example.job.plist", plist, registry.ScopeUser},
+		{"/etc/systemd/system/x.service", []byte(systemdUnit), declaration.ScopeSystem},
+		{"/home/op/.config/systemd/user/x.service", []byte(systemdUnit), declaration.ScopeUser},
+		{"/Library/LaunchDaemons/com.example.job.plist", plist, declaration.ScopeSystem},
+		{"/Users/op/Library/LaunchAgents/com.example.job.plist", plist, declaration.ScopeUser},
 		// Vendor directories of the search path.
-		{"/usr/lib/systemd/user/x.service", []byte(systemdUnit), registry.ScopeUser},
-		{"/lib/systemd/system/x.service", []byte(systemdUnit), registry.ScopeSystem},
+		{"/usr/lib/systemd/user/x.service", []byte(systemdUnit), declaration.ScopeUser},
+		{"/lib/systemd/system/x.service", []byte(systemdUnit), declaration.ScopeSystem},
 		// No unit directory: WantedBy=default.target says user.
-		{"/tmp/x.service", []byte(systemdUnit), registry.ScopeUser},
+		{"/tmp/x.service", []byte(systemdUnit), declaration.ScopeUser},
 	}
 	for _, c := range cases {
 		p, err := ParseFile(c.path, c.data, nil)

@@ -8,7 +8,7 @@ import (
 	"sort"
 	"testing"
 
-	"github.com/wisent/stado/registry"
+	"github.com/wisent/stado/declaration"
 )
 
 // The plists of testdata/plists are written after public examples
@@ -114,7 +114,7 @@ func TestPublicPlistsRenderBackKeyByKey(t *testing.T) {
 			}
 			// And stado reads its own rendering back to the same declaration.
 			again, err := ParseUnitFile("/Library/LaunchDaemons/"+filepath.Base(f), out, nil)
-			if err != nil || !again.Complete || !reflect.DeepEqual(Canonical(again.Service, registry.OSDarwin, "/var/root"), Canonical(p.Service, registry.OSDarwin, "/var/root")) {
+			if err != nil || !again.Complete || !reflect.DeepEqual(Canonical(again.Service, declaration.OSDarwin, "/var/root"), Canonical(p.Service, declaration.OSDarwin, "/var/root")) {
 				t.Errorf("parse(render(parse)) differs: %v %+v", err, again.Service)
 			}
 		})

@@ -2,7 +2,6 @@ package units
 
 import (
 	"bytes"
-	"errors"
 	"fmt"
 	"io"
 	"path/filepath"
@@ -14,7 +13,7 @@ import (
 	"github.com/coreos/go-systemd/v22/unit"
 	"howett.net/plist"
 
-	"github.com/wisent/stado/registry"
+	"github.com/wisent/stado/declaration"
 )
 
 // The one program search path each OS's rendered units carry, never the
@@ -41,7 +40,7 @@ const (
 
 // FixedPath returns the PATH rendered units carry on goos.
 func FixedPath(goos string) string {
-	if goos == registry.OSDarwin {
+	if goos == declaration.OSDarwin {
 		return PathDarwin
 	}
 	return PathLinux
@@ -50,11 +49,11 @@ func FixedPath(goos string) string {
 // Render renders s for goos ("linux" or "darwin"); home is the home
 // directory of the account the unit belongs to (it places launchd log files).
 // Errors are *IncompleteError, *FieldError, or an unknown-OS error.
-func Render(s registry.Service, goos, home string) ([]byte, error) {
+func Render(s declaration.Service, goos, home string) ([]byte, error) {
 	switch goos {
-	case registry.OSLinux:
+	case declaration.OSLinux:
 		return RenderSystemd(s)
-	case registry.OSDarwin:
+	case declaration.OSDarwin:
 		return RenderLaunchd(s, home)
 	default:
 		return nil, &FieldError{Field: "os", Reason: fmt.Sprintf("%q is neither linux nor darwin", goos)}
@@ -62,16 +61,16 @@ func Render(s registry.Service, goos, home string) ([]byte, error) {
 }
 
 // UnitPath returns where s's unit file lives on goos: the declared
-// UnitPath, or registry.DefaultUnitPath for its scope and home. Any goos
+// UnitPath, or declaration.DefaultUnitPath for its scope and home. Any goos
 // other than darwin is taken as linux.
-func UnitPath(s registry.Service, goos, home string) string {
+func UnitPath(s declaration.Service, goos, home string) string {
 	if s.UnitPath != "" {
 		return s.UnitPath
 	}
-	if goos != registry.OSDarwin {
-		goos = registry.OSLinux
+	if goos != declaration.OSDarwin {
+		goos = declaration.OSLinux
 	}
-	return registry.DefaultUnitPath(goos, s.EffectiveScope(), home, s.Unit)
+	return declaration.DefaultUnitPath(goos, s.EffectiveScope(), home, s.Unit)
 }
 
 // LaunchdLogPath is where a rendered launchd job writes its standard output
@@ -84,7 +83,7 @@ func LaunchdLogPath(home, label string) string {
 // own: the systemd unit without ".service", or the last dot-separated part
 // of a launchd label.
 func DefaultName(unitID, goos string) string {
-	if goos == registry.OSDarwin {
+	if goos == declaration.OSDarwin {
 		if i := strings.LastIndexByte(unitID, '.'); i >= 0 && i < len(unitID)-1 {
 			return unitID[i+1:]
 		}
@@ -107,7 +106,7 @@ func checkValue(field, v string) error {
 }
 
 // validate checks a declaration before anything is serialised.
-func validate(s registry.Service, goos string) error {
+func validate(s declaration.Service, goos string) error {
 	if s.Program == "" {
 		return &IncompleteError{Service: s.Name, Unit: s.Unit, Reason: s.IncompleteReason}
 	}
@@ -120,10 +119,10 @@ func validate(s registry.Service, goos string) error {
 	if err := checkValue("product", s.Product); err != nil {
 		return err
 	}
-	if goos != registry.OSDarwin {
-		goos = registry.OSLinux
+	if goos != declaration.OSDarwin {
+		goos = declaration.OSLinux
 	}
-	if err := registry.CheckServiceUnit(goos, s.Unit); err != nil {
+	if err := declaration.CheckServiceUnit(goos, s.Unit); err != nil {
 		return &FieldError{Field: "unit", Reason: err.Error()}
 	}
 	if err := checkValue("program", s.Program); err != nil {
@@ -138,7 +137,7 @@ func validate(s registry.Service, goos string) error {
 		}
 	}
 	for _, k := range sortedKeys(s.Env) {
-		if err := registry.CheckEnvName(k); err != nil {
+		if err := declaration.CheckEnvName(k); err != nil {
 			return &FieldError{Field: "env." + k, Reason: err.Error()}
 		}
 		if err := checkValue("env."+k, s.Env[k]); err != nil {
@@ -146,27 +145,24 @@ func validate(s registry.Service, goos string) error {
 		}
 	}
 	switch s.Scope {
-	case "", registry.ScopeSystem, registry.ScopeUser:
+	case "", declaration.ScopeSystem, declaration.ScopeUser:
 	default:
 		return &FieldError{Field: "scope", Reason: fmt.Sprintf("%q is neither system nor user", s.Scope)}
 	}
 	return validateSettings(s, goos)
 }
 
-// validateSettings runs the registry's rules over s's unit settings for a
-// target of goos; the first violation is the error.
-func validateSettings(s registry.Service, goos string) error {
+// validateSettings checks s's unit settings, and the rest of its
+// declaration, for a target of goos (declaration.ValidateService); the
+// first violation that names a field is the error. The unit path is the
+// caller's to choose here, so it is not checked.
+func validateSettings(s declaration.Service, goos string) error {
 	s.UnitPath = ""
-	doc := &registry.Document{Version: 1, Targets: []registry.Target{{Name: "render", OS: goos, Services: []registry.Service{s}}}}
-	var ve *registry.ValidationError
-	if err := registry.Validate(doc); errors.As(err, &ve) {
-		for _, v := range ve.Violations {
-			field := strings.TrimPrefix(v.Path, "targets[0].services[0].")
-			if field == v.Path {
-				continue
-			}
-			return &FieldError{Field: field, Reason: v.Message}
+	for _, v := range declaration.ValidateService(&s, goos) {
+		if v.Path == "" {
+			continue // the command's size as a whole: the channel holds it to its limit
 		}
+		return &FieldError{Field: v.Path, Reason: v.Message}
 	}
 	for k, x := range s.LaunchdKeys {
 		if _, err := ParsePlistValueXML(x); err != nil {
@@ -187,7 +183,7 @@ func sortedKeys(m map[string]string) []string {
 
 // mergedEnv is the declared environment, over the fixed PATH when stado's
 // defaults apply.
-func mergedEnv(s registry.Service, goos string) map[string]string {
+func mergedEnv(s declaration.Service, goos string) map[string]string {
 	env := map[string]string{}
 	if s.UsesStadoDefaults() {
 		env["PATH"] = FixedPath(goos)
@@ -199,7 +195,7 @@ func mergedEnv(s registry.Service, goos string) map[string]string {
 }
 
 // restartWord is the systemd Restart= value s renders, "" for none.
-func restartWord(s registry.Service) string {
+func restartWord(s declaration.Service) string {
 	switch {
 	case s.Restart != "":
 		return s.Restart
@@ -221,8 +217,8 @@ func restartWord(s registry.Service) string {
 // [Install] section. Kept systemd_keys follow the typed keys of their
 // section, in order. Errors are *IncompleteError or *FieldError; nothing is
 // rendered then.
-func RenderSystemd(s registry.Service) ([]byte, error) {
-	if err := validate(s, registry.OSLinux); err != nil {
+func RenderSystemd(s declaration.Service) ([]byte, error) {
+	if err := validate(s, declaration.OSLinux); err != nil {
 		return nil, err
 	}
 	defaults := s.UsesStadoDefaults()
@@ -261,7 +257,7 @@ func RenderSystemd(s registry.Service) ([]byte, error) {
 	if desc != "" {
 		add("Unit", "Description", EscapeSpecifiers(desc))
 	}
-	if s.Name != DefaultName(s.Unit, registry.OSLinux) {
+	if s.Name != DefaultName(s.Unit, declaration.OSLinux) {
 		add("Unit", systemdNameKey, s.Name)
 	}
 	if s.Product != "" {
@@ -294,7 +290,7 @@ func RenderSystemd(s registry.Service) ([]byte, error) {
 	addAll("Service", "ExecReload", s.ExecReload)
 	addAll("Service", "ExecStop", s.ExecStop)
 	addAll("Service", "ExecStopPost", s.ExecStopPost)
-	env := mergedEnv(s, registry.OSLinux)
+	env := mergedEnv(s, declaration.OSLinux)
 	for _, k := range sortedKeys(env) {
 		add("Service", "Environment", QuoteEnvAssignment(k, env[k]))
 	}
@@ -351,13 +347,13 @@ func RenderSystemd(s registry.Service) ([]byte, error) {
 		if l.Hard != l.Soft {
 			v = l.Soft + ":" + l.Hard
 		}
-		add("Service", registry.LimitNames[name][0], v)
+		add("Service", declaration.LimitNames[name][0], v)
 	}
 	kept("Service")
 	wanted := s.WantedBy
 	if len(wanted) == 0 && len(s.RequiredBy) == 0 && defaults {
 		wanted = []string{"multi-user.target"}
-		if s.EffectiveScope() == registry.ScopeUser {
+		if s.EffectiveScope() == declaration.ScopeUser {
 			wanted = []string{"default.target"}
 		}
 	}
@@ -374,7 +370,7 @@ func yesNo(b bool) string {
 	return "no"
 }
 
-func sortedLimitNames(m map[string]registry.Limit) []string {
+func sortedLimitNames(m map[string]declaration.Limit) []string {
 	names := make([]string, 0, len(m))
 	for n := range m {
 		names = append(names, n)
@@ -390,8 +386,8 @@ func sortedLimitNames(m map[string]registry.Limit) []string {
 // 2 and standard output and error in LaunchdLogPath(home, label). With
 // stado_defaults false nothing is added. Errors are *IncompleteError or
 // *FieldError; nothing is rendered then.
-func RenderLaunchd(s registry.Service, home string) ([]byte, error) {
-	if err := validate(s, registry.OSDarwin); err != nil {
+func RenderLaunchd(s declaration.Service, home string) ([]byte, error) {
+	if err := validate(s, declaration.OSDarwin); err != nil {
 		return nil, err
 	}
 	defaults := s.UsesStadoDefaults()
@@ -414,7 +410,7 @@ func RenderLaunchd(s registry.Service, home string) ([]byte, error) {
 		}
 		job[k] = v
 	}
-	if env := mergedEnv(s, registry.OSDarwin); len(env) > 0 {
+	if env := mergedEnv(s, declaration.OSDarwin); len(env) > 0 {
 		job["EnvironmentVariables"] = env
 	}
 	switch s.Restart {
@@ -439,7 +435,7 @@ func RenderLaunchd(s registry.Service, home string) ([]byte, error) {
 	if s.Product != "" {
 		job[plistProductKey] = s.Product
 	}
-	if s.Name != DefaultName(s.Unit, registry.OSDarwin) {
+	if s.Name != DefaultName(s.Unit, declaration.OSDarwin) {
 		job[plistNameKey] = s.Name
 	}
 	stdout, stderr := s.StdoutPath, s.StderrPath
@@ -454,13 +450,13 @@ func RenderLaunchd(s registry.Service, home string) ([]byte, error) {
 		job["StandardErrorPath"] = stderr
 	}
 	if s.RestartSec != "" {
-		us, _ := registry.ParseTimeSpan(s.RestartSec)
+		us, _ := declaration.ParseTimeSpan(s.RestartSec)
 		job["ThrottleInterval"] = int(us / 1_000_000)
 	} else if defaults {
 		job["ThrottleInterval"] = RestartDelaySeconds
 	}
 	if s.TimeoutStopSec != "" {
-		us, _ := registry.ParseTimeSpan(s.TimeoutStopSec)
+		us, _ := declaration.ParseTimeSpan(s.TimeoutStopSec)
 		job["ExitTimeOut"] = int(us / 1_000_000)
 	}
 	if s.WorkingDirectory != "" {
@@ -490,11 +486,11 @@ func RenderLaunchd(s registry.Service, home string) ([]byte, error) {
 	}
 	soft, hard := map[string]any{}, map[string]any{}
 	for name, l := range s.Limits {
-		key := registry.LimitNames[name][1]
-		if n, ok := registry.ParseLimitValue(l.Soft); ok && l.Soft != "" {
+		key := declaration.LimitNames[name][1]
+		if n, ok := declaration.ParseLimitValue(l.Soft); ok && l.Soft != "" {
 			soft[key] = n
 		}
-		if n, ok := registry.ParseLimitValue(l.Hard); ok && l.Hard != "" {
+		if n, ok := declaration.ParseLimitValue(l.Hard); ok && l.Hard != "" {
 			hard[key] = n
 		}
 	}

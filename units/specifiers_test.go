@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/wisent/stado/registry"
+	"github.com/wisent/stado/declaration"
 )
 
 // A template read as one of its instances: every specifier that depends on
@@ -63,12 +63,12 @@ func TestTemplateInstanceAdoptsCompleteWithNameSpecifiersWrittenOut(t *testing.T
 		}
 	}
 	back, err := ParseUnit("/etc/systemd/system/my-work@blue-green.service", "", out, nil)
-	if err != nil || !back.Complete || !reflect.DeepEqual(Canonical(withoutPath(back.Service), registry.OSLinux, "/root"), Canonical(withoutPath(s), registry.OSLinux, "/root")) {
+	if err != nil || !back.Complete || !reflect.DeepEqual(Canonical(withoutPath(back.Service), declaration.OSLinux, "/root"), Canonical(withoutPath(s), declaration.OSLinux, "/root")) {
 		t.Errorf("the rendering does not parse back to the declaration: %v %s\n%s", err, back.Reason, out)
 	}
 }
 
-func withoutPath(s registry.Service) registry.Service {
+func withoutPath(s declaration.Service) declaration.Service {
 	s.UnitPath = ""
 	return s
 }

@@ -12,7 +12,7 @@ import (
 
 	sdbus "github.com/coreos/go-systemd/v22/dbus"
 
-	"github.com/wisent/stado/registry"
+	"github.com/wisent/stado/declaration"
 )
 
 // Systemd is the Manager for systemd, over its D-Bus API (system manager or
@@ -37,10 +37,10 @@ var _ Manager = (*Systemd)(nil)
 // connection outlives ctx, which only has to be live when NewSystemd is
 // called.
 func NewSystemd(ctx context.Context, scope, home string, r Runner) (*Systemd, error) {
-	if scope == registry.ScopeUser {
+	if scope == declaration.ScopeUser {
 		return NewUserSystemd(ctx, currentAccount(home), r)
 	}
-	scope = registry.ScopeSystem
+	scope = declaration.ScopeSystem
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("connect to the systemd %s manager: %w", scope, err)
 	}
@@ -62,11 +62,11 @@ func (m *Systemd) Close() { m.conn.Close() }
 
 // Install writes the unit file atomically; only when its bytes changed does
 // it reload systemd and enable the unit (for its WantedBy target).
-func (m *Systemd) Install(ctx context.Context, s registry.Service, content []byte) (InstallResult, error) {
+func (m *Systemd) Install(ctx context.Context, s declaration.Service, content []byte) (InstallResult, error) {
 	if s.Scope == "" {
 		s.Scope = m.scope
 	}
-	path := UnitPath(s, registry.OSLinux, m.home)
+	path := UnitPath(s, declaration.OSLinux, m.home)
 	action, err := writeIfChanged(path, content, 0o644)
 	if err != nil {
 		return InstallResult{}, fmt.Errorf("install %s: %w", s.Unit, err)
@@ -107,7 +107,7 @@ func (m *Systemd) loadedFrom(ctx context.Context, unit, path string) bool {
 }
 
 // Remove stops and disables the unit, deletes its file and reloads.
-func (m *Systemd) Remove(ctx context.Context, s registry.Service) error {
+func (m *Systemd) Remove(ctx context.Context, s declaration.Service) error {
 	if s.Scope == "" {
 		s.Scope = m.scope
 	}
@@ -123,7 +123,7 @@ func (m *Systemd) Remove(ctx context.Context, s registry.Service) error {
 			return fmt.Errorf("remove %s: disable: %w", s.Unit, err)
 		}
 	}
-	path := UnitPath(s, registry.OSLinux, m.home)
+	path := UnitPath(s, declaration.OSLinux, m.home)
 	if err := os.Remove(path); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return fmt.Errorf("remove %s: %w", path, err)
 	}
@@ -268,7 +268,7 @@ func (m *Systemd) ShowMany(ctx context.Context, units []string) ([]Verdict, erro
 // real host, pushes the program's last lines out of a crash loop's tail.
 func JournalArgv(scope, unit string, lines int) []string {
 	argv := []string{"journalctl", "_SYSTEMD_UNIT=" + unit}
-	if scope == registry.ScopeUser {
+	if scope == declaration.ScopeUser {
 		argv = []string{"journalctl", "--user", "_SYSTEMD_USER_UNIT=" + unit}
 	}
 	return append(argv, "-n", strconv.Itoa(lines), "-o", "short-iso", "--no-pager")

@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/wisent/stado/registry"
+	"github.com/wisent/stado/declaration"
 	"github.com/wisent/stado/safefile"
 )
 
@@ -33,7 +33,7 @@ func connectSystemd(t testing.TB) *Systemd {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	m, err := NewSystemd(ctx, registry.ScopeSystem, os.Getenv("HOME"), nil)
+	m, err := NewSystemd(ctx, declaration.ScopeSystem, os.Getenv("HOME"), nil)
 	if err != nil {
 		if os.Getenv(systemdGateEnv) == "required" {
 			t.Fatalf("%s=required but no systemd manager answers on D-Bus: %v", systemdGateEnv, err)
@@ -63,7 +63,7 @@ func waitFor(t *testing.T, m *Systemd, unit string, within time.Duration, cond f
 
 // installStarted renders s, installs it (expecting a fresh install), starts
 // it, and removes it when t ends.
-func installStarted(t *testing.T, m *Systemd, s registry.Service, edit func(string) string) []byte {
+func installStarted(t *testing.T, m *Systemd, s declaration.Service, edit func(string) string) []byte {
 	t.Helper()
 	ctx := context.Background()
 	t.Cleanup(func() { _ = m.Remove(context.Background(), s) })
@@ -103,9 +103,9 @@ func systemctlShow(t *testing.T, unit string, names ...string) map[string]string
 func TestSystemdLifecycleOnARealManager(t *testing.T) {
 	m := connectSystemd(t)
 	ctx := context.Background()
-	healthy := registry.Service{Name: "stado-test-healthy", Unit: "stado-test-healthy.service", Program: "/bin/sh",
+	healthy := declaration.Service{Name: "stado-test-healthy", Unit: "stado-test-healthy.service", Program: "/bin/sh",
 		Args: []string{"-c", "for i in 1 2 3 4 5; do echo line$i; done; exec sleep 300"}}
-	crashy := registry.Service{Name: "stado-test-crashy", Unit: "stado-test-crashy.service", Program: "/bin/sh",
+	crashy := declaration.Service{Name: "stado-test-crashy", Unit: "stado-test-crashy.service", Program: "/bin/sh",
 		Args: []string{"-c", "echo crashing; exit 3"}}
 	installStarted(t, m, healthy, nil)
 	installStarted(t, m, crashy, nil)
@@ -203,7 +203,7 @@ func TestSystemdLifecycleOnARealManager(t *testing.T) {
 	if v, err := m.Show(ctx, healthy.Unit); err != nil || v.State != StateMissing {
 		t.Errorf("after remove: %+v %v", v, err)
 	}
-	if _, err := os.Stat(UnitPath(healthy, registry.OSLinux, "")); !errors.Is(err, os.ErrNotExist) {
+	if _, err := os.Stat(UnitPath(healthy, declaration.OSLinux, "")); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("unit file still there after remove: %v", err)
 	}
 	if err := m.Remove(ctx, healthy); err != nil {
@@ -224,7 +224,7 @@ func TestSystemdStartRestartsAUnitThatHitItsStartLimitOnARealManager(t *testing.
 	flag := filepath.Join("/run", "stado-test-limited.ok")
 	_ = os.Remove(flag)
 	t.Cleanup(func() { _ = os.Remove(flag) })
-	limited := registry.Service{Name: "stado-test-limited", Unit: "stado-test-limited.service", Program: "/bin/sh",
+	limited := declaration.Service{Name: "stado-test-limited", Unit: "stado-test-limited.service", Program: "/bin/sh",
 		Args: []string{"-c", "test -e " + flag + " && exec sleep 300; exit 3"}}
 	// Put systemd's default start limit back (stado renders none) and
 	// restart quickly, so the crash loop runs into it.
@@ -269,7 +269,7 @@ func TestSystemdInstallOfTheSameBytesTwiceChangesNothingOnARealManager(t *testin
 	ctx := context.Background()
 	// A running unit whose file changes on disk shows NeedDaemonReload=yes
 	// until systemd reloads: the witness of any daemon-reload.
-	witness := registry.Service{Name: "stado-test-witness", Unit: "stado-test-witness.service", Program: "/bin/sleep", Args: []string{"300"}}
+	witness := declaration.Service{Name: "stado-test-witness", Unit: "stado-test-witness.service", Program: "/bin/sleep", Args: []string{"300"}}
 	installStarted(t, m, witness, nil)
 	touchWitness := func(arg string) {
 		t.Helper()
@@ -279,7 +279,7 @@ func TestSystemdInstallOfTheSameBytesTwiceChangesNothingOnARealManager(t *testin
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := safefile.Write(UnitPath(w, registry.OSLinux, ""), c, 0o644); err != nil {
+		if err := safefile.Write(UnitPath(w, declaration.OSLinux, ""), c, 0o644); err != nil {
 			t.Fatal(err)
 		}
 		if got := systemctlShow(t, witness.Unit, "NeedDaemonReload")["NeedDaemonReload"]; got != "yes" {
@@ -288,7 +288,7 @@ func TestSystemdInstallOfTheSameBytesTwiceChangesNothingOnARealManager(t *testin
 	}
 	touchWitness("301")
 
-	s := registry.Service{Name: "stado-test-idem", Unit: "stado-test-idem.service", Program: "/bin/sleep", Args: []string{"300"}}
+	s := declaration.Service{Name: "stado-test-idem", Unit: "stado-test-idem.service", Program: "/bin/sleep", Args: []string{"300"}}
 	content := installStarted(t, m, s, nil)
 	v := waitFor(t, m, s.Unit, 5*time.Second, func(v Verdict) bool { return v.State == StateActive && v.PID > 0 })
 	if v.State != StateActive {
@@ -338,15 +338,15 @@ func benchUnits(b *testing.B, m *Systemd) []string {
 	b.Helper()
 	ctx := context.Background()
 	names := make([]string, benchUnitCount)
-	svcs := make([]registry.Service, benchUnitCount)
+	svcs := make([]declaration.Service, benchUnitCount)
 	for i := range names {
-		s := registry.Service{Name: fmt.Sprintf("stado-bench-%02d", i), Program: "/bin/sleep", Args: []string{"infinity"}}
+		s := declaration.Service{Name: fmt.Sprintf("stado-bench-%02d", i), Program: "/bin/sleep", Args: []string{"infinity"}}
 		s.Unit = s.Name + ".service"
 		content, err := RenderSystemd(s)
 		if err != nil {
 			b.Fatal(err)
 		}
-		if _, err := writeIfChanged(UnitPath(s, registry.OSLinux, ""), content, 0o644); err != nil {
+		if _, err := writeIfChanged(UnitPath(s, declaration.OSLinux, ""), content, 0o644); err != nil {
 			b.Fatal(err)
 		}
 		names[i], svcs[i] = s.Unit, s
@@ -359,7 +359,7 @@ func benchUnits(b *testing.B, m *Systemd) []string {
 		}
 		wg.Wait()
 		for _, s := range svcs {
-			_ = os.Remove(UnitPath(s, registry.OSLinux, ""))
+			_ = os.Remove(UnitPath(s, declaration.OSLinux, ""))
 		}
 		_ = m.conn.ReloadContext(context.Background())
 		for _, n := range names {

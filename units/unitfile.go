@@ -11,7 +11,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/wisent/stado/registry"
+	"github.com/wisent/stado/declaration"
 )
 
 // MaxFileBytes bounds one unit file or drop-in read from a host.
@@ -144,14 +144,14 @@ func readBounded(path string) ([]byte, error) {
 // home. The returned func closes it.
 func Open(ctx context.Context, goos, scope, home string) (Manager, func(), error) {
 	switch goos {
-	case registry.OSLinux:
+	case declaration.OSLinux:
 		m, err := NewSystemd(ctx, scope, home, ExecRunner{})
 		if err != nil {
 			return nil, nil, err
 		}
 		return m, m.Close, nil
-	case registry.OSDarwin:
-		if scope != registry.ScopeUser {
+	case declaration.OSDarwin:
+		if scope != declaration.ScopeUser {
 			return NewLaunchd(ExecRunner{}, "system", home), func() {}, nil
 		}
 		a := currentAccount(home)

@@ -17,6 +17,7 @@ import (
 
 	sdbus "github.com/coreos/go-systemd/v22/dbus"
 
+	"github.com/wisent/stado/declaration"
 	"github.com/wisent/stado/refusal"
 	"github.com/wisent/stado/registry"
 )
@@ -35,7 +36,7 @@ const (
 // are: the target's ssh.user (root when empty). It is the same rule
 // `service ensure` follows, since the channel it installs through runs as
 // that login user, whose home places the unit file
-// (registry.DefaultUnitPath) and whose manager loads it.
+// (declaration.DefaultUnitPath) and whose manager loads it.
 func ScopeOwner(t registry.Target) string {
 	if t.SSH.User != "" {
 		return t.SSH.User
@@ -161,7 +162,7 @@ func NewUserSystemd(ctx context.Context, a Account, r Runner) (*Systemd, error) 
 	if r == nil {
 		r = ExecRunner{}
 	}
-	return &Systemd{conn: conn, scope: registry.ScopeUser, home: a.Home, account: &a, runner: r, inFlight: make(chan struct{}, propsInFlight)}, nil
+	return &Systemd{conn: conn, scope: declaration.ScopeUser, home: a.Home, account: &a, runner: r, inFlight: make(chan struct{}, propsInFlight)}, nil
 }
 
 // downError says why a's systemd manager is not running, from logind's
@@ -250,13 +251,13 @@ func openUserManager(ctx context.Context, goos string, a Account, r Runner) (*us
 		goos = runtime.GOOS
 	}
 	switch goos {
-	case registry.OSLinux:
+	case declaration.OSLinux:
 		m, err := NewUserSystemd(ctx, a, r)
 		if err != nil {
 			return nil, err
 		}
 		return &userManager{m: m, close: m.Close}, nil
-	case registry.OSDarwin:
+	case declaration.OSDarwin:
 		l := NewLaunchd(r, GUIDomain(a.UID), a.Home)
 		l.User = a.Name
 		return &userManager{m: l, close: func() {}}, nil

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/wisent/stado/declaration"
 	"github.com/wisent/stado/refusal"
 	"github.com/wisent/stado/registry"
 )
@@ -101,7 +102,7 @@ func TestAUserWithNoRunningSystemdManagerIsRefusedWithTheReason(t *testing.T) {
 }
 
 func TestUserManagersRefuseAUserTheHostDoesNotKnow(t *testing.T) {
-	u := &UserManagers{GOOS: registry.OSLinux}
+	u := &UserManagers{GOOS: declaration.OSLinux}
 	defer u.Close()
 	_, err := u.Manager(context.Background(), "stado-no-such-user-anywhere")
 	if !refusal.Is(err, refusal.NotFound) || !strings.Contains(err.Error(), "no user stado-no-such-user-anywhere") {
@@ -110,7 +111,7 @@ func TestUserManagersRefuseAUserTheHostDoesNotKnow(t *testing.T) {
 }
 
 func TestUserManagersKeepOneLaunchdDomainPerUserUntilForgotten(t *testing.T) {
-	u := &UserManagers{GOOS: registry.OSDarwin, Runner: &refusingLaunchctl{t: t},
+	u := &UserManagers{GOOS: declaration.OSDarwin, Runner: &refusingLaunchctl{t: t},
 		Lookup: func(name string) (Account, error) { return Account{Name: name, UID: 502, Home: "/Users/" + name}, nil }}
 	defer u.Close()
 	ctx := context.Background()

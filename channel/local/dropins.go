@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/wisent/stado/channel"
+	"github.com/wisent/stado/declaration"
 	"github.com/wisent/stado/refusal"
 	"github.com/wisent/stado/registry"
 	"github.com/wisent/stado/units"
@@ -44,7 +45,7 @@ func (h *Host) dropInsToSetAside(ctx context.Context, m units.Manager, s registr
 	if err != nil {
 		return nil, false, err
 	}
-	own := filepath.Join(registry.UnitDir(registry.OSLinux, s.EffectiveScope(), h.Home), s.Unit+".d")
+	own := filepath.Join(declaration.UnitDir(registry.OSLinux, s.EffectiveScope(), h.Home), s.Unit+".d")
 	for _, r := range units.DropInsRepeating(content, s.Unit, dropins) {
 		keys := strings.Join(r.Keys, ", ")
 		switch {

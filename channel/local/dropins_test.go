@@ -11,6 +11,7 @@ import (
 
 	"github.com/wisent/stado/channel"
 	"github.com/wisent/stado/channel/local"
+	"github.com/wisent/stado/declaration"
 	"github.com/wisent/stado/refusal"
 	"github.com/wisent/stado/registry"
 	"github.com/wisent/stado/units"
@@ -120,7 +121,7 @@ func TestEnsureRefusesADropInItCannotSetAsideWithoutLoss(t *testing.T) {
 		refused bool
 	}{
 		{"the declaration lacks the drop-in's limit", "", func(s *registry.Service) { delete(s.Limits, "nofile") }, true},
-		{"the declaration holds another limit", "", func(s *registry.Service) { s.Limits["nofile"] = registry.Limit{Soft: "1024", Hard: "1024"} }, true},
+		{"the declaration holds another limit", "", func(s *registry.Service) { s.Limits["nofile"] = declaration.Limit{Soft: "1024", Hard: "1024"} }, true},
 		{"a directory systemd reads before the unit's own", "etc/systemd/system.control", nil, true},
 		{"the declaration never ran the command", "", func(s *registry.Service) { s.ExecStartPre = s.ExecStartPre[:1] }, false},
 		{"the declaration holds it", "", nil, false},

@@ -10,6 +10,7 @@ import (
 
 	"github.com/wisent/stado/channel"
 	"github.com/wisent/stado/channel/local"
+	"github.com/wisent/stado/declaration"
 	"github.com/wisent/stado/registry"
 	"github.com/wisent/stado/units"
 	"github.com/wisent/stado/units/unitstest"
@@ -27,7 +28,7 @@ func TestVerifyCarriesTheProtocolsReadyAnswer(t *testing.T) {
 	mem := unitstest.NewMemory(home)
 	h := &local.Host{GOOS: "linux", Home: home, Manager: func(context.Context, string) (units.Manager, func(), error) { return mem, func() {}, nil }}
 	svc := registry.Service{Name: "worker", Unit: "worker.service", Scope: "user", Program: "/usr/local/bin/worker",
-		Env: map[string]string{"FIXTURE_STATE": state}, Protocol: &registry.ServiceProtocol{Exec: []string{bin}}}
+		Env: map[string]string{"FIXTURE_STATE": state}, Protocol: &declaration.ServiceProtocol{Exec: []string{bin}}}
 	read := func() *channel.ProtocolReading {
 		t.Helper()
 		res, err := h.Verify(context.Background(), channel.VerifyRequest{OS: "linux", Services: []channel.VerifyService{{Service: svc}}})
