@@ -75,7 +75,7 @@ func (r *Runner) alert(ctx context.Context, doc *registry.Document, c *Cycle) []
 		rec.Host, rec.Service = row.Host, row.Service
 		al := alert.Alert{Kind: alert.Kind, Event: rec.Event, Summary: rec.Summary,
 			Recovery: register.Recovery{Kind: CycleKind, State: rec.Code, When: c.Start, Service: row.Service, Host: row.Host, Unit: row.Unit}}
-		rec.Channels = a.Deliver(ctx, t.Alerts, al)
+		rec.Channels = a.Deliver(ctx, alert.Elsewhere, t.Alerts, al)
 		out = append(out, rec)
 	}
 	return out
