@@ -28,7 +28,7 @@ const redacted = "<redacted>"
 func redactWebhookError(err error, raw string) string {
 	var ue *url.Error
 	if errors.As(err, &ue) {
-		return redactWebhookText(ue.Op+" "+RedactedURL(raw)+": "+redactWebhookError(ue.Err, raw), raw)
+		return redactWebhookText(ue.Op, raw) + " " + RedactedURL(raw) + ": " + redactWebhookError(ue.Err, raw)
 	}
 	return redactWebhookText(err.Error(), raw)
 }
@@ -51,7 +51,9 @@ func RedactedURL(raw string) string {
 // is one segment), its query, every query key and value, its fragment and
 // opaque part; and each of those lower- and upper-cased (the matcher folds
 // ASCII case itself; this adds non-ASCII folding). Parts shorter than
-// minSecretLen are left out.
+// minSecretLen are left out. A part is hunted even where the host spells
+// it (a path segment "hook" blanks part of hooks.example in a dial error):
+// a cause may read worse, never say more.
 func secretParts(raw string) []string {
 	seen := map[string]bool{}
 	var parts []string

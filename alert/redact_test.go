@@ -103,6 +103,9 @@ func TestWebhookSecretsNeverReachTheAlertCause(t *testing.T) {
 		{"escaped slash in a path segment", echoing(func(r *http.Request) string { return strings.TrimPrefix(r.URL.Path, "/hook/") }) + "/hook/ab%2Fcd%2Fef12", []string{"ab/cd/ef12", "ab%2Fcd%2Fef12"}},
 		// a path segment shorter than 8 bytes, echoed alone
 		{"short path segment", echoing(func(r *http.Request) string { return "segment " + strings.TrimPrefix(r.URL.Path, "/h/") }) + "/h/k3y9z", []string{"k3y9z"}},
+		// a URL that does not parse: the request is never built, and the
+		// parse error net/http gives quotes the URL
+		{"unparsable URL", "http://[::1/hook/p4th-tok?token=bad-url-secret", []string{"p4th-tok", "bad-url-secret"}},
 		// the request URI in the status line's reason phrase
 		{"reason phrase", "http://" + ph + "/hook/t0k3n?sig=phrase-secret", []string{"t0k3n", "phrase-secret"}},
 	} {
