@@ -5,9 +5,11 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	"math/rand/v2"
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"strconv"
 	"strings"
 	"testing"
@@ -155,12 +157,41 @@ func leaks(text, secret string) bool {
 		forms = append(forms, d)
 	}
 	for _, f := range forms {
-		f = strings.NewReplacer(`\\`, `\`, `\"`, `"`).Replace(f)
+		f = backslashDecode(f)
 		if strings.Contains(strings.ToLower(f), strings.ToLower(secret)) {
 			return true
 		}
 	}
 	return false
+}
+
+// backslashDecode undoes \\, \", \xHH and \u00HH in s and leaves the rest.
+func backslashDecode(s string) string {
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		if s[i] == '\\' && i+1 < len(s) {
+			switch {
+			case s[i+1] == '\\' || s[i+1] == '"':
+				b.WriteByte(s[i+1])
+				i++
+				continue
+			case s[i+1] == 'x' && i+3 < len(s):
+				if v, err := strconv.ParseUint(s[i+2:i+4], 16, 8); err == nil {
+					b.WriteByte(byte(v))
+					i += 3
+					continue
+				}
+			case s[i+1] == 'u' && i+5 < len(s) && s[i+2:i+4] == "00":
+				if v, err := strconv.ParseUint(s[i+4:i+6], 16, 8); err == nil {
+					b.WriteByte(byte(v))
+					i += 5
+					continue
+				}
+			}
+		}
+		b.WriteByte(s[i])
+	}
+	return b.String()
 }
 
 // percentDecode decodes every well-formed %XX in s and leaves the rest.
@@ -226,5 +257,61 @@ func TestRedactionFindsEverySpellingOfEverySecretPart(t *testing.T) {
 	// own words.
 	if got := redactWebhookText("dial tcp hooks.example:443: connection refused", u); got != "dial tcp hooks.example:443: connection refused" {
 		t.Errorf("an error without a secret became %q", got)
+	}
+}
+
+// Whatever token a URL carries in its password, a path segment or a query
+// value, and however a text re-spells it byte by byte (either case, a
+// percent escape in either hex case, escaped twice, a backslash escape),
+// the redacted text never holds it. Random tokens, fixed seed.
+func TestRedactionHoldsForRandomTokensAndSpellings(t *testing.T) {
+	rng := rand.New(rand.NewPCG(24, 8))
+	const alphabet = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_.~/+ :@"
+	token := func() string {
+		b := make([]byte, minSecretLen+rng.IntN(12))
+		for i := range b {
+			b[i] = alphabet[rng.IntN(len(alphabet))]
+		}
+		return string(b)
+	}
+	respell := func(s string) string {
+		var b strings.Builder
+		for i := 0; i < len(s); i++ {
+			c := s[i]
+			switch rng.IntN(7) {
+			case 0:
+				b.WriteString(strings.ToUpper(string(c)))
+			case 1:
+				b.WriteString(strings.ToLower(string(c)))
+			case 2:
+				fmt.Fprintf(&b, "%%%02X", c)
+			case 3:
+				fmt.Fprintf(&b, "%%%02x", c)
+			case 4:
+				fmt.Fprintf(&b, "%%25%02X", c)
+			case 5:
+				fmt.Fprintf(&b, `\x%02x`, c)
+			default:
+				b.WriteByte(c)
+			}
+		}
+		return b.String()
+	}
+	for i := range 2000 {
+		tok := token()
+		var raw string
+		switch i % 3 {
+		case 0: // the password
+			raw = "https://" + url.UserPassword("bot", tok).String() + "@hooks.example/hook"
+		case 1: // a path segment
+			raw = "https://hooks.example/hook/" + url.PathEscape(tok)
+		default: // a query value
+			raw = "https://hooks.example/hook?token=" + url.QueryEscape(tok)
+		}
+		msg := "dial: " + respell(tok) + " refused"
+		got := redactWebhookText(msg, raw)
+		if leaks(got, tok) {
+			t.Fatalf("url %q, text %q: redacted to %q, %q still readable", raw, msg, got, tok)
+		}
 	}
 }
