@@ -8,10 +8,8 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"net/url"
 	"os/exec"
 	"runtime"
-	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -91,17 +89,53 @@ func Summary(rec register.Recovery) string {
 		verdict, rec.Service, rec.Host, rec.WaitedSeconds, rec.BoundSeconds, strings.Join(parts, "; "))
 }
 
+// Where says which process delivers an alert, and so whether its command
+// channels may run. A command channel runs an argv the registry declares:
+// whoever can push the registry chooses it, so it runs only where the
+// registry already runs that target's code — the host process of the host
+// whose target declares the channel — and nowhere else.
+type Where int
+
+const (
+	// Elsewhere is every process but the owning host's host process: a
+	// workstation command (stado optimize run in report or enforce mode) and
+	// a host process recovering a peer's service. Command channels do not run
+	// there; each is an outcome not delivered, Answer NotRun and Cause
+	// CommandElsewhere. The zero value, so a caller that says nothing runs
+	// nothing.
+	Elsewhere Where = iota
+	// OnOwningHost is the host process (stado host run) of the host whose
+	// target declares the channels, alerting about its own services.
+	// Command channels run.
+	OnOwningHost
+)
+
+// NotRun is the Answer of a command channel that Deliver did not run
+// (Elsewhere).
+const NotRun = register.AlertNotRun
+
+// CommandElsewhere is the Cause of a command channel that Deliver did not
+// run (Elsewhere).
+const CommandElsewhere = "command alerts run only on the host that owns the declaration, in its host process (stado host run); this process does not run them"
+
 // Deliver sends doc, encoded as JSON, on every channel, in order, and
 // returns each channel's outcome in the same order (empty, never nil, for no
 // channels). It never stops at a failing channel, and a document that
 // cannot be encoded is each channel's failure. doc is an Alert, or another
 // alert document with its own kind (autonomy's, an incomplete declaration's).
-// Deliver is safe for concurrent use.
-func (a *Alerter) Deliver(ctx context.Context, channels []registry.AlertChannel, doc any) []register.AlertOutcome {
+//
+// where decides command channels: OnOwningHost runs them; Elsewhere runs
+// nothing, and says so in each one's outcome (NotRun, CommandElsewhere).
+// Webhook channels are posted wherever Deliver runs; no part of a webhook's
+// answer but its status code reaches an outcome. Deliver is safe for
+// concurrent use.
+func (a *Alerter) Deliver(ctx context.Context, where Where, channels []registry.AlertChannel, doc any) []register.AlertOutcome {
 	out := []register.AlertOutcome{}
 	body, err := json.Marshal(doc)
 	for _, ch := range channels {
 		switch {
+		case ch.Command != nil && ch.Webhook == nil && where != OnOwningHost:
+			out = append(out, register.AlertOutcome{Channel: ch.Name, Type: "command", Answer: NotRun, Cause: CommandElsewhere})
 		case err != nil:
 			out = append(out, register.AlertOutcome{Channel: ch.Name, Cause: "encode alert: " + err.Error()})
 		case ch.Webhook != nil:
@@ -132,79 +166,26 @@ func (a *Alerter) webhook(ctx context.Context, ch registry.AlertChannel, body []
 		o.Cause = redactWebhookError(err, ch.Webhook.URL)
 		return o
 	}
-	defer resp.Body.Close()
-	detail, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
+	// The body is drained (a bounded read, so the connection can be
+	// reused) and never recorded: a server may echo the request, token and
+	// all, in any spelling. Of the status line only the code is kept, said
+	// with net/http's own text for it, never the server's reason phrase.
+	io.Copy(io.Discard, io.LimitReader(resp.Body, 4<<10))
+	resp.Body.Close()
 	o.Answer = fmt.Sprintf("HTTP %d", resp.StatusCode)
 	o.OK = resp.StatusCode >= 200 && resp.StatusCode < 300
 	if !o.OK {
-		o.Cause = redactWebhookText(strings.TrimSpace(strings.ToValidUTF8(string(detail), "?")), ch.Webhook.URL)
+		o.Cause = "the webhook answered " + statusText(resp.StatusCode) + " (its body is not recorded)"
 	}
 	return o
 }
 
-// redactWebhookError says err without the webhook URL raw (which may hold
-// a token in its user info, path or query). Every *url.Error in the chain
-// is said with the redacted URL instead of the one net/http prints, which
-// may be spelled differently from the registry's text (an upper-case
-// scheme, an escaped space or non-ASCII path, a re-encoded query); what
-// remains is stripped of every spelling of the URL and of its parts.
-func redactWebhookError(err error, raw string) string {
-	var ue *url.Error
-	if errors.As(err, &ue) {
-		return redactWebhookText(ue.Op+" "+RedactedURL(raw)+": "+redactWebhookError(ue.Err, raw), raw)
+// statusText is code with net/http's name for it, if it has one.
+func statusText(code int) string {
+	if t := http.StatusText(code); t != "" {
+		return strconv.Itoa(code) + " " + t
 	}
-	return redactWebhookText(err.Error(), raw)
-}
-
-// RedactedURL is what may be said of a webhook URL: its scheme and host,
-// never its user info, path or query.
-func RedactedURL(raw string) string {
-	u, err := url.Parse(strings.TrimSpace(raw))
-	if err != nil || u.Host == "" {
-		return "<webhook url>"
-	}
-	return strings.ToLower(u.Scheme) + "://" + u.Host + "/<redacted>"
-}
-
-// redactWebhookText removes from msg every spelling of raw and of its
-// secret-bearing parts.
-func redactWebhookText(msg, raw string) string {
-	if raw == "" {
-		return msg
-	}
-	var secrets []string
-	add := func(ss ...string) {
-		for _, s := range ss {
-			if len(s) >= 4 {
-				secrets = append(secrets, s, strconv.Quote(s), url.QueryEscape(s), url.PathEscape(s))
-			}
-		}
-	}
-	add(raw, strings.TrimSpace(raw))
-	if u, err := url.Parse(strings.TrimSpace(raw)); err == nil {
-		add(u.String(), u.Redacted(), u.RawQuery, u.Path, u.EscapedPath(), u.RawPath, u.Fragment, u.Opaque)
-		if q, err := url.QueryUnescape(u.RawQuery); err == nil {
-			add(q)
-		}
-		for _, vs := range u.Query() {
-			add(vs...)
-		}
-		if u.User != nil {
-			p, _ := u.User.Password()
-			add(u.User.String(), u.User.Username(), p)
-		}
-		for _, seg := range strings.Split(u.Path, "/") {
-			if len(seg) >= 8 {
-				add(seg)
-			}
-		}
-	}
-	// Longest first, so a part never leaves the rest of a longer spelling.
-	sort.Slice(secrets, func(i, j int) bool { return len(secrets[i]) > len(secrets[j]) })
-	for _, s := range secrets {
-		msg = strings.ReplaceAll(msg, s, "<redacted>")
-	}
-	return msg
+	return strconv.Itoa(code)
 }
 
 func (a *Alerter) command(ctx context.Context, ch registry.AlertChannel, body []byte) register.AlertOutcome {

@@ -32,6 +32,11 @@ type AlertRecord struct {
 // action and one per refusal that the previous cycle did not record for the
 // same service and host with the same code (a standing refusal is alerted
 // once, not every cycle). Hosts without channels are skipped.
+//
+// A cycle runs on whatever machine runs stado optimize run, in report or
+// enforce mode, never in the host process of the target whose channels it
+// alerts: it delivers alert.Elsewhere, so webhooks are posted and command
+// channels are recorded as not run (the registry's argv never runs here).
 func (r *Runner) alert(ctx context.Context, doc *registry.Document, c *Cycle) []AlertRecord {
 	var before map[hostService]refusal.Code
 	// previous reads the previous cycle's refusals, once, and only when a
@@ -75,7 +80,7 @@ func (r *Runner) alert(ctx context.Context, doc *registry.Document, c *Cycle) []
 		rec.Host, rec.Service = row.Host, row.Service
 		al := alert.Alert{Kind: alert.Kind, Event: rec.Event, Summary: rec.Summary,
 			Recovery: register.Recovery{Kind: CycleKind, State: rec.Code, When: c.Start, Service: row.Service, Host: row.Host, Unit: row.Unit}}
-		rec.Channels = a.Deliver(ctx, t.Alerts, al)
+		rec.Channels = a.Deliver(ctx, alert.Elsewhere, t.Alerts, al)
 		out = append(out, rec)
 	}
 	return out

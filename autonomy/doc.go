@@ -5,7 +5,9 @@
 // (package fleet) under a blast-radius cap, one enforcer per store at a
 // time by a lease, then re-verifies every unit it touched. Every cycle is
 // recorded in the store under autonomy/ (a bounded history), and refusals
-// and failed actions are alerted on the targets' alert channels.
+// and failed actions are alerted on the targets' webhook channels; a
+// target's command channels run only in its own host process, never in a
+// cycle, which records them as not run.
 //
 // The planner (Plan) is a pure function over declarations, beacon rows and
 // verify results: it opens nothing and changes nothing, so report mode and

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"strings"
 	"time"
+
+	"github.com/wisent/stado/alert"
 )
 
 // Headline says a cycle in one line: its mode, when, the registry revision
@@ -37,7 +39,11 @@ func (c *Cycle) Lines() []string {
 		var chans []string
 		for _, ch := range a.Channels {
 			state := "ok"
-			if !ch.OK {
+			switch {
+			case ch.OK:
+			case ch.Answer == alert.NotRun:
+				state = "not run: " + ch.Cause
+			default:
 				state = "failed: " + ch.Cause
 			}
 			chans = append(chans, ch.Channel+" "+state)

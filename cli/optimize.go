@@ -43,7 +43,8 @@ func newOptimizeRunCommand(env *Env) *ucli.Command {
 			"service: restore (the unit file is absent), reinstall (its bytes drifted), start (inactive or\n" +
 			"failed), restart (failing, not a crash loop) or none. An incomplete declaration, an unreachable\n" +
 			"host, missing or conflicting evidence, a crash loop and a recovery-list unit are recorded\n" +
-			"refusals. The cycle is recorded in the store (stado optimize status) and refusals are alerted.\n\n" +
+			"refusals. The cycle is recorded in the store (stado optimize status) and refusals are alerted on\n" +
+			"the targets' webhooks; a command alert runs only on its own host (stado host run), never here.\n\n" +
 			"report (the default) changes nothing on any host or in the registry and exits 0.\n" +
 			"enforce needs autonomy.mode: enforce in the registry as well as this flag, takes the store's\n" +
 			"enforcer lease (a second enforcer is refused, naming the holder), acts through the write half\n" +

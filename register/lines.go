@@ -41,9 +41,12 @@ func (r Recovery) Lines() []string {
 		out = append(out, fmt.Sprintf("restart %s: refused (%s): %s", rs.Unit, rs.Code, rs.Refusal))
 	}
 	for _, a := range r.Alerts {
-		if a.OK {
+		switch {
+		case a.OK:
 			out = append(out, fmt.Sprintf("alert %s (%s): %s", a.Channel, a.Type, a.Answer))
-		} else {
+		case a.Answer == AlertNotRun:
+			out = append(out, fmt.Sprintf("alert %s (%s): not run: %s", a.Channel, a.Type, a.Cause))
+		default:
 			out = append(out, fmt.Sprintf("alert %s (%s): failed: %s", a.Channel, a.Type, strings.TrimSpace(a.Answer+" "+a.Cause)))
 		}
 	}

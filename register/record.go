@@ -92,12 +92,18 @@ type Restart struct {
 	ElapsedMS int64     `json:"elapsed_ms"`
 }
 
+// AlertNotRun is the Answer of an alert channel that was deliberately not
+// run by the process that delivered (a command channel outside its owning
+// host's host process): not delivered, and not a failure of the channel.
+const AlertNotRun = "not run"
+
 // AlertOutcome is one alert channel's answer to one alert.
 type AlertOutcome struct {
 	Channel string `json:"channel"`
 	Type    string `json:"type"` // webhook or command
 	OK      bool   `json:"ok"`
-	// Answer is the channel's own answer ("HTTP 200", "exit 0").
+	// Answer is the channel's own answer ("HTTP 200", "exit 0"), or
+	// AlertNotRun for a channel that was not run here (Cause says why).
 	Answer string `json:"answer,omitempty"`
 	Cause  string `json:"cause,omitempty"`
 }

@@ -452,7 +452,7 @@ func (a *Answerer) recover(st *serviceState, pr *probe, cat *catalog.Catalog, re
 		pr.cancel()
 	}
 	var recording *beacon.FileRefusal
-	rec, recording = alertAndRecord(ctx, a.Alerter, channels, a.Register, rec, a.logger().With("service", rec.Service))
+	rec, recording = alertAndRecord(ctx, a.Alerter, alert.OnOwningHost, channels, a.Register, rec, a.logger().With("service", rec.Service))
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	st.active = nil
@@ -467,13 +467,15 @@ func (a *Answerer) recover(st *serviceState, pr *probe, cat *catalog.Catalog, re
 
 // alertAndRecord ends an attempt the same way for a host's own service and a
 // peer's: the alert on every channel (its outcomes kept in rec), then the
-// append to the register. A register that is missing or refuses the append
+// append to the register. where is alert.OnOwningHost for this host's own
+// service and alert.Elsewhere for a peer's: the serving host's command
+// channels belong on the serving host and never run here. A register that is missing or refuses the append
 // is the recording refusal the beacon carries; the attempt stands either way.
-func alertAndRecord(ctx context.Context, al *alert.Alerter, channels []registry.AlertChannel, reg *register.File, rec register.Recovery, log *slog.Logger) (register.Recovery, *beacon.FileRefusal) {
+func alertAndRecord(ctx context.Context, al *alert.Alerter, where alert.Where, channels []registry.AlertChannel, reg *register.File, rec register.Recovery, log *slog.Logger) (register.Recovery, *beacon.FileRefusal) {
 	if al == nil {
 		al = &alert.Alerter{}
 	}
-	rec.Alerts = al.Deliver(ctx, channels, alert.New(rec))
+	rec.Alerts = al.Deliver(ctx, where, channels, alert.New(rec))
 	if reg == nil {
 		return rec, &beacon.FileRefusal{Op: "append", File: register.HomeFile, Cause: "no register configured on this host"}
 	}

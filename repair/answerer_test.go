@@ -4,6 +4,7 @@ import (
 	"errors"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -368,3 +369,29 @@ func waitFor(t *testing.T, what string, ok func() bool) {
 }
 
 func itoa(n int) string { return fmtInt(n) }
+
+// The host process is where a target's command alerts run: its own
+// recovery gives the alert to the declared argv on stdin, and the register
+// row keeps the command's exit beside the webhook's answer.
+func TestTheHostProcessRunsItsOwnCommandAlert(t *testing.T) {
+	r := newRig(t, 1)
+	got := filepath.Join(t.TempDir(), "alert.json")
+	r.doc.Targets[0].Alerts = append(r.doc.Targets[0].Alerts,
+		registry.AlertChannel{Name: "pager", Command: &registry.CommandAlert{Argv: []string{"/usr/bin/tee", got}}})
+	r.add("hold", "fixture-hold", modeHold)
+	r.pass()
+	r.clock.Advance(1500 * time.Millisecond)
+	if stood := block(t, r.pass(), "hold"); stood.State != beacon.AnswerStood {
+		t.Fatalf("past the bound: %+v, want stood", stood)
+	}
+	r.a.Idle()
+	data, err := os.ReadFile(got)
+	if err != nil || !strings.Contains(string(data), `"event":"recovery_attempted"`) || !strings.Contains(string(data), `"service":"hold"`) {
+		t.Fatalf("the command alert got %q (%v)", data, err)
+	}
+	rows := r.recoveries()
+	if len(rows) != 1 || len(rows[0].Alerts) != 2 || !rows[0].Alerts[0].OK ||
+		rows[0].Alerts[1] != (register.AlertOutcome{Channel: "pager", Type: "command", OK: true, Answer: "exit 0"}) {
+		t.Fatalf("register rows %+v, want the webhook and the command delivered", rows)
+	}
+}

@@ -14,6 +14,12 @@
 // peer contributors of one host process from its store; StepPlan is what
 // `stado repair` shows and, applied, runs.
 //
+// Alerts: the host process is the one place a target's command alert
+// channels run, and only for its own target (alert.OnOwningHost: its own
+// recoveries and incomplete declarations). A peer recovery alerts the
+// serving host's channels alert.Elsewhere: webhooks are posted, command
+// channels are recorded as not run.
+//
 // repair imports channel (the Host interface it acts through, and the SSH
 // pool that reaches peers), channel/local (this host's own end, built by
 // HostProcess), register (the recovery record it appends and reads back),

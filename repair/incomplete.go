@@ -145,7 +145,7 @@ func (ia *IncompleteAlerts) deliver(ctx context.Context, st *incompleteState, ch
 	if a == nil {
 		a = &alert.Alerter{}
 	}
-	out := a.Deliver(ctx, channels, al)
+	out := a.Deliver(ctx, alert.OnOwningHost, channels, al)
 	var failed []register.AlertOutcome
 	for _, o := range out {
 		if !o.OK {

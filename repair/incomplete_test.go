@@ -6,6 +6,8 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -148,4 +150,19 @@ func quickWebhook() *retryablehttp.Client {
 	c := alert.NewWebhookClient()
 	c.RetryMax = 0
 	return c
+}
+
+// An incomplete declaration is alerted by its own host's process, so its
+// target's command channel runs there.
+func TestIncompleteAlertRunsTheOwnTargetsCommand(t *testing.T) {
+	got := filepath.Join(t.TempDir(), "alert.json")
+	ia := &IncompleteAlerts{}
+	target := registry.Target{Name: "h1", Alerts: []registry.AlertChannel{{Name: "pager", Command: &registry.CommandAlert{Argv: []string{"/usr/bin/tee", got}}}},
+		Services: []registry.Service{{Name: "legacy", Unit: "legacy.service"}}}
+	p := &beacon.Pass{Host: "h1", Target: &target, Beacon: &beacon.Beacon{}}
+	ia.Contribute(context.Background(), p)
+	ia.Idle()
+	if data, err := os.ReadFile(got); err != nil || !strings.Contains(string(data), `"event":"declaration_incomplete"`) {
+		t.Fatalf("the command alert got %q (%v)", data, err)
+	}
 }

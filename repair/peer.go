@@ -73,7 +73,8 @@ type Peer struct {
 	// nil keeps none (each attempt is then a recording refusal).
 	Register *register.File
 	// Alerter delivers an alert to the serving host's channels; nil means
-	// the zero alert.Alerter.
+	// the zero alert.Alerter. Only its webhooks are posted: its command
+	// channels run only on the serving host (alert.Elsewhere).
 	Alerter *alert.Alerter
 	// Running says whether a waiting-list publisher still runs; nil means
 	// resolver.Running.
@@ -402,7 +403,7 @@ func (pr *Peer) attempt(ctx context.Context, on Reach, s *standing, rec register
 	rec.State = register.Attempted
 	rec.Steps, rec.Restart, rec.Complete = out.Steps, &out.Restart, out.Complete
 	var recording *beacon.FileRefusal
-	rec, recording = alertAndRecord(ctx, pr.Alerter, alerts, pr.Register, rec, pr.logger().With("service", rec.Service, "host", rec.Host))
+	rec, recording = alertAndRecord(ctx, pr.Alerter, alert.Elsewhere, alerts, pr.Register, rec, pr.logger().With("service", rec.Service, "host", rec.Host))
 	pr.mu.Lock()
 	if pr.memo == nil {
 		pr.memo = map[standingKey]*peerMemo{}

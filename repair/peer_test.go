@@ -9,10 +9,12 @@ import (
 	"net/http/httptest"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/wisent/stado/alert"
 	"github.com/wisent/stado/beacon"
 	"github.com/wisent/stado/catalog"
 	"github.com/wisent/stado/channel"
@@ -197,6 +199,11 @@ func peerRecovery(t *testing.T, b beacon.PeerRecovery) register.Recovery {
 func TestPeerRepairsAndRestartsAServiceHoldingItsRequestsThroughTheProxy(t *testing.T) {
 	r := newPeerRig(t, 2, "[unmark]")
 	f := r.declare("brama", "peer-hold", serving, modeHold)
+	// The serving host's command alert belongs on the serving host: this
+	// host process, recovering it as a peer, never runs it.
+	planted := filepath.Join(t.TempDir(), "planted")
+	st, _ := r.doc.Target(serving)
+	st.Alerts = []registry.AlertChannel{{Name: "pager", Command: &registry.CommandAlert{Argv: []string{"/bin/sh", "-c", "touch " + planted}}}}
 	tr := &resolver.Transport{
 		Resolver: &resolver.Resolver{Load: func(context.Context) (*registry.Document, error) { return r.doc, nil }, Caller: observer, Now: r.clock.Now},
 		Recorder: r.rec,
@@ -251,6 +258,12 @@ func TestPeerRepairsAndRestartsAServiceHoldingItsRequestsThroughTheProxy(t *test
 	if len(rows) != 1 || rows[0].ObservedBy != observer || rows[0].Host != serving || !rows[0].Since.Equal(accepted) ||
 		rows[0].HeldRequests != 1 || rows[0].Declaration == nil || rows[0].Declaration.Path != "/work" || rows[0].Unit != "stado-peer-brama.service" {
 		t.Fatalf("register = %+v", rows)
+	}
+	if _, err := os.Stat(planted); !os.IsNotExist(err) {
+		t.Errorf("a peer recovery ran the serving host's command alert here: %v", err)
+	}
+	if a := rows[0].Alerts; len(a) != 1 || a[0] != (register.AlertOutcome{Channel: "pager", Type: "command", Answer: alert.NotRun, Cause: alert.CommandElsewhere}) {
+		t.Errorf("alerts %+v, want the command channel not run, saying why", a)
 	}
 	// The held request ended (answered or cut by the restart); new requests
 	// through the proxy are answered.
