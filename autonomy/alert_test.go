@@ -16,6 +16,7 @@ import (
 	"github.com/wisent/stado/alert"
 	"github.com/wisent/stado/channel"
 	"github.com/wisent/stado/registry"
+	"github.com/wisent/stado/store"
 )
 
 // unreachableHost is a host whose every verify fails, as a dead sshd does.
@@ -79,7 +80,7 @@ func TestAutonomyCyclesNeverRunACommandAlert(t *testing.T) {
 			}
 			for name, b := range view.Beacons {
 				raw, _ := json.Marshal(b)
-				if _, err := st.Put(ctx, registry.BeaconPrefix+name, raw, registry.PutOptions{}); err != nil {
+				if _, err := st.Put(ctx, store.BeaconPrefix+name, raw, store.PutOptions{}); err != nil {
 					t.Fatal(err)
 				}
 			}
