@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/wisent/stado/fleet"
 	"github.com/wisent/stado/refusal"
 )
 
@@ -15,6 +14,9 @@ const (
 	ExitUsage   = 2 // the command line itself is wrong
 	ExitRefused = 3 // refused: invalid input, conflict, not found, unsafe
 )
+
+// codeFailure is the machine code of an error that is not a refusal.
+const codeFailure = "failure"
 
 // Refusal is the one refusal type (package refusal): a stable machine code
 // that --json carries, a message, an optional hint and details.
@@ -35,8 +37,9 @@ func usagef(format string, args ...any) error {
 }
 
 // exitCode maps every error a command returns to its exit code and the
-// machine code --json reports. It is the only place that decides; which
-// errors are refusals is fleet.Classify's.
+// machine code --json reports. It is the only place that decides: an error
+// whose chain carries a refusal code (refusal.CodeOf) is a refusal with that
+// code; anything else is a failure.
 func exitCode(err error) (int, string) {
 	var use *usageError
 	switch {
@@ -45,9 +48,8 @@ func exitCode(err error) (int, string) {
 	case errors.As(err, &use), refusal.Is(err, refusal.Usage):
 		return ExitUsage, string(refusal.Usage)
 	}
-	code, refused := fleet.Classify(err)
-	if refused {
-		return ExitRefused, code
+	if code, ok := refusal.CodeOf(err); ok {
+		return ExitRefused, string(code)
 	}
-	return ExitFailure, code
+	return ExitFailure, codeFailure
 }

@@ -3,6 +3,9 @@ package cli
 import (
 	"errors"
 	"fmt"
+	"go/parser"
+	"go/token"
+	"strings"
 	"testing"
 
 	"github.com/wisent/stado/refusal"
@@ -46,5 +49,19 @@ func TestExitCodeTableMapsEveryErrorClass(t *testing.T) {
 				t.Fatalf("exitCode(%v) = %d, %q; want %d, %q", tc.err, code, machine, tc.code, tc.machine)
 			}
 		})
+	}
+}
+
+// The exit-code table knows refusal codes and nothing else: it imports no
+// domain package to learn which errors are refusals.
+func TestTheExitCodeTableKnowsOnlyRefusalCodes(t *testing.T) {
+	f, err := parser.ParseFile(token.NewFileSet(), "errors.go", nil, parser.ImportsOnly)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, im := range f.Imports {
+		if p := strings.Trim(im.Path.Value, `"`); strings.HasPrefix(p, "github.com/wisent/stado/") && p != "github.com/wisent/stado/refusal" {
+			t.Errorf("errors.go imports %s", p)
+		}
 	}
 }

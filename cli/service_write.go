@@ -10,6 +10,7 @@ import (
 	"github.com/wisent/stado/channel"
 	"github.com/wisent/stado/fleet"
 	"github.com/wisent/stado/printer"
+	"github.com/wisent/stado/refusal"
 	"github.com/wisent/stado/registry"
 )
 
@@ -233,7 +234,7 @@ func newServiceAdoptCommand(env *Env) *ucli.Command {
 		Action: writeAction(env, "UNIT", func(ctx context.Context, f *fleet.Fleet, c *ucli.Context, unit string) error {
 			o := fleet.AdoptOptions{Unit: unit, Host: c.String("host"), Name: c.String("name"), User: c.Bool("user"), Reason: c.String("reason"), DryRun: c.Bool("dry-run")}
 			res, err := f.Adopt(ctx, o)
-			if _, refused := fleet.Classify(err); refused {
+			if _, refused := refusal.CodeOf(err); refused {
 				return err
 			}
 			res.Error = fleet.DescribeHostError(res.Host, err)

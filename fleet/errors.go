@@ -8,8 +8,6 @@ import (
 
 	"github.com/wisent/stado/channel"
 	"github.com/wisent/stado/refusal"
-	"github.com/wisent/stado/registry"
-	"github.com/wisent/stado/store"
 	"github.com/wisent/stado/units"
 )
 
@@ -26,25 +24,14 @@ const CodeFailure = "failure"
 
 // Classify says whether err is a refusal (nothing was changed; the caller
 // asked for something it may not have) and its stable code, or a failure.
-// It is the one place that knows which errors are refusals.
+// A refusal is any error whose chain carries a refusal code (refusal.Coded):
+// the store's and the registry's sentinels carry theirs.
 func Classify(err error) (code string, refused bool) {
-	var val *registry.ValidationError
-	switch {
-	case err == nil:
+	if err == nil {
 		return "", false
-	case errors.As(err, &val), errors.Is(err, registry.ErrInvalid):
-		if c, ok := refusal.CodeOf(err); ok {
-			return string(c), true
-		}
-		return string(refusal.Validation), true
-	case errors.Is(err, store.ErrConflict):
-		return string(refusal.Conflict), true
 	}
 	if c, ok := refusal.CodeOf(err); ok {
 		return string(c), true
-	}
-	if errors.Is(err, store.ErrNotFound) {
-		return string(refusal.NotFound), true
 	}
 	return CodeFailure, false
 }

@@ -175,6 +175,23 @@ func New(code Code, format string, args ...any) *Error {
 	return &Error{Code: code, Message: fmt.Sprintf(format, args...)}
 }
 
+// Sentinel is an error value callers test with errors.Is (a store's "not
+// found", a failed compare-and-swap) that is also a refusal with a code, so
+// whatever wraps it is reported with that code without a table that knows
+// the packages it comes from.
+type Sentinel struct {
+	code Code
+	msg  string
+}
+
+// NewSentinel returns a sentinel refusal with code and message.
+func NewSentinel(code Code, msg string) *Sentinel { return &Sentinel{code: code, msg: msg} }
+
+func (s *Sentinel) Error() string { return s.msg }
+
+// RefusalCode implements Coded.
+func (s *Sentinel) RefusalCode() Code { return s.code }
+
 // CodeOf returns the code of the first refusal in err's chain.
 func CodeOf(err error) (Code, bool) {
 	var c Coded

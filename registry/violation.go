@@ -1,13 +1,14 @@
 package registry
 
 import (
-	"errors"
 	"fmt"
 	"strings"
+
+	"github.com/wisent/stado/refusal"
 )
 
 // ErrInvalid: a document failed validation; see *ValidationError.
-var ErrInvalid = errors.New("invalid document")
+var ErrInvalid error = refusal.NewSentinel(refusal.Validation, "invalid document")
 
 // ValidationError carries every violation found, not only the first.
 // It unwraps to ErrInvalid.

@@ -2,17 +2,18 @@ package store
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"time"
+
+	"github.com/wisent/stado/refusal"
 )
 
 // Sentinel errors callers test with errors.Is.
 var (
 	// ErrNotFound: the key holds no object.
-	ErrNotFound = errors.New("not found")
+	ErrNotFound error = refusal.NewSentinel(refusal.NotFound, "not found")
 	// ErrConflict: a compare-and-swap found another revision than expected.
-	ErrConflict = errors.New("revision conflict")
+	ErrConflict error = refusal.NewSentinel(refusal.Conflict, "revision conflict")
 )
 
 // ConflictError details a failed compare-and-swap. It unwraps to ErrConflict.
