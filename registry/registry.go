@@ -104,6 +104,12 @@ func Load(ctx context.Context, st Store) (*Document, Meta, error) {
 	return decodeEnvelope(obj)
 }
 
+// DecodeObject reads obj, the stored registry object (the one at
+// RegistryKey or a history entry), as Load does after its Get: it does not
+// validate. A value that is no registry envelope is an error wrapping a
+// *ParseError.
+func DecodeObject(obj Object) (*Document, Meta, error) { return decodeEnvelope(obj) }
+
 // LoadRevision returns registry revision rev from its history entry (or
 // from the current object when rev is current and its history entry was
 // never written). An unknown revision wraps ErrNotFound.
