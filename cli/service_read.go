@@ -93,15 +93,24 @@ func registryCache(env *Env) *beacon.RegistryCache {
 // recovery (the fixed list the host repair step restarts, declared or not)
 // or product (an undeclared unit a catalog product names); empty for an
 // undeclared unit nothing names.
+// It points at its row, so a fleet's rows are not copied again.
 type sourcedRow struct {
-	beacon.Row
+	*beacon.Row
 	Source string `json:"source,omitempty"`
 }
 
+// withSources says each row's source, asking the catalog once per unit
+// name (a fleet repeats a few units on every host).
 func withSources(cat *catalog.Catalog, rows []beacon.Row, declared bool) []sourcedRow {
-	out := make([]sourcedRow, 0, len(rows))
-	for _, r := range rows {
-		out = append(out, sourcedRow{Row: r, Source: cat.SourceOf(r.Unit, declared)})
+	out := make([]sourcedRow, len(rows))
+	sources := map[string]string{}
+	for i := range rows {
+		src, ok := sources[rows[i].Unit]
+		if !ok {
+			src = cat.SourceOf(rows[i].Unit, declared)
+			sources[rows[i].Unit] = src
+		}
+		out[i] = sourcedRow{Row: &rows[i], Source: src}
 	}
 	return out
 }
@@ -110,7 +119,7 @@ func withSources(cat *catalog.Catalog, rows []beacon.Row, declared bool) []sourc
 func sourcedTable(rs []sourcedRow, undeclared bool) ([]string, [][]string) {
 	plain := make([]beacon.Row, len(rs))
 	for i, r := range rs {
-		plain[i] = r.Row
+		plain[i] = *r.Row
 	}
 	header, rows := beacon.RowsTable(plain, undeclared)
 	at := len(header) - 1 // before DETAIL
@@ -283,7 +292,7 @@ func runServiceStatus(ctx context.Context, env *Env, o statusOptions) error {
 	}
 	doc := serviceStatusDoc{Service: o.Name}
 	for _, r := range withSources(cat, v.Rows(o.Host), true) {
-		if !addresses(cat, o.Name, r.Row) {
+		if !addresses(cat, o.Name, *r.Row) {
 			continue
 		}
 		e := statusEntry{sourcedRow: r, LogsHint: fmt.Sprintf("stado service logs %s --host %s --lines 100", r.Service, r.Host)}
@@ -300,7 +309,7 @@ func runServiceStatus(ctx context.Context, env *Env, o statusOptions) error {
 		// no declaration: a catalog entry's unit the beacons see loaded
 		// (source product or recovery), addressable without a record
 		for _, r := range withSources(cat, v.Undeclared(o.Host), false) {
-			if r.Source != "" && addresses(cat, o.Name, r.Row) {
+			if r.Source != "" && addresses(cat, o.Name, *r.Row) {
 				if p, ok := cat.Entry(o.Name); ok {
 					r.Service = p.Name
 				}
