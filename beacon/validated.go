@@ -79,16 +79,19 @@ func LoadValidated(ctx context.Context, st registry.Store, cache *RegistryCache)
 	if err != nil {
 		return nil, registry.Meta{}, fmt.Errorf("read registry: load registry: %w", err)
 	}
-	doc, meta, err := registry.DecodeObject(obj)
-	if err != nil {
-		return nil, registry.Meta{}, fmt.Errorf("read registry: %w", err)
-	}
 	var rec []byte
 	if cache != nil {
 		rec = cache.record(obj)
 		if old, err := os.ReadFile(cache.path()); err == nil && bytes.Equal(old, rec) {
-			return doc, meta, nil
+			// these bytes were decoded strictly and validated before
+			if doc, meta, err := registry.DecodeCheckedObject(obj); err == nil {
+				return doc, meta, nil
+			}
 		}
+	}
+	doc, meta, err := registry.DecodeObject(obj)
+	if err != nil {
+		return nil, registry.Meta{}, fmt.Errorf("read registry: %w", err)
 	}
 	if err := registry.Validate(doc); err != nil {
 		return nil, registry.Meta{}, fmt.Errorf("the registry stored at revision %d is invalid (was it changed outside stado?): %w", meta.Revision, err)
