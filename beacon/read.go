@@ -28,9 +28,13 @@ type View struct {
 	// StaleAfter, when positive, overrides every beacon's own bound.
 	StaleAfter time.Duration
 
-	// targets indexes Document.Targets by name, built on first use, so
-	// that a per-host question costs that host's rows, never a scan of
-	// every target.
+	// declared is what the join reads of Document: every target's name
+	// and its services' names, units, products and completeness. It is
+	// built from Document on first use, or decoded alone (Selection.RowsOnly).
+	declared []declaredTarget
+	// targets indexes declared by name, built on first use, so that a
+	// per-host question costs that host's rows, never a scan of every
+	// target.
 	targets map[string]int
 	// joins counts the targets whose rows were joined with their beacon:
 	// what the tests read to hold Doctor and Health linear in the fleet.
@@ -60,6 +64,13 @@ type Selection struct {
 	// Cache, when not nil, remembers the validated registry between calls
 	// (RegistryCache).
 	Cache *RegistryCache
+	// RowsOnly, with a Cache that holds the stored bytes' validation,
+	// decodes of the registry only what the join reads (the targets'
+	// names, their services' names, units, products and completeness):
+	// the View then answers Rows, Undeclared, Health, Doctor and Declares
+	// but its Document is nil. Without a cache hit the whole document is
+	// decoded and validated, and Document is set.
+	RowsOnly bool
 }
 
 // all reports whether s reads every beacon.
@@ -81,13 +92,14 @@ func LoadSelected(ctx context.Context, st registry.Store, now time.Time, staleAf
 	// needs the registry first, to know whose beacons to read.
 	type loaded struct {
 		doc  *registry.Document
+		decl []declaredTarget
 		meta registry.Meta
 		err  error
 	}
 	reg := make(chan loaded, 1)
 	go func() {
-		doc, meta, err := LoadValidated(ctx, st, sel.Cache)
-		reg <- loaded{doc: doc, meta: meta, err: err}
+		doc, decl, meta, err := loadRegistry(ctx, st, sel.Cache, sel.RowsOnly)
+		reg <- loaded{doc: doc, decl: decl, meta: meta, err: err}
 	}()
 	var (
 		r    loaded
@@ -100,6 +112,9 @@ func LoadSelected(ctx context.Context, st registry.Store, now time.Time, staleAf
 		r, got = <-reg, true
 		if r.err != nil {
 			return nil, r.err
+		}
+		if r.doc == nil {
+			return nil, errors.New("a selection by target needs the whole registry: not with RowsOnly")
 		}
 		chosen := map[string]bool{}
 		for i := range r.doc.Targets {
@@ -161,7 +176,7 @@ func LoadSelected(ctx context.Context, st registry.Store, now time.Time, staleAf
 	if listErr != nil {
 		return nil, fmt.Errorf("list beacons: %w", listErr)
 	}
-	v.Document, v.Meta = r.doc, r.meta
+	v.Document, v.declared, v.Meta = r.doc, r.decl, r.meta
 	return v, nil
 }
 
@@ -365,24 +380,71 @@ func (v *View) Rows(host string) []Row {
 		}
 		return v.appendRows(make([]Row, 0, len(t.Services)), t)
 	}
+	decl := v.declarations()
 	n := 0
-	for i := range v.Document.Targets {
-		n += len(v.Document.Targets[i].Services)
+	for i := range decl {
+		n += len(decl[i].Services)
 	}
 	rows := make([]Row, 0, n)
-	for i := range v.Document.Targets {
-		rows = v.appendRows(rows, &v.Document.Targets[i])
+	for i := range decl {
+		rows = v.appendRows(rows, &decl[i])
 	}
 	return rows
 }
 
+// Declares reports whether the registry declares a target named host.
+func (v *View) Declares(host string) bool {
+	_, ok := v.target(host)
+	return ok
+}
+
+// declaredTarget is what the join reads of one target.
+type declaredTarget struct {
+	Name     string        `json:"name"`
+	Services []declaration `json:"services"`
+}
+
+// declaration is what the join reads of one declared service.
+type declaration struct {
+	Name             string `json:"name"`
+	Unit             string `json:"unit"`
+	Product          string `json:"product"`
+	Program          string `json:"program"`
+	IncompleteReason string `json:"incomplete_reason"`
+}
+
+// Incomplete is registry.Service.Incomplete.
+func (d declaration) Incomplete() bool { return d.Program == "" }
+
+// declarationsOf is what the join reads of doc.
+func declarationsOf(doc *registry.Document) []declaredTarget {
+	out := make([]declaredTarget, len(doc.Targets))
+	for i, t := range doc.Targets {
+		ss := make([]declaration, len(t.Services))
+		for j, s := range t.Services {
+			ss[j] = declaration{Name: s.Name, Unit: s.Unit, Product: s.Product, Program: s.Program, IncompleteReason: s.IncompleteReason}
+		}
+		out[i] = declaredTarget{Name: t.Name, Services: ss}
+	}
+	return out
+}
+
+// declarations returns what the join reads of the registry.
+func (v *View) declarations() []declaredTarget {
+	if v.declared == nil && v.Document != nil {
+		v.declared = declarationsOf(v.Document)
+	}
+	return v.declared
+}
+
 // target returns the declared target named name through the index.
-func (v *View) target(name string) (*registry.Target, bool) {
+func (v *View) target(name string) (*declaredTarget, bool) {
+	decl := v.declarations()
 	if v.targets == nil {
-		v.targets = make(map[string]int, len(v.Document.Targets))
-		for i := range v.Document.Targets {
-			if _, dup := v.targets[v.Document.Targets[i].Name]; !dup {
-				v.targets[v.Document.Targets[i].Name] = i // the first, as Document.Target finds
+		v.targets = make(map[string]int, len(decl))
+		for i := range decl {
+			if _, dup := v.targets[decl[i].Name]; !dup {
+				v.targets[decl[i].Name] = i // the first, as Document.Target finds
 			}
 		}
 	}
@@ -390,12 +452,12 @@ func (v *View) target(name string) (*registry.Target, bool) {
 	if !ok {
 		return nil, false
 	}
-	return &v.Document.Targets[i], true
+	return &decl[i], true
 }
 
 // appendRows appends t's rows, each declaration joined with its report in
 // t's beacon, to rows.
-func (v *View) appendRows(rows []Row, t *registry.Target) []Row {
+func (v *View) appendRows(rows []Row, t *declaredTarget) []Row {
 	v.joins++
 	f := v.Freshness(t.Name)
 	b := v.Beacons[t.Name]
@@ -442,7 +504,7 @@ func indexReports(reps []UnitReport) reportIndex {
 	return ix
 }
 
-func (ix reportIndex) find(s registry.Service) *UnitReport {
+func (ix reportIndex) find(s declaration) *UnitReport {
 	if ix.byKey != nil {
 		if i, ok := ix.byKey[[2]string{s.Name, s.Unit}]; ok {
 			return &ix.reps[i]
@@ -495,7 +557,7 @@ func (v *View) Undeclared(host string) []Row {
 func (v *View) hostNames() []string {
 	seen := map[string]bool{}
 	var names []string
-	for _, t := range v.Document.Targets {
+	for _, t := range v.declarations() {
 		seen[t.Name] = true
 		names = append(names, t.Name)
 	}
@@ -577,8 +639,9 @@ func (v *View) Doctor() []Finding {
 	var out []Finding
 	add := func(f Finding) { out = append(out, f) }
 	var rows []Row
-	for i := range v.Document.Targets {
-		t := &v.Document.Targets[i]
+	decl := v.declarations()
+	for i := range decl {
+		t := &decl[i]
 		f := v.Freshness(t.Name)
 		switch f.Kind {
 		case FreshnessMissing:

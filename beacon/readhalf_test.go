@@ -3,6 +3,7 @@ package beacon
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -83,7 +84,7 @@ func TestManyReportsJoinAsAFewDo(t *testing.T) {
 	}
 	reps = append(reps, UnitReport{Service: "s5", Unit: "s5.service", State: StateFailed}) // a repeat: the first wins
 	big, small := indexReports(reps), reportIndex{reps: reps}
-	for _, s := range []registry.Service{{Name: "s5", Unit: "s5.service"}, {Name: "s70", Unit: "s70.service"}, {Name: "s5", Unit: "other.service"}, {Name: "zz", Unit: "zz.service"}} {
+	for _, s := range []declaration{{Name: "s5", Unit: "s5.service"}, {Name: "s70", Unit: "s70.service"}, {Name: "s5", Unit: "other.service"}, {Name: "zz", Unit: "zz.service"}} {
 		b, sm := big.find(s), small.find(s)
 		if (b == nil) != (sm == nil) || (b != nil && b != sm) {
 			t.Errorf("%s/%s: indexed %v, scanned %v", s.Name, s.Unit, b, sm)
@@ -208,5 +209,49 @@ func TestRegistryCacheTrustsOnlyTheBytesItValidated(t *testing.T) {
 	// a cache that cannot be written changes nothing but speed
 	if _, _, err := LoadValidated(ctx, st, &RegistryCache{Dir: "/proc/no-such-dir/stado", Store: "x"}); err != nil {
 		t.Errorf("unwritable cache: %v", err)
+	}
+}
+
+// With the registry's validation cached, a rows-only read decodes only
+// what the join reads and answers as the whole document does.
+func TestRowsOnlyReadAnswersAsTheWholeDocument(t *testing.T) {
+	ctx := context.Background()
+	st := seeded(t)
+	cache := &RegistryCache{Dir: t.TempDir(), Store: "file:///seeded"}
+	whole, err := LoadSelected(ctx, st, t0, 0, Selection{Cache: cache}) // validates, records
+	if err != nil {
+		t.Fatal(err)
+	}
+	slim, err := LoadSelected(ctx, st, t0, 0, Selection{Cache: cache, RowsOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if whole.Document == nil || slim.Document != nil {
+		t.Fatalf("documents: whole %v, rows-only %v", whole.Document != nil, slim.Document != nil)
+	}
+	if whole.Meta != slim.Meta {
+		t.Errorf("meta %+v, rows-only %+v", whole.Meta, slim.Meta)
+	}
+	same := func(what string, a, b any) {
+		t.Helper()
+		ja, _ := json.Marshal(a)
+		jb, _ := json.Marshal(b)
+		if !bytes.Equal(ja, jb) {
+			t.Errorf("%s:\n whole     %s\n rows-only %s", what, ja, jb)
+		}
+	}
+	same("rows", whole.Rows(""), slim.Rows(""))
+	same("rows of host1", whole.Rows("host1"), slim.Rows("host1"))
+	same("undeclared", whole.Undeclared(""), slim.Undeclared(""))
+	same("health", whole.Health(""), slim.Health(""))
+	same("doctor", whole.Doctor(), slim.Doctor())
+	if !slim.Declares("host3") || slim.Declares("host9") {
+		t.Error("Declares is wrong")
+	}
+	// without a record of these bytes a rows-only read decodes and
+	// validates the whole document
+	fresh, err := LoadSelected(ctx, st, t0, 0, Selection{Cache: &RegistryCache{Dir: t.TempDir(), Store: "x"}, RowsOnly: true})
+	if err != nil || fresh.Document == nil {
+		t.Fatalf("miss: %v", err)
 	}
 }

@@ -75,29 +75,64 @@ func (c *RegistryCache) record(obj registry.Object) []byte {
 // invalid document is an error wrapping the *registry.ValidationError.
 // The cache is written only after a successful validation.
 func LoadValidated(ctx context.Context, st registry.Store, cache *RegistryCache) (*registry.Document, registry.Meta, error) {
+	doc, _, meta, err := loadRegistry(ctx, st, cache, false)
+	return doc, meta, err
+}
+
+// loadRegistry is LoadValidated; with rowsOnly and a cache hit it decodes
+// only what the join reads, and returns that instead of the document.
+func loadRegistry(ctx context.Context, st registry.Store, cache *RegistryCache, rowsOnly bool) (*registry.Document, []declaredTarget, registry.Meta, error) {
 	obj, err := st.Get(ctx, registry.RegistryKey)
 	if err != nil {
-		return nil, registry.Meta{}, fmt.Errorf("read registry: load registry: %w", err)
+		return nil, nil, registry.Meta{}, fmt.Errorf("read registry: load registry: %w", err)
 	}
 	var rec []byte
 	if cache != nil {
 		rec = cache.record(obj)
 		if old, err := os.ReadFile(cache.path()); err == nil && bytes.Equal(old, rec) {
 			// these bytes were decoded strictly and validated before
-			if doc, meta, err := registry.DecodeCheckedObject(obj); err == nil {
-				return doc, meta, nil
+			if rowsOnly {
+				if decl, meta, err := decodeDeclarations(obj); err == nil {
+					return nil, decl, meta, nil
+				}
+			} else if doc, meta, err := registry.DecodeCheckedObject(obj); err == nil {
+				return doc, nil, meta, nil
 			}
 		}
 	}
 	doc, meta, err := registry.DecodeObject(obj)
 	if err != nil {
-		return nil, registry.Meta{}, fmt.Errorf("read registry: %w", err)
+		return nil, nil, registry.Meta{}, fmt.Errorf("read registry: %w", err)
 	}
 	if err := registry.Validate(doc); err != nil {
-		return nil, registry.Meta{}, fmt.Errorf("the registry stored at revision %d is invalid (was it changed outside stado?): %w", meta.Revision, err)
+		return nil, nil, registry.Meta{}, fmt.Errorf("the registry stored at revision %d is invalid (was it changed outside stado?): %w", meta.Revision, err)
 	}
 	if cache != nil && os.MkdirAll(cache.Dir, 0o700) == nil {
 		_ = safefile.Write(cache.path(), rec, 0o600) // a cache that cannot be written is no cache
 	}
-	return doc, meta, nil
+	return doc, nil, meta, nil
+}
+
+// decodeDeclarations reads of a stored registry object only what the join
+// reads, and its meta as registry.DecodeObject says it.
+func decodeDeclarations(obj registry.Object) ([]declaredTarget, registry.Meta, error) {
+	var env struct {
+		Meta     registry.Meta `json:"meta"`
+		Document *struct {
+			Targets []declaredTarget `json:"targets"`
+		} `json:"document"`
+	}
+	if err := registry.DecodeStored(obj.Value, &env, false); err != nil {
+		return nil, registry.Meta{}, err
+	}
+	if env.Document == nil {
+		return nil, registry.Meta{}, fmt.Errorf("read %s: envelope has no document", obj.Key)
+	}
+	if obj.Key == registry.RegistryKey || env.Meta.Revision == 0 {
+		env.Meta.Revision = obj.Revision
+	}
+	if env.Document.Targets == nil {
+		env.Document.Targets = []declaredTarget{}
+	}
+	return env.Document.Targets, env.Meta, nil
 }

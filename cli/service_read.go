@@ -36,21 +36,22 @@ func staleFlag() ucli.Flag {
 // beacons, judged at env.Now.
 // With host set, it reads that host's beacon alone.
 func loadView(ctx context.Context, env *Env, stale time.Duration, host string) (*beacon.View, error) {
-	v, _, err := loadViewCatalog(ctx, env, stale, host, nil)
+	v, _, err := loadViewCatalog(ctx, env, beacon.Selection{Host: host}, stale, nil)
 	return v, err
 }
 
 // loadViewCatalog is loadView with the store's catalog (the shipped one
-// when the store holds none), which says each row's source. targets, when
-// not nil, is given the catalog and says which declared targets' beacons
-// to read (beacon.Selection); the catalog is then read first.
-func loadViewCatalog(ctx context.Context, env *Env, stale time.Duration, host string, targets func(*catalog.Catalog) func(*registry.Target) bool) (*beacon.View, *catalog.Catalog, error) {
+// when the store holds none), which says each row's source. sel says which
+// beacons to read; targets, when not nil, is given the catalog and says
+// which declared targets' beacons to read (beacon.Selection.Targets), and
+// the catalog is then read first.
+func loadViewCatalog(ctx context.Context, env *Env, sel beacon.Selection, stale time.Duration, targets func(*catalog.Catalog) func(*registry.Target) bool) (*beacon.View, *catalog.Catalog, error) {
 	st, err := openStore(ctx, env)
 	if err != nil {
 		return nil, nil, err
 	}
 	defer st.Close()
-	sel := beacon.Selection{Host: host, Cache: registryCache(env)}
+	sel.Cache = registryCache(env)
 	var cat *catalog.Catalog
 	if targets != nil {
 		if cat, err = catalog.LoadOrShipped(ctx, st); err != nil {
@@ -213,11 +214,14 @@ func runServiceList(ctx context.Context, env *Env, o listOptions) error {
 			}
 		}
 	}
-	v, cat, err := loadViewCatalog(ctx, env, o.StaleAfter, o.Host, targets)
+	// a list joins declarations with beacons and reads nothing else of
+	// the registry: with the registry's validation cached, only that is
+	// decoded
+	v, cat, err := loadViewCatalog(ctx, env, beacon.Selection{Host: o.Host, RowsOnly: targets == nil}, o.StaleAfter, targets)
 	if err != nil {
 		return err
 	}
-	if _, declared := v.Document.Target(o.Host); o.Host != "" && !declared && v.Beacons[o.Host] == nil {
+	if o.Host != "" && !v.Declares(o.Host) && v.Beacons[o.Host] == nil {
 		return refuse(refusal.NotFound, "no host %q in the registry or the beacons", o.Host)
 	}
 	if o.Service != "" && !o.Undeclared && !selected {
@@ -286,7 +290,7 @@ func runServiceStatus(ctx context.Context, env *Env, o statusOptions) error {
 	if o.Lines < 0 || o.Lines > 10000 {
 		return usagef("--lines must be between 1 and 10000")
 	}
-	v, cat, err := loadViewCatalog(ctx, env, o.StaleAfter, o.Host, nil)
+	v, cat, err := loadViewCatalog(ctx, env, beacon.Selection{Host: o.Host}, o.StaleAfter, nil)
 	if err != nil {
 		return err
 	}
