@@ -225,7 +225,7 @@ func planOne(cat *catalog.Catalog, host string, s registry.Service, b *beacon.Ro
 		}
 		return refuse(CodeDeclarationIncomplete, "", "%s; hint: read it with stado service show %s and write its program and args into the entry", msg, s.Name)
 	}
-	fresh := b != nil && b.Beacon.Present && !b.Beacon.Stale && b.State != beacon.StateUnknown
+	fresh := b != nil && b.Beacon.Kind == beacon.FreshnessFresh && b.State != beacon.StateUnknown
 	switch {
 	case hv == nil:
 		return refuse(CodeNoEvidence, "", "the verify sweep did not read %s", host)

@@ -18,11 +18,11 @@ func svc(name string) registry.Service {
 }
 
 func freshRow(host, service, state string) beacon.Row {
-	return beacon.Row{Host: host, Service: service, Unit: service + ".service", State: state, Beacon: beacon.Freshness{Present: true, Pass: 7, AgeSeconds: 1}}
+	return beacon.Row{Host: host, Service: service, Unit: service + ".service", State: state, Beacon: beacon.Freshness{Kind: beacon.FreshnessFresh, Present: true, Pass: 7, AgeSeconds: 1}}
 }
 
 func staleRow(host, service string) beacon.Row {
-	return beacon.Row{Host: host, Service: service, Unit: service + ".service", State: beacon.StateUnknown, Beacon: beacon.Freshness{Present: true, Stale: true, Reason: "beacon is 5m0s old, stale after 30s"}}
+	return beacon.Row{Host: host, Service: service, Unit: service + ".service", State: beacon.StateUnknown, Beacon: beacon.Freshness{Kind: beacon.FreshnessStale, Present: true, Stale: true, Reason: "beacon is 5m0s old, stale after 30s"}}
 }
 
 func check(service, state string) fleet.ServiceVerify {

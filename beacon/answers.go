@@ -18,7 +18,7 @@ func (a *Answering) AnsweredWell() bool {
 // fresh beacon, without such a declaration or whose service asks no
 // question does not answer.
 func (v *View) Answers(service, host string) bool {
-	if f := v.Freshness(host); !f.Present || f.Stale {
+	if v.Freshness(host).Kind != FreshnessFresh {
 		return false
 	}
 	for _, r := range v.Rows(host) {

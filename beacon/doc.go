@@ -7,8 +7,24 @@
 // also serves the host process's small read-only HTTP API beside its passes
 // (hostapi.go: /healthz and release objects from the store).
 //
-// beacon is the read half. It imports registry, catalog and units, and must
-// never import channel (SSH) or repair: the read half answers while a host
-// is wedged because it cannot open a connection at all. Repair work reaches
-// a pass only through the Contributor interface, wired by cli.
+// The read half (read.go, validated.go) does per-row work proportional to
+// the rows: one host's rows are found through an index of the targets, a
+// selection (a host, or the targets declaring a service) leaves the other
+// hosts' beacons undecoded, and a validated-registry cache in the user's
+// cache directory spares a read command validating a registry it already
+// validated (RegistryCache says why that file is trusted). Freshness
+// carries a typed kind that callers switch on, never its words.
+//
+// beacon is the read half. It imports, and only for this:
+//   - registry: the document, the store, Visit and validation;
+//   - catalog: the site catalog the host API serves (hostapi.go);
+//   - units: what the pass observes of the host's units (observer.go);
+//   - svcproto: reading a service's protocol executable (protocol.go);
+//   - refusal: the codes the pass and the host API report;
+//   - safefile: the atomic write of the registry cache file.
+//
+// It must never import channel (SSH), fleet or repair: the read half
+// answers while a host is wedged because it cannot open a connection at
+// all. Repair work reaches a pass only through the Contributor interface,
+// wired by cli.
 package beacon

@@ -1,6 +1,7 @@
 package beacon
 
 import (
+	"encoding/json"
 	"math"
 	"strings"
 	"testing"
@@ -19,23 +20,24 @@ func TestStalenessIsJudgedByTheReaderNotByTheBeacon(t *testing.T) {
 		stale      bool
 		reason     string
 		skew       float64
+		kind       FreshnessKind
 	}{
 		// an honest beacon, 10 s old, bound 45 s
-		{"fresh", now.Add(-10 * time.Second), 45, 15, false, "", 0},
+		{"fresh", now.Add(-10 * time.Second), 45, 15, false, "", 0, FreshnessFresh},
 		// older than its bound
-		{"old", now.Add(-time.Minute), 45, 15, true, "old, stale after", 0},
+		{"old", now.Add(-time.Minute), 45, 15, true, "old, stale after", 0, FreshnessStale},
 		// dated 2 minutes ahead: beyond the skew a reader allows
-		{"two minutes ahead", now.Add(2 * time.Minute), 45, 15, true, "in the future", 120},
+		{"two minutes ahead", now.Add(2 * time.Minute), 45, 15, true, "in the future", 120, FreshnessSkewed},
 		// dated a year ahead
-		{"a year ahead", now.AddDate(1, 0, 0), 45, 15, true, "in the future", now.AddDate(1, 0, 0).Sub(now).Seconds()},
+		{"a year ahead", now.AddDate(1, 0, 0), 45, 15, true, "in the future", now.AddDate(1, 0, 0).Sub(now).Seconds(), FreshnessSkewed},
 		// a few seconds ahead is clock skew the reader tolerates, as age 0
-		{"slight skew", now.Add(5 * time.Second), 45, 15, false, "", 5},
+		{"slight skew", now.Add(5 * time.Second), 45, 15, false, "", 5, FreshnessFresh},
 		// a bound of a year is capped: an hour-old beacon is stale
-		{"enormous bound", now.Add(-time.Hour), 365 * 24 * 3600, 15, true, "stale after 10m0s", 0},
+		{"enormous bound", now.Add(-time.Hour), 365 * 24 * 3600, 15, true, "stale after 10m0s", 0, FreshnessStale},
 		// an enormous interval and no bound: capped too
-		{"enormous interval", now.Add(-time.Hour), 0, 1e9, true, "stale after 10m0s", 0},
+		{"enormous interval", now.Add(-time.Hour), 0, 1e9, true, "stale after 10m0s", 0, FreshnessStale},
 		// a bound that is not a finite duration is ignored: three intervals
-		{"infinite bound", now.Add(-time.Hour), math.Inf(1), 15, true, "stale after 45s", 0},
+		{"infinite bound", now.Add(-time.Hour), math.Inf(1), 15, true, "stale after 45s", 0, FreshnessStale},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			v := &View{Now: now, Beacons: map[string]*Beacon{"h": {At: tc.at, StaleAfterSeconds: tc.staleAfter, IntervalSeconds: tc.interval}}, Unreadable: map[string]string{}}
@@ -43,9 +45,52 @@ func TestStalenessIsJudgedByTheReaderNotByTheBeacon(t *testing.T) {
 			if f.Stale != tc.stale || !strings.Contains(f.Reason, tc.reason) || math.Abs(f.SkewSeconds-math.Round(tc.skew*10)/10) > 0.1 {
 				t.Errorf("freshness %+v, want stale %v with %q and skew %.1f", f, tc.stale, tc.reason, tc.skew)
 			}
+			if f.Kind != tc.kind {
+				t.Errorf("kind %v, want %v", f.Kind, tc.kind)
+			}
 			if f.AgeSeconds < 0 {
 				t.Errorf("negative age %v", f.AgeSeconds)
 			}
 		})
+	}
+}
+
+// Every verdict carries its kind, and the JSON form says it as before:
+// present and stale, never a field of its own.
+func TestFreshnessCarriesItsKindAndItsJSONIsUnchanged(t *testing.T) {
+	now := time.Date(2026, 12, 2, 12, 0, 0, 0, time.UTC)
+	v := &View{Now: now,
+		Beacons: map[string]*Beacon{
+			"fresh": {At: now.Add(-time.Second), StaleAfterSeconds: 45},
+			"stale": {At: now.Add(-time.Minute), StaleAfterSeconds: 45},
+			"ahead": {At: now.Add(time.Hour), StaleAfterSeconds: 45},
+		},
+		Unreadable: map[string]string{"broken": "unexpected end of JSON input"},
+	}
+	for _, tc := range []struct {
+		host           string
+		kind           FreshnessKind
+		present, stale bool
+	}{
+		{"fresh", FreshnessFresh, true, false},      // within its bound
+		{"stale", FreshnessStale, true, true},       // older than its bound
+		{"ahead", FreshnessSkewed, true, true},      // dated beyond the allowed skew
+		{"broken", FreshnessUnreadable, true, true}, // stored but not a beacon
+		{"absent", FreshnessMissing, false, false},  // never published
+	} {
+		f := v.Freshness(tc.host)
+		if f.Kind != tc.kind || f.Present != tc.present || f.Stale != tc.stale {
+			t.Errorf("%s: kind %v present %v stale %v, want %v %v %v", tc.host, f.Kind, f.Present, f.Stale, tc.kind, tc.present, tc.stale)
+		}
+		b, err := json.Marshal(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if strings.Contains(string(b), "kind") {
+			t.Errorf("%s: JSON %s names the kind", tc.host, b)
+		}
+	}
+	if (Freshness{}).Kind != FreshnessMissing {
+		t.Error("the zero Freshness trusts something")
 	}
 }

@@ -1,7 +1,9 @@
 package beacon
 
 import (
+	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"runtime"
 	"sort"
@@ -26,6 +28,18 @@ type View struct {
 	Now        time.Time
 	// StaleAfter, when positive, overrides every beacon's own bound.
 	StaleAfter time.Duration
+
+	// declared is what the join reads of Document: every target's name
+	// and its services' names, units, products and completeness. It is
+	// built from Document on first use, or decoded alone (Selection.RowsOnly).
+	declared []declaredTarget
+	// targets indexes declared by name, built on first use, so that a
+	// per-host question costs that host's rows, never a scan of every
+	// target.
+	targets map[string]int
+	// joins counts the targets whose rows were joined with their beacon:
+	// what the tests read to hold Doctor and Health linear in the fleet.
+	joins int
 }
 
 // LoadView reads the registry and every beacon from st. A store without a
@@ -35,33 +49,90 @@ type View struct {
 // behind stado's back: an invalid one is an error wrapping the
 // *registry.ValidationError, and nothing of it is shown.
 func LoadView(ctx context.Context, st store.Store, now time.Time, staleAfter time.Duration) (*View, error) {
+	return LoadSelected(ctx, st, now, staleAfter, Selection{})
+}
+
+// Selection narrows what LoadSelected reads: a beacon of a host it leaves
+// out is never decoded (and, where the store allows, never read). The zero
+// Selection reads every beacon.
+type Selection struct {
+	// Host, when not empty, is the only host whose beacon is read.
+	Host string
+	// Targets, when not nil, is asked about each declared target once the
+	// registry is read: only the beacons of the targets it accepts are
+	// read, and no beacon of a host the registry does not declare.
+	Targets func(t *registry.Target) bool
+	// Cache, when not nil, remembers the validated registry between calls
+	// (RegistryCache).
+	Cache *RegistryCache
+	// RowsOnly, with a Cache that holds the stored bytes' validation,
+	// decodes of the registry only what the join reads (the targets'
+	// names, their services' names, units, products and completeness):
+	// the View then answers Rows, Undeclared, Health, Doctor and Declares
+	// but its Document is nil. Without a cache hit the whole document is
+	// decoded and validated, and Document is set.
+	RowsOnly bool
+}
+
+// all reports whether s reads every beacon.
+func (s Selection) all() bool { return s.Host == "" && s.Targets == nil }
+
+// selectedAtMost is how many hosts a selection may name before their
+// beacons are read by one visit of the prefix rather than one Get each.
+const selectedAtMost = 32
+
+// LoadSelected is LoadView reading only the beacons sel selects. The View
+// it returns knows nothing of the other hosts' beacons: ask it only about
+// the hosts sel selected (Rows, Freshness, Undeclared of those), never for
+// fleet-wide answers (Doctor, Health of every host). Its errors are
+// LoadView's.
+func LoadSelected(ctx context.Context, st store.Store, now time.Time, staleAfter time.Duration, sel Selection) (*View, error) {
 	v := &View{Beacons: map[string]*Beacon{}, Unreadable: map[string]string{}, Now: now, StaleAfter: staleAfter}
 	// The registry and the beacons are read and decoded side by side: at
-	// fleet size each is hundreds of milliseconds of decoding.
+	// fleet size each is a large part of the read. A selection by target
+	// needs the registry first, to know whose beacons to read.
 	type loaded struct {
 		doc  *registry.Document
+		decl []declaredTarget
 		meta store.Meta
 		err  error
 	}
 	reg := make(chan loaded, 1)
 	go func() {
-		doc, meta, err := registry.Load(ctx, st)
-		if err != nil {
-			reg <- loaded{err: fmt.Errorf("read registry: %w", err)}
-			return
-		}
-		if err := registry.Validate(doc); err != nil {
-			reg <- loaded{err: fmt.Errorf("the registry stored at revision %d is invalid (was it changed outside stado?): %w", meta.Revision, err)}
-			return
-		}
-		reg <- loaded{doc: doc, meta: meta}
+		doc, decl, meta, err := loadRegistry(ctx, st, sel.Cache, sel.RowsOnly)
+		reg <- loaded{doc: doc, decl: decl, meta: meta, err: err}
 	}()
-	// Each beacon is decoded as it is read, on every processor the
-	// process may use, from a buffer its reader reuses.
+	var (
+		r    loaded
+		got  bool
+		want func(host string) bool
+	)
+	hosts := []string{}
+	switch {
+	case sel.Targets != nil:
+		r, got = <-reg, true
+		if r.err != nil {
+			return nil, r.err
+		}
+		if r.doc == nil {
+			return nil, errors.New("a selection by target needs the whole registry: not with RowsOnly")
+		}
+		chosen := map[string]bool{}
+		for i := range r.doc.Targets {
+			t := &r.doc.Targets[i]
+			if (sel.Host == "" || t.Name == sel.Host) && sel.Targets(t) {
+				chosen[t.Name] = true
+				hosts = append(hosts, t.Name)
+			}
+		}
+		want = func(host string) bool { return chosen[host] }
+	case sel.Host != "":
+		hosts = append(hosts, sel.Host)
+		want = func(host string) bool { return host == sel.Host }
+	}
 	var mu sync.Mutex
-	listErr := store.Visit(ctx, st, store.BeaconPrefix, runtime.GOMAXPROCS(0), func(o store.Object) {
-		host := strings.TrimPrefix(o.Key, store.BeaconPrefix)
-		b, err := DecodeBeacon(host, o.Value)
+	keep := func(host string, value []byte) {
+		b, err := DecodeBeacon(host, value)
 		mu.Lock()
 		defer mu.Unlock()
 		if err != nil {
@@ -69,15 +140,44 @@ func LoadView(ctx context.Context, st store.Store, now time.Time, staleAfter tim
 		} else {
 			v.Beacons[host] = b
 		}
-	})
-	r := <-reg
+	}
+	var listErr error
+	if !sel.all() && len(hosts) <= selectedAtMost {
+		for _, host := range hosts {
+			if store.ValidateKey(store.BeaconPrefix+host) != nil {
+				continue // no such key can be stored
+			}
+			o, err := st.Get(ctx, store.BeaconPrefix+host)
+			if errors.Is(err, store.ErrNotFound) {
+				continue
+			}
+			if err != nil {
+				listErr = err
+				break
+			}
+			keep(host, o.Value)
+		}
+	} else {
+		// Each beacon is decoded as it is read, on every processor the
+		// process may use, from a buffer its reader reuses; one that is
+		// not selected is dropped undecoded.
+		listErr = store.Visit(ctx, st, store.BeaconPrefix, runtime.GOMAXPROCS(0), func(o store.Object) {
+			host := strings.TrimPrefix(o.Key, store.BeaconPrefix)
+			if want == nil || want(host) {
+				keep(host, o.Value)
+			}
+		})
+	}
+	if !got {
+		r = <-reg
+	}
 	if r.err != nil {
 		return nil, r.err
 	}
 	if listErr != nil {
 		return nil, fmt.Errorf("list beacons: %w", listErr)
 	}
-	v.Document, v.Meta = r.doc, r.meta
+	v.Document, v.declared, v.Meta = r.doc, r.decl, r.meta
 	return v, nil
 }
 
@@ -88,11 +188,29 @@ func LoadView(ctx context.Context, st store.Store, now time.Time, staleAfter tim
 // does not define. The error says why the beacon is unreadable.
 func DecodeBeacon(host string, value []byte) (*Beacon, error) {
 	var b Beacon
+	// The reports are decoded into a slice sized from the bytes (an upper
+	// bound: every report names its unit), so the decoder does not grow it
+	// one doubling at a time: at fleet size that growth was a third of
+	// what reading the beacons allocated.
+	n := min(bytes.Count(value, unitKey), maxPresizedReports)
+	if n > 0 {
+		b.Units = make([]UnitReport, 0, n)
+	}
 	if err := registry.DecodeStored(value, &b, false); err != nil {
 		return nil, err
 	}
+	if n > 0 && len(b.Units) == 0 && cap(b.Units) == n {
+		b.Units = nil // the beacon has no "units": it decodes as it did unsized
+	}
 	return checkDecoded(host, &b)
 }
+
+// unitKey starts the unit name of every report in a beacon.
+var unitKey = []byte(`"unit":`)
+
+// maxPresizedReports bounds what the bytes of one beacon can make the
+// reader allocate before decoding.
+const maxPresizedReports = 4096
 
 // checkDecoded is DecodeBeacon's judgement of a decoded beacon.
 func checkDecoded(host string, b *Beacon) (*Beacon, error) {
@@ -122,8 +240,46 @@ func knownState(s string) bool {
 	return false
 }
 
+// FreshnessKind is the reader's verdict on a host's beacon. Callers switch
+// on it, never on Freshness.Reason, which is words for people.
+type FreshnessKind int
+
+const (
+	// FreshnessMissing: the host never published, or its beacon expired.
+	// It is the zero value: a Freshness nobody judged trusts nothing.
+	FreshnessMissing FreshnessKind = iota
+	// FreshnessFresh: the beacon is within its staleness bound; its rows
+	// say what the host reported.
+	FreshnessFresh
+	// FreshnessStale: the beacon is older than its bound.
+	FreshnessStale
+	// FreshnessUnreadable: a beacon is stored but could not be read.
+	FreshnessUnreadable
+	// FreshnessSkewed: the beacon is dated further in the future than
+	// MaxClockSkew allows (the publisher's clock runs ahead).
+	FreshnessSkewed
+)
+
+// String names the kind as the tables print it.
+func (k FreshnessKind) String() string {
+	switch k {
+	case FreshnessFresh:
+		return "fresh"
+	case FreshnessStale:
+		return "stale"
+	case FreshnessUnreadable:
+		return "unreadable"
+	case FreshnessSkewed:
+		return "skewed"
+	}
+	return "missing"
+}
+
 // Freshness says how far a host's beacon can be trusted.
 type Freshness struct {
+	// Kind is the verdict; Present and Stale say it in the JSON form
+	// (Present: any kind but missing; Stale: stale, unreadable or skewed).
+	Kind FreshnessKind `json:"-"`
 	// Present is false when the host never published (or its beacon expired).
 	Present bool `json:"present"`
 	// Stale is true when the beacon is older than its bound, or unreadable.
@@ -157,11 +313,11 @@ const (
 // the reader's clock is stale.
 func (v *View) Freshness(host string) Freshness {
 	if cause, ok := v.Unreadable[host]; ok {
-		return Freshness{Present: true, Stale: true, Reason: "beacon unreadable: " + cause}
+		return Freshness{Kind: FreshnessUnreadable, Present: true, Stale: true, Reason: "beacon unreadable: " + cause}
 	}
 	b, ok := v.Beacons[host]
 	if !ok {
-		return Freshness{Reason: "no beacon from " + host}
+		return Freshness{Kind: FreshnessMissing, Reason: "no beacon from " + host}
 	}
 	bound := time.Duration(b.StaleAfterSeconds * float64(time.Second))
 	if v.StaleAfter > 0 {
@@ -175,17 +331,17 @@ func (v *View) Freshness(host string) Freshness {
 	}
 	age := v.Now.Sub(b.At)
 	at := b.At
-	f := Freshness{Present: true, At: &at, AgeSeconds: round1(max(age, 0).Seconds()), StaleAfterSeconds: bound.Seconds(), Pass: b.Pass}
+	f := Freshness{Kind: FreshnessFresh, Present: true, At: &at, AgeSeconds: round1(max(age, 0).Seconds()), StaleAfterSeconds: bound.Seconds(), Pass: b.Pass}
 	if age < 0 {
 		f.SkewSeconds = round1(-age.Seconds())
 		if -age > MaxClockSkew {
-			f.Stale = true
+			f.Kind, f.Stale = FreshnessSkewed, true
 			f.Reason = fmt.Sprintf("beacon is dated %s in the future, beyond the %s of clock skew a reader allows", (-age).Round(time.Second), MaxClockSkew)
 		}
 		return f
 	}
 	if age > bound {
-		f.Stale = true
+		f.Kind, f.Stale = FreshnessStale, true
 		f.Reason = fmt.Sprintf("beacon is %s old, stale after %s", age.Round(time.Second), bound.Round(time.Second))
 	}
 	return f
@@ -215,45 +371,165 @@ type Row struct {
 
 // Rows joins every declaration (of host, or of all hosts when host is "")
 // with its host's beacon. A stale or absent beacon makes the row unknown.
+// The work is proportional to the rows returned: one host's rows are found
+// through an index of the targets, never by scanning them.
 func (v *View) Rows(host string) []Row {
-	n := 0
-	for _, t := range v.Document.Targets {
-		if host == "" || t.Name == host {
-			n += len(t.Services)
+	if host != "" {
+		t, ok := v.target(host)
+		if !ok {
+			return []Row{}
 		}
+		return v.appendRows(make([]Row, 0, len(t.Services)), t)
+	}
+	decl := v.declarations()
+	n := 0
+	for i := range decl {
+		n += len(decl[i].Services)
 	}
 	rows := make([]Row, 0, n)
-	for _, t := range v.Document.Targets {
-		if host != "" && t.Name != host {
-			continue
-		}
-		f := v.Freshness(t.Name)
-		b := v.Beacons[t.Name]
-		for _, s := range t.Services {
-			row := Row{Host: t.Name, Service: s.Name, Unit: s.Unit, Product: s.Product, Incomplete: s.Incomplete(), Beacon: f, State: StateUnknown}
-			if f.Present && !f.Stale && b != nil {
-				if rep, ok := findReport(b.Units, s); ok {
-					row.State, row.Sub, row.PID, row.LastExit = rep.State, rep.Sub, rep.PID, rep.LastExit
-					row.Starts, row.Sentence, row.LastStderr, row.Answering = rep.Starts, rep.Sentence, rep.LastStderr, rep.Answering
-					row.Protocol = rep.Protocol
-				} else {
-					// The beacon is fresh but predates the declaration.
-					row.Beacon.Reason = "the beacon does not report this declaration yet"
-				}
-			}
-			rows = append(rows, row)
-		}
+	for i := range decl {
+		rows = v.appendRows(rows, &decl[i])
 	}
 	return rows
 }
 
-func findReport(reps []UnitReport, s registry.Service) (UnitReport, bool) {
-	for _, r := range reps {
-		if r.Service == s.Name && r.Unit == s.Unit {
-			return r, true
+// Declares reports whether the registry declares a target named host.
+func (v *View) Declares(host string) bool {
+	_, ok := v.target(host)
+	return ok
+}
+
+// declaredTarget is what the join reads of one target.
+type declaredTarget struct {
+	Name     string        `json:"name"`
+	Services []declared `json:"services"`
+}
+
+// declared is what the join reads of one declared service.
+type declared struct {
+	Name             string `json:"name"`
+	Unit             string `json:"unit"`
+	Product          string `json:"product"`
+	Program          string `json:"program"`
+	IncompleteReason string `json:"incomplete_reason"`
+}
+
+// Incomplete is registry.Service.Incomplete.
+func (d declared) Incomplete() bool { return d.Program == "" }
+
+// declarationsOf is what the join reads of doc.
+func declarationsOf(doc *registry.Document) []declaredTarget {
+	out := make([]declaredTarget, len(doc.Targets))
+	for i, t := range doc.Targets {
+		ss := make([]declared, len(t.Services))
+		for j, s := range t.Services {
+			ss[j] = declared{Name: s.Name, Unit: s.Unit, Product: s.Product, Program: s.Program, IncompleteReason: s.IncompleteReason}
+		}
+		out[i] = declaredTarget{Name: t.Name, Services: ss}
+	}
+	return out
+}
+
+// declarations returns what the join reads of the registry.
+func (v *View) declarations() []declaredTarget {
+	if v.declared == nil && v.Document != nil {
+		v.declared = declarationsOf(v.Document)
+	}
+	return v.declared
+}
+
+// target returns the declared target named name through the index.
+func (v *View) target(name string) (*declaredTarget, bool) {
+	decl := v.declarations()
+	if v.targets == nil {
+		v.targets = make(map[string]int, len(decl))
+		for i := range decl {
+			if _, dup := v.targets[decl[i].Name]; !dup {
+				v.targets[decl[i].Name] = i // the first, as Document.Target finds
+			}
 		}
 	}
-	return UnitReport{}, false
+	i, ok := v.targets[name]
+	if !ok {
+		return nil, false
+	}
+	return &decl[i], true
+}
+
+// appendRows appends t's rows, each declaration joined with its report in
+// t's beacon, to rows.
+func (v *View) appendRows(rows []Row, t *declaredTarget) []Row {
+	v.joins++
+	f := v.Freshness(t.Name)
+	b := v.Beacons[t.Name]
+	var reports reportIndex
+	if f.Kind == FreshnessFresh && b != nil {
+		reports = indexReports(b.Units)
+	}
+	for _, s := range t.Services {
+		row := Row{Host: t.Name, Service: s.Name, Unit: s.Unit, Product: s.Product, Incomplete: s.Incomplete(), Beacon: f, State: StateUnknown}
+		if f.Kind == FreshnessFresh && b != nil {
+			if rep := reports.find(s); rep != nil {
+				row.State, row.Sub, row.PID, row.LastExit = rep.State, rep.Sub, rep.PID, rep.LastExit
+				row.Starts, row.Sentence, row.LastStderr, row.Answering = rep.Starts, rep.Sentence, rep.LastStderr, rep.Answering
+				row.Protocol = rep.Protocol
+			} else {
+				// The beacon is fresh but predates the declaration.
+				row.Beacon.Reason = "the beacon does not report this declaration yet"
+			}
+		}
+		rows = append(rows, row)
+	}
+	return rows
+}
+
+// reportIndex finds a beacon's report of a declaration: by a scan while
+// the beacon is small, through a map once scanning would cost more than
+// building it, so that a host's join stays proportional to its rows.
+type reportIndex struct {
+	reps  []UnitReport
+	byKey map[[2]string]int
+}
+
+// scanReportsAtMost is the largest beacon whose reports are scanned.
+const scanReportsAtMost = 32
+
+func indexReports(reps []UnitReport) reportIndex {
+	ix := reportIndex{reps: reps}
+	if len(reps) > scanReportsAtMost {
+		ix.byKey = make(map[[2]string]int, len(reps))
+		for i := len(reps) - 1; i >= 0; i-- { // the first report of a key wins, as a scan finds
+			ix.byKey[[2]string{reps[i].Service, reps[i].Unit}] = i
+		}
+	}
+	return ix
+}
+
+func (ix reportIndex) find(s declared) *UnitReport {
+	if ix.byKey != nil {
+		if i, ok := ix.byKey[[2]string{s.Name, s.Unit}]; ok {
+			return &ix.reps[i]
+		}
+		return nil
+	}
+	for i := range ix.reps {
+		if ix.reps[i].Service == s.Name && ix.reps[i].Unit == s.Unit {
+			return &ix.reps[i]
+		}
+	}
+	return nil
+}
+
+// Problem reports whether the row needs attention, by the rules registry
+// doctor reports a declaration by: any state but active (unknown included:
+// nothing confirms the unit runs), an incomplete declaration, or an
+// answering question that stood or was answered unsuccessfully.
+func (r Row) Problem() bool {
+	if r.State != StateActive || r.Incomplete {
+		return true
+	}
+	a := r.Answering
+	return a != nil && (a.State == AnswerStood || (a.Finished != nil && a.Finished.Answered != nil && !a.Finished.Answered.Successful))
 }
 
 // Undeclared lists, per fresh beacon, the loaded units no declaration
@@ -267,7 +543,7 @@ func (v *View) Undeclared(host string) []Row {
 		}
 		f := v.Freshness(name)
 		b := v.Beacons[name]
-		if b == nil || f.Stale {
+		if b == nil || f.Kind != FreshnessFresh {
 			continue
 		}
 		for _, u := range b.Undeclared {
@@ -282,7 +558,7 @@ func (v *View) Undeclared(host string) []Row {
 func (v *View) hostNames() []string {
 	seen := map[string]bool{}
 	var names []string
-	for _, t := range v.Document.Targets {
+	for _, t := range v.declarations() {
 		seen[t.Name] = true
 		names = append(names, t.Name)
 	}
@@ -316,19 +592,21 @@ type HostHealth struct {
 }
 
 // Health reports every host (or one).
+// Each host costs its own rows: its declaration is found through an index.
 func (v *View) Health(host string) []HostHealth {
-	declared := map[string]bool{}
-	for _, t := range v.Document.Targets {
-		declared[t.Name] = true
-	}
 	var out []HostHealth
+	var rows []Row
 	for _, name := range v.hostNames() {
 		if host != "" && name != host {
 			continue
 		}
-		h := HostHealth{Host: name, Declared: declared[name], Beacon: v.Freshness(name), Counts: map[string]int{}}
-		for _, r := range v.Rows(name) {
-			h.Counts[r.State]++
+		t, declared := v.target(name)
+		h := HostHealth{Host: name, Declared: declared, Beacon: v.Freshness(name), Counts: map[string]int{}}
+		if declared {
+			rows = v.appendRows(rows[:0], t)
+			for _, r := range rows {
+				h.Counts[r.State]++
+			}
 		}
 		if b := v.Beacons[name]; b != nil {
 			h.StadoVersion = b.StadoVersion
@@ -355,20 +633,23 @@ type Finding struct {
 	Message string `json:"message"`
 }
 
-// Doctor diffs declarations against observations for every host.
+// Doctor diffs declarations against observations for every host. Each
+// target is joined with its beacon once: the work is proportional to the
+// rows.
 func (v *View) Doctor() []Finding {
 	var out []Finding
 	add := func(f Finding) { out = append(out, f) }
-	declared := map[string]bool{}
-	for _, t := range v.Document.Targets {
-		declared[t.Name] = true
+	var rows []Row
+	decl := v.declarations()
+	for i := range decl {
+		t := &decl[i]
 		f := v.Freshness(t.Name)
-		switch {
-		case !f.Present:
+		switch f.Kind {
+		case FreshnessMissing:
 			add(Finding{Host: t.Name, Code: "no_beacon", Message: f.Reason})
-		case f.Stale && strings.HasPrefix(f.Reason, "beacon unreadable"):
+		case FreshnessUnreadable:
 			add(Finding{Host: t.Name, Code: "unreadable_beacon", Message: f.Reason})
-		case f.Stale:
+		case FreshnessStale, FreshnessSkewed:
 			add(Finding{Host: t.Name, Code: "stale_beacon", Message: f.Reason})
 		}
 		for _, s := range t.Services {
@@ -380,7 +661,8 @@ func (v *View) Doctor() []Finding {
 				add(Finding{Host: t.Name, Service: s.Name, Unit: s.Unit, Code: "declaration_incomplete", Message: msg})
 			}
 		}
-		for _, r := range v.Rows(t.Name) {
+		rows = v.appendRows(rows[:0], t)
+		for _, r := range rows {
 			switch r.State {
 			case StateMissing:
 				add(Finding{Host: r.Host, Service: r.Service, Unit: r.Unit, Code: "missing", Message: "declared but not loaded on the host"})
@@ -402,7 +684,7 @@ func (v *View) Doctor() []Finding {
 				}
 			}
 		}
-		if b := v.Beacons[t.Name]; b != nil && !f.Stale {
+		if b := v.Beacons[t.Name]; b != nil && f.Kind == FreshnessFresh {
 			for _, ref := range b.Refusals {
 				add(Finding{Host: t.Name, Code: "host_refusal", Message: ref.Code + ": " + ref.Message})
 			}
@@ -412,7 +694,7 @@ func (v *View) Doctor() []Finding {
 		add(Finding{Host: r.Host, Unit: r.Unit, Code: "undeclared", Message: "loaded (" + r.State + ") but no declaration covers it"})
 	}
 	for _, name := range v.hostNames() {
-		if !declared[name] {
+		if _, declared := v.target(name); !declared {
 			add(Finding{Host: name, Code: "undeclared_host", Message: "publishes a beacon but the registry declares no such target"})
 		}
 	}

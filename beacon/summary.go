@@ -109,9 +109,10 @@ func HealthTable(hs []HostHealth) (header []string, rows [][]string) {
 		if h.Beacon.SkewSeconds > 0 {
 			age = fmt.Sprintf("%.0fs ahead", h.Beacon.SkewSeconds) // the host's clock runs ahead
 		}
-		if !h.Beacon.Present {
+		switch h.Beacon.Kind {
+		case FreshnessMissing:
 			state = "absent"
-		} else if h.Beacon.Stale {
+		case FreshnessStale, FreshnessUnreadable, FreshnessSkewed:
 			state = "stale"
 		}
 		var refs, counts []string

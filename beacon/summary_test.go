@@ -42,7 +42,7 @@ func TestSummariesSayWhereABlockStands(t *testing.T) {
 func TestARowSaysItselfInLinesAndTheTablesHaveAColumnPerHeader(t *testing.T) {
 	exit := 3
 	r := Row{Host: "h1", Service: "brama", Unit: "brama.service", State: StateFailed, LastExit: &exit, Sentence: "it died",
-		Beacon: Freshness{Present: true, Pass: 4}, Answering: &Answering{State: AnswerWaiting, WaitedSeconds: 4, Question: &Question{Method: "GET", Path: "/readyz", Endpoint: "e"}}}
+		Beacon: Freshness{Kind: FreshnessFresh, Present: true, Pass: 4}, Answering: &Answering{State: AnswerWaiting, WaitedSeconds: 4, Question: &Question{Method: "GET", Path: "/readyz", Endpoint: "e"}}}
 	want := []string{"brama on h1 (brama.service): failed", "  it died", "  last exit: 3", "  answering: answering waiting 4s", "    question: GET /readyz at e, repair -"}
 	if got := r.Lines(); !reflect.DeepEqual(got, want) || !r.Failed() {
 		t.Errorf("lines\n%q\nwant\n%q", got, want)
@@ -51,7 +51,7 @@ func TestARowSaysItselfInLinesAndTheTablesHaveAColumnPerHeader(t *testing.T) {
 	if h, rows := RowsTable([]Row{r}, true); h[1] != "-" || rows[0][4] != "-" || len(rows[0]) != len(h) {
 		t.Errorf("rows %q %q", h, rows)
 	}
-	h, rows := HealthTable([]HostHealth{{Host: "h1", Beacon: Freshness{Present: true, Stale: true}, Counts: map[string]int{"failed": 1, "active": 2}}})
+	h, rows := HealthTable([]HostHealth{{Host: "h1", Beacon: Freshness{Kind: FreshnessStale, Present: true, Stale: true}, Counts: map[string]int{"failed": 1, "active": 2}}})
 	if want := []string{"h1", "stale", "-", "-", "-", "active=2 failed=1", "0", ""}; !reflect.DeepEqual(rows[0], want) || len(h) != len(want) {
 		t.Errorf("health %q", rows)
 	}

@@ -4,6 +4,8 @@ import (
 	"cmp"
 	"context"
 	"fmt"
+	"path/filepath"
+	"runtime"
 	"slices"
 	"time"
 
@@ -13,7 +15,6 @@ import (
 
 	"github.com/wisent/stado/beacon"
 	"github.com/wisent/stado/catalog"
-	"github.com/wisent/stado/hugeheap"
 	"github.com/wisent/stado/register"
 	"github.com/wisent/stado/registry"
 )
@@ -32,48 +33,84 @@ func staleFlag() ucli.Flag {
 
 // loadView joins the registry of the store the globals name with its
 // beacons, judged at env.Now.
-func loadView(ctx context.Context, env *Env, stale time.Duration) (*beacon.View, error) {
-	v, _, err := loadViewCatalog(ctx, env, stale)
+// With host set, it reads that host's beacon alone.
+func loadView(ctx context.Context, env *Env, stale time.Duration, host string) (*beacon.View, error) {
+	v, _, err := loadViewCatalog(ctx, env, beacon.Selection{Host: host}, stale, nil)
 	return v, err
 }
 
-// viewHeap is the heap a fleet-wide read is given in huge pages: a view of
-// 1,000 hosts × 20 services peaks near 80 MiB.
-const viewHeap = 128 << 20
-
 // loadViewCatalog is loadView with the store's catalog (the shipped one
-// when the store holds none), which says each row's source.
-func loadViewCatalog(ctx context.Context, env *Env, stale time.Duration) (*beacon.View, *catalog.Catalog, error) {
-	hugeheap.Prefer(viewHeap)
+// when the store holds none), which says each row's source. sel says which
+// beacons to read; targets, when not nil, is given the catalog and says
+// which declared targets' beacons to read (beacon.Selection.Targets), and
+// the catalog is then read first.
+func loadViewCatalog(ctx context.Context, env *Env, sel beacon.Selection, stale time.Duration, targets func(*catalog.Catalog) func(*registry.Target) bool) (*beacon.View, *catalog.Catalog, error) {
 	st, err := openStore(ctx, env)
 	if err != nil {
 		return nil, nil, err
 	}
 	defer st.Close()
-	v, err := beacon.LoadView(ctx, st, env.Now(), stale)
+	sel.Cache = registryCache(env)
+	var cat *catalog.Catalog
+	if targets != nil {
+		if cat, err = catalog.LoadOrShipped(ctx, st); err != nil {
+			return nil, nil, err
+		}
+		sel.Targets = targets(cat)
+	}
+	v, err := beacon.LoadSelected(ctx, st, env.Now(), stale, sel)
 	if err != nil {
 		return nil, nil, viewRefusal(env, err)
 	}
-	cat, err := catalog.LoadOrShipped(ctx, st)
-	if err != nil {
-		return nil, nil, err
+	if cat == nil {
+		if cat, err = catalog.LoadOrShipped(ctx, st); err != nil {
+			return nil, nil, err
+		}
 	}
 	return v, cat, nil
+}
+
+// registryCache is where the read commands remember the registry they
+// validated (beacon.RegistryCache, which says why the file is trusted):
+// stado/ in the user's cache directory ($XDG_CACHE_HOME, else ~/.cache, or
+// ~/Library/Caches on macOS); none when neither names an absolute path.
+func registryCache(env *Env) *beacon.RegistryCache {
+	dir := env.Getenv("XDG_CACHE_HOME")
+	if !filepath.IsAbs(dir) {
+		home := env.Getenv("HOME")
+		if !filepath.IsAbs(home) {
+			return nil
+		}
+		dir = filepath.Join(home, ".cache")
+		if runtime.GOOS == "darwin" {
+			dir = filepath.Join(home, "Library", "Caches")
+		}
+	}
+	return &beacon.RegistryCache{Dir: filepath.Join(dir, "stado"), Store: env.StoreURL}
 }
 
 // sourcedRow is a row with the source its unit is managed from: registry,
 // recovery (the fixed list the host repair step restarts, declared or not)
 // or product (an undeclared unit a catalog product names); empty for an
 // undeclared unit nothing names.
+// It points at its row, so a fleet's rows are not copied again.
 type sourcedRow struct {
-	beacon.Row
+	*beacon.Row
 	Source string `json:"source,omitempty"`
 }
 
+// withSources says each row's source, asking the catalog once per unit
+// name (a fleet repeats a few units on every host).
 func withSources(cat *catalog.Catalog, rows []beacon.Row, declared bool) []sourcedRow {
-	out := make([]sourcedRow, 0, len(rows))
-	for _, r := range rows {
-		out = append(out, sourcedRow{Row: r, Source: cat.SourceOf(r.Unit, declared)})
+	out := make([]sourcedRow, len(rows))
+	sources := map[string]string{}
+	for i := range rows {
+		src, ok := sources[rows[i].Unit]
+		if !ok {
+			src = cat.SourceOf(rows[i].Unit, declared)
+			sources[rows[i].Unit] = src
+		}
+		out[i] = sourcedRow{Row: &rows[i], Source: src}
 	}
 	return out
 }
@@ -82,7 +119,7 @@ func withSources(cat *catalog.Catalog, rows []beacon.Row, declared bool) []sourc
 func sourcedTable(rs []sourcedRow, undeclared bool) ([]string, [][]string) {
 	plain := make([]beacon.Row, len(rs))
 	for i, r := range rs {
-		plain[i] = r.Row
+		plain[i] = *r.Row
 	}
 	header, rows := beacon.RowsTable(plain, undeclared)
 	at := len(header) - 1 // before DETAIL
@@ -112,19 +149,34 @@ func addresses(cat *catalog.Catalog, name string, r beacon.Row) bool {
 // listOptions are the flags of service list.
 type listOptions struct {
 	Host       string
+	Service    string
+	Problems   bool
 	Undeclared bool
 	StaleAfter time.Duration
+}
+
+// declares reports whether t declares a service name addresses.
+func declares(cat *catalog.Catalog, name string, t *registry.Target) bool {
+	for _, s := range t.Services {
+		if addresses(cat, name, beacon.Row{Host: t.Name, Service: s.Name, Unit: s.Unit, Product: s.Product}) {
+			return true
+		}
+	}
+	return false
 }
 
 func newServiceListCommand(env *Env) *ucli.Command {
 	return withShared(env, &ucli.Command{
 		Name:  "list",
 		Usage: "list declared services joined with the latest host beacons (no SSH)",
-		UsageText: "stado service list [--host HOST] [--undeclared] [--stale-after DURATION] [--json]\n\n" +
-			"A host whose beacon is older than its staleness bound reads unknown, never active.\n\n" +
-			"example:\n   stado service list --host host2 --json",
+		UsageText: "stado service list [--host HOST] [--service NAME] [--problems] [--undeclared] [--stale-after DURATION] [--json]\n\n" +
+			"A host whose beacon is older than its staleness bound reads unknown, never active.\n" +
+			"The filters are applied before the beacons are read: a host they leave out is not decoded.\n\n" +
+			"example:\n   stado service list --host host2 --json\n   stado service list --service brama --problems",
 		Flags: []ucli.Flag{
 			&ucli.StringFlag{Name: "host", Usage: "only this host"},
+			&ucli.StringFlag{Name: "service", Usage: "only this service: its declared name, its unit, or a catalog product's name or unit"},
+			&ucli.BoolFlag{Name: "problems", Usage: "only rows that need attention: any state but active (unknown included), an incomplete declaration, an answering question that stood or was answered unsuccessfully"},
 			&ucli.BoolFlag{Name: "undeclared", Usage: "list loaded units that no declaration covers"},
 			staleFlag(),
 		},
@@ -132,7 +184,8 @@ func newServiceListCommand(env *Env) *ucli.Command {
 			if c.NArg() > 0 {
 				return usagef("service list takes no arguments")
 			}
-			return runServiceList(c.Context, env, listOptions{Host: c.String("host"), Undeclared: c.Bool("undeclared"), StaleAfter: c.Duration("stale-after")})
+			return runServiceList(c.Context, env, listOptions{Host: c.String("host"), Service: c.String("service"), Problems: c.Bool("problems"),
+				Undeclared: c.Bool("undeclared"), StaleAfter: c.Duration("stale-after")})
 		},
 	}, true)
 }
@@ -144,19 +197,46 @@ type serviceListDoc struct {
 	Services         []sourcedRow `json:"services"`
 }
 
+// runServiceList lists rows. Its filters choose the beacons to read before
+// any is decoded: --host reads that host's beacon alone, and --service
+// (without --undeclared) only the beacons of hosts declaring the service.
+// --problems needs each row's verdict, so it filters after the join.
 func runServiceList(ctx context.Context, env *Env, o listOptions) error {
-	v, cat, err := loadViewCatalog(ctx, env, o.StaleAfter)
+	selected := false
+	var targets func(*catalog.Catalog) func(*registry.Target) bool
+	if o.Service != "" && !o.Undeclared {
+		targets = func(cat *catalog.Catalog) func(*registry.Target) bool {
+			return func(t *registry.Target) bool {
+				ok := declares(cat, o.Service, t)
+				selected = selected || ok
+				return ok
+			}
+		}
+	}
+	// a list joins declarations with beacons and reads nothing else of
+	// the registry: with the registry's validation cached, only that is
+	// decoded
+	v, cat, err := loadViewCatalog(ctx, env, beacon.Selection{Host: o.Host, RowsOnly: targets == nil}, o.StaleAfter, targets)
 	if err != nil {
 		return err
 	}
-	if _, declared := v.Document.Target(o.Host); o.Host != "" && !declared && v.Beacons[o.Host] == nil {
+	if o.Host != "" && !v.Declares(o.Host) && v.Beacons[o.Host] == nil {
 		return refuse(refusal.NotFound, "no host %q in the registry or the beacons", o.Host)
 	}
-	doc := serviceListDoc{RegistryRevision: v.Meta.Revision, At: v.Now.UTC(), Services: withSources(cat, v.Rows(o.Host), true)}
-	kind := "stado.service.list"
-	if o.Undeclared {
-		doc.Services, kind = withSources(cat, v.Undeclared(o.Host), false), "stado.service.undeclared"
+	if o.Service != "" && !o.Undeclared && !selected {
+		return &Refusal{Code: refusal.NotFound, Message: fmt.Sprintf("no declaration of %s on %s", o.Service, cmp.Or(o.Host, "any host")),
+			Hint: "stado service list --undeclared shows loaded units no declaration covers"}
 	}
+	rows, declared, kind := v.Rows(o.Host), true, "stado.service.list"
+	if o.Undeclared {
+		rows, declared, kind = v.Undeclared(o.Host), false, "stado.service.undeclared"
+	}
+	if o.Service != "" || o.Problems {
+		rows = slices.DeleteFunc(rows, func(r beacon.Row) bool {
+			return (o.Service != "" && !addresses(cat, o.Service, r)) || (o.Problems && !r.Problem())
+		})
+	}
+	doc := serviceListDoc{RegistryRevision: v.Meta.Revision, At: v.Now.UTC(), Services: withSources(cat, rows, declared)}
 	return emit(env, kind, doc, func(t *text) { t.table(sourcedTable(doc.Services, o.Undeclared)) })
 }
 
@@ -213,13 +293,13 @@ func runServiceStatus(ctx context.Context, env *Env, o statusOptions) error {
 	if o.Lines < 0 || o.Lines > 10000 {
 		return usagef("--lines must be between 1 and 10000")
 	}
-	v, cat, err := loadViewCatalog(ctx, env, o.StaleAfter)
+	v, cat, err := loadViewCatalog(ctx, env, beacon.Selection{Host: o.Host}, o.StaleAfter, nil)
 	if err != nil {
 		return err
 	}
 	doc := serviceStatusDoc{Service: o.Name}
 	for _, r := range withSources(cat, v.Rows(o.Host), true) {
-		if !addresses(cat, o.Name, r.Row) {
+		if !addresses(cat, o.Name, *r.Row) {
 			continue
 		}
 		e := statusEntry{sourcedRow: r, LogsHint: fmt.Sprintf("stado service logs %s --host %s --lines 100", r.Service, r.Host)}
@@ -236,7 +316,7 @@ func runServiceStatus(ctx context.Context, env *Env, o statusOptions) error {
 		// no declaration: a catalog entry's unit the beacons see loaded
 		// (source product or recovery), addressable without a record
 		for _, r := range withSources(cat, v.Undeclared(o.Host), false) {
-			if r.Source != "" && addresses(cat, o.Name, r.Row) {
+			if r.Source != "" && addresses(cat, o.Name, *r.Row) {
 				if p, ok := cat.Entry(o.Name); ok {
 					r.Service = p.Name
 				}
@@ -310,7 +390,7 @@ type hostHealthDoc struct {
 }
 
 func runHostHealth(ctx context.Context, env *Env, o healthOptions) error {
-	v, err := loadView(ctx, env, o.StaleAfter)
+	v, err := loadView(ctx, env, o.StaleAfter, o.Host)
 	if err != nil {
 		return err
 	}
@@ -362,7 +442,7 @@ type doctorDoc struct {
 }
 
 func runRegistryDoctor(ctx context.Context, env *Env, staleAfter time.Duration) error {
-	v, err := loadView(ctx, env, staleAfter)
+	v, err := loadView(ctx, env, staleAfter, "")
 	if err != nil {
 		return err
 	}

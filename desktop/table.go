@@ -180,10 +180,10 @@ func (sn *snapshot) newRow(r beacon.Row) Row {
 		sn.source[r.Unit] = src
 	}
 	row := Row{Row: r, Source: src}
-	switch {
-	case !r.Beacon.Present:
+	switch r.Beacon.Kind {
+	case beacon.FreshnessMissing:
 		row.Age = "no beacon"
-	case r.Beacon.Stale && r.Beacon.At == nil:
+	case beacon.FreshnessUnreadable:
 		row.Age = "unreadable"
 	default:
 		row.Age = (time.Duration(r.Beacon.AgeSeconds) * time.Second).String()

@@ -46,12 +46,17 @@ func Writer() string {
 var now = time.Now
 
 func decodeEnvelope(obj store.Object) (*Document, store.Meta, error) {
+	return decodeEnvelopeAs(obj, true)
+}
+
+// decodeEnvelopeAs is decodeEnvelope refusing unknown fields when strict.
+func decodeEnvelopeAs(obj store.Object, strict bool) (*Document, store.Meta, error) {
 	// The envelope adds its meta to a document of at most MaxDocumentBytes.
 	if len(obj.Value) > MaxDocumentBytes+64<<10 {
 		return nil, store.Meta{}, fmt.Errorf("read %s at revision %d: %w", obj.Key, obj.Revision, &ParseError{Source: obj.Key, Msg: fmt.Sprintf("stored document is %d bytes, the limit is %d (docs/limits.md)", len(obj.Value), MaxDocumentBytes)})
 	}
 	env := envelope{Document: presizedDocument(obj.Value)}
-	if err := DecodeStored(obj.Value, &env, true); err != nil {
+	if err := DecodeStored(obj.Value, &env, strict); err != nil {
 		return nil, store.Meta{}, fmt.Errorf("read %s at revision %d: %w", obj.Key, obj.Revision, &ParseError{Source: obj.Key, Msg: err.Error()})
 	}
 	if env.Document == nil {
@@ -72,6 +77,22 @@ func Load(ctx context.Context, st store.Store) (*Document, store.Meta, error) {
 		return nil, store.Meta{}, fmt.Errorf("load registry: %w", err)
 	}
 	return decodeEnvelope(obj)
+}
+
+// DecodeObject reads obj, the stored registry object (the one at
+// store.RegistryKey or a history entry), as Load does after its Get: it
+// does not validate. A value that is no registry envelope is an error
+// wrapping a *ParseError.
+func DecodeObject(obj store.Object) (*Document, store.Meta, error) { return decodeEnvelope(obj) }
+
+// DecodeCheckedObject is DecodeObject for bytes that DecodeObject already
+// read without error (a reader's record of them, such as the read half's
+// validated-registry cache): it does not check again for fields the
+// document does not know, which lets it decode the bytes in place instead
+// of through a streaming decoder's growing buffer. Bytes DecodeObject
+// would refuse may decode here; its errors are DecodeObject's.
+func DecodeCheckedObject(obj store.Object) (*Document, store.Meta, error) {
+	return decodeEnvelopeAs(obj, false)
 }
 
 // LoadRevision returns registry revision rev from its history entry (or

@@ -546,9 +546,11 @@ The autonomy cycle (docs/autonomy.md), one stado process per cycle, cold:
 | planning alone, 1,000 hosts × 20 services, in-process hosts (go test -bench) | $PLAN_MS | ≤ 200 ms |
 EOF
 
-# --- issue 17: the read half at fleet size ------------------------------------
-# stado service list over 1,000 hosts × 20 services, whole process, --json and
-# text, on the file store and on etcd (budget 300 ms each); its own etcd and
-# stores, nothing of the testbed (scripts/bench-readhalf.sh).
+# --- issues 17 and 23: the read half at fleet size -----------------------------
+# stado service list over 1,000 and 10,000 hosts × 20 services, whole process,
+# --json and text, on the file store and on etcd, this tree beside the commit
+# before issue 23 (BEFORE=141eef6) in the same run, with ratios and the cost
+# per row (budget 300 ms for --json at 1,000 hosts); its own etcd and stores,
+# nothing of the testbed (scripts/bench-readhalf.sh).
 echo
 bash scripts/bench-readhalf.sh
