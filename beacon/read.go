@@ -401,7 +401,7 @@ func (v *View) Declares(host string) bool {
 
 // declaredTarget is what the join reads of one target.
 type declaredTarget struct {
-	Name     string        `json:"name"`
+	Name     string     `json:"name"`
 	Services []declared `json:"services"`
 }
 
