@@ -6,7 +6,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"net"
 	"os"
@@ -25,7 +24,8 @@ import (
 )
 
 // impostor is a listener planted on a keeper socket path: it accepts
-// every connection and counts what it is sent.
+// every connection and counts what it is sent (the first read of each:
+// a request's first bytes, or nothing when the client closes unwritten).
 type impostor struct {
 	ln       *net.UnixListener
 	accepted atomic.Int32
@@ -56,9 +56,11 @@ func plant(t *testing.T, sock string) *impostor {
 			go func() {
 				defer im.wg.Done()
 				defer c.Close()
+				// one read: the first bytes of a request, or the end of a
+				// connection closed with nothing sent
 				_ = c.SetReadDeadline(time.Now().Add(keeperDeadline))
-				n, _ := io.Copy(io.Discard, c)
-				im.received.Add(n)
+				n, _ := c.Read(make([]byte, 4096))
+				im.received.Add(int64(n))
 			}()
 		}
 	}()
@@ -132,14 +134,13 @@ func directlyOnce(t *testing.T, f *fixture, kc *Client, log *logLines, reason st
 	}
 	_, _, err := kc.Run(context.Background(), target, f.dialer(), []string{"version"}, nil)
 	if !errors.Is(err, ErrUntrusted) || !errors.Is(err, ErrUnavailable) || !errors.Is(err, channel.ErrNotCarried) {
-		t.Fatalf("keeper client error %v, want ErrUntrusted, ErrUnavailable and channel.ErrNotCarried", err)
-	}
-	if !strings.Contains(err.Error(), reason) {
-		t.Fatalf("error %q does not say %q", err, reason)
+		t.Errorf("keeper client error %v, want ErrUntrusted, ErrUnavailable and channel.ErrNotCarried", err)
+	} else if !strings.Contains(err.Error(), reason) {
+		t.Errorf("error %q does not say %q", err, reason)
 	}
 	lines := log.lines()
 	if len(lines) != 1 || !strings.Contains(lines[0], "keeper not used") || !strings.Contains(lines[0], reason) {
-		t.Fatalf("log %q, want one line saying %q", lines, reason)
+		t.Errorf("log %q, want one line saying %q", lines, reason)
 	}
 }
 
@@ -271,6 +272,7 @@ func TestAServerOfAnotherUIDIsSentNothing(t *testing.T) {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
+	bound.Close() // the impostor's alone: its exit closes the socket
 	t.Cleanup(func() {
 		if cmd.ProcessState == nil {
 			_ = cmd.Process.Kill()
@@ -300,7 +302,8 @@ func TestAServerOfAnotherUIDIsSentNothing(t *testing.T) {
 
 // TestImpostorHelperProcess is not a test: run with impostorHelperEnv set,
 // it listens on the bound socket of fd 3, accepts three connections,
-// reads each to its end and prints how many bytes they carried.
+// reads each once (a request's first bytes, or its end) and prints how
+// many bytes they carried.
 func TestImpostorHelperProcess(t *testing.T) {
 	if os.Getenv(impostorHelperEnv) == "" {
 		return
@@ -324,8 +327,8 @@ func TestImpostorHelperProcess(t *testing.T) {
 			return
 		}
 		_ = c.SetReadDeadline(time.Now().Add(keeperDeadline))
-		n, _ := io.Copy(io.Discard, c)
-		total += n
+		n, _ := c.Read(make([]byte, 4096)) // a request's first bytes, or the end
+		total += int64(n)
 		c.Close()
 	}
 	fmt.Println("RECEIVED 3 connections " + strconv.FormatInt(total, 10) + " bytes")
