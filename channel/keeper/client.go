@@ -94,7 +94,9 @@ var _ channel.Transport = (*Client)(nil)
 // longer accepted) when the host was not reached, at StageRemoteRefusal or
 // StageRemoteExit when the command failed, with stdout and stderr
 // returned. An error wrapping ErrUnavailable means no keeper took the call
-// and nothing ran: fall back to channel.Pool.Run.
+// and nothing ran: fall back to channel.Pool.Run. It also wraps
+// ErrUntrusted when the keeper's socket failed a trust check, in which
+// case nothing at all was written to it.
 func (c *Client) Run(ctx context.Context, t registry.Target, dialer *channel.Dialer, argv []string, stdin []byte) (stdout, stderr []byte, err error) {
 	if _, err := channel.Quote(argv); err != nil {
 		return nil, nil, fmt.Errorf("%s: %w", t.Name, err)

@@ -59,8 +59,10 @@ type Config struct {
 // edit there takes effect at once; a refused key closes the connection and
 // fails the call with the *channel.HostKeyError the dialer returns.
 //
-// The socket's directory is created 0700 (an existing one must be the
-// user's and writable by no one else), the socket is 0600, and a sidecar
+// The socket's directory is created 0700; an existing one must pass the
+// Client's checks (the user's, writable by no one else, under a parent
+// only the user or root controls), or Serve returns an error wrapping
+// ErrUntrusted. The socket is 0600 before it has its name, and a sidecar
 // ".lock" file held for the keeper's life makes it the socket's only
 // server. Serve returns nil when it has been idle for cfg.Idle or ctx
 // ends (in-flight commands are then killed), having removed its socket and
