@@ -14,6 +14,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -148,14 +149,18 @@ func Serve(ctx context.Context, cfg Config) error {
 	return nil
 }
 
+// listenSeq tells apart the temporary names of keepers listening in one
+// process (tests run several).
+var listenSeq atomic.Uint64
+
 // listenPrivate listens on sock with the socket file 0600 from the moment
 // it has that name: it binds a temporary name in the same directory,
 // narrows its mode and renames it to sock, so no client ever finds the
 // socket under its name with the mode bind left (the umask's). The
 // listener does not remove sock on close; Serve does, holding the lock.
 func listenPrivate(sock string) (*net.UnixListener, error) {
-	tmp := filepath.Join(filepath.Dir(sock), "."+strconv.Itoa(os.Getpid()))
-	_ = os.Remove(tmp) // a dead keeper's of the same pid: we hold the lock
+	tmp := filepath.Join(filepath.Dir(sock), "."+strconv.Itoa(os.Getpid())+"-"+strconv.FormatUint(listenSeq.Add(1), 10))
+	_ = os.Remove(tmp) // a dead keeper's of the same pid
 	ln, err := net.ListenUnix("unix", &net.UnixAddr{Name: tmp, Net: "unix"})
 	if err != nil {
 		return nil, fmt.Errorf("keeper: %w", err)
