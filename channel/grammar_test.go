@@ -507,3 +507,55 @@ func TestQuoteRoundTripsEveryAcceptedArgv(t *testing.T) {
 		}
 	}
 }
+
+func TestServeRefusesDataAfterTheRequestDocument(t *testing.T) {
+	const ensure = `{"os":"linux","service":{"name":"a","unit":"a.service","program":"/bin/a"},"mode":"apply"}`
+	const verify = `{"os":"linux","services":[{"service":{"name":"a","unit":"a.service","program":"/bin/a"}}]}`
+	for _, tc := range []struct {
+		name, original, stdin string
+		// named is what the refusal quotes of the trailing data; empty
+		// when the body is accepted
+		named string
+	}{
+		// a second ensure document, as a smuggled second request would be
+		{"ensure, second document", "ensure system a.service apply", ensure + "\n" + ensure, `"{\"os\":\"linux\",\"service`},
+		// a second document with no separator
+		{"ensure, glued document", "ensure system a.service apply", ensure + `{"mode":"plan"}`, `"{\"mode\":\"plan\"}"`},
+		// one stray byte
+		{"ensure, stray byte", "ensure system a.service apply", ensure + " x", `"x"`},
+		// a NUL is not whitespace
+		{"ensure, NUL", "ensure system a.service apply", ensure + "\x00", `"\x00"`},
+		// a vertical tab is whitespace to Go, not to JSON
+		{"ensure, vertical tab", "ensure system a.service apply", ensure + "\v", `"\v"`},
+		// a scalar after the document
+		{"ensure, number", "ensure system a.service apply", ensure + "\n1\n", `"1\n"`},
+		// verify reads its request the same way
+		{"verify, second document", "verify", verify + verify, `"{\"os\":\"linux\",\"service`},
+		{"verify, stray bracket", "verify", verify + "\n]", `"]"`},
+		// JSON whitespace after the document is not data
+		{"ensure, trailing whitespace", "ensure system a.service apply", ensure + " \t\r\n\n", ""},
+		{"verify, trailing newline", "verify", verify + "\n", ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			host := &recordingHost{}
+			var stdout, stderr bytes.Buffer
+			code := Serve(context.Background(), tc.original, strings.NewReader(tc.stdin), &stdout, &stderr, host)
+			if tc.named == "" {
+				if code != ExitOK || len(host.Calls()) != 1 {
+					t.Fatalf("exit %d, calls %+v: %s", code, host.Calls(), stdout.String())
+				}
+				return
+			}
+			if code != ExitRefused || len(host.Calls()) != 0 {
+				t.Fatalf("exit %d, calls %+v; want a refusal before the host is called", code, host.Calls())
+			}
+			doc := decodeOne[RefusalDocument](t, stdout.Bytes())
+			if doc.Code != string(refusal.InvalidContent) {
+				t.Fatalf("code %s, want %s: %s", doc.Code, refusal.InvalidContent, doc.Message)
+			}
+			if !strings.Contains(doc.Message, "after its document") || !strings.Contains(doc.Message, tc.named) {
+				t.Fatalf("refusal %q does not name the trailing data %s", doc.Message, tc.named)
+			}
+		})
+	}
+}

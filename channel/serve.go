@@ -176,10 +176,8 @@ func readBody(stdin io.Reader, verb Verb) ([]byte, error) {
 // the verb's words: the same unit, scope and mode, durations in bounds.
 func decodeEnsure(c Command, body []byte) (EnsureRequest, error) {
 	var req EnsureRequest
-	dec := json.NewDecoder(bytes.NewReader(body))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&req); err != nil {
-		return req, refusef(CodeInvalidContent, "ensure request on stdin is not a request document: %v", err)
+	if err := decodeRequest(VerbEnsure, body, &req); err != nil {
+		return req, err
 	}
 	switch {
 	case req.Service.Unit != c.Unit():
@@ -201,6 +199,28 @@ func decodeEnsure(c Command, body []byte) (EnsureRequest, error) {
 		}
 	}
 	return req, nil
+}
+
+// decodeRequest decodes body, the request document a verb reads on stdin,
+// into v: exactly one JSON document with no field v lacks, followed by
+// nothing but JSON whitespace. Anything after the document — a second
+// document, a stray byte — is refused (invalid_content, naming where it
+// starts and how it begins) rather than ignored, so what the host acts on
+// is all that was sent. Errors are *Refusal.
+func decodeRequest(verb Verb, body []byte, v any) error {
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		return refusef(CodeInvalidContent, "%s request on stdin is not a request document: %v", verb, err)
+	}
+	end := dec.InputOffset()
+	rest := bytes.TrimLeft(body[end:], " \t\r\n") // JSON's whitespace, no other
+	if len(rest) == 0 {
+		return nil
+	}
+	at := len(body) - len(rest)
+	head := rest[:min(len(rest), 24)]
+	return refusef(CodeInvalidContent, "%s request on stdin has %d more bytes after its document, from byte %d: %s", verb, len(rest), at, strconv.QuoteToASCII(string(head)))
 }
 
 // dispatch calls the Host method of c's verb with its typed request and

@@ -1,7 +1,6 @@
 package channel
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -145,10 +144,8 @@ func (c *Client) Verify(ctx context.Context, req VerifyRequest) (VerifyResult, e
 // host's OS.
 func decodeVerify(body []byte, goos string) (VerifyRequest, error) {
 	var req VerifyRequest
-	dec := json.NewDecoder(bytes.NewReader(body))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&req); err != nil {
-		return req, refusef(CodeInvalidContent, "verify request on stdin is not a request document: %v", err)
+	if err := decodeRequest(VerbVerify, body, &req); err != nil {
+		return req, err
 	}
 	if len(req.Services) > MaxVerifyServices {
 		return req, refusef(CodeTooLong, "verify carries %d services, the bound is %d", len(req.Services), MaxVerifyServices)

@@ -41,11 +41,13 @@ func dialerFrom(c *ucli.Context) *channel.Dialer {
 
 // connectorFrom is the host channel of one command: every target's Host
 // rides one pooled connection, or this user's connection keeper unless
-// --no-keeper. The func it returns closes the pool.
+// --no-keeper. A keeper whose socket is not this user's alone is never
+// used; the command dials directly and says why once on the log (stderr).
+// The func it returns closes the pool.
 func connectorFrom(c *ucli.Context, env *Env) (channel.Connector, func()) {
 	pool := channel.NewPool(dialerFrom(c))
 	if !c.Bool("no-keeper") {
-		pool.Transport = &keeper.Client{Start: env.StartKeeper}
+		pool.Transport = &keeper.Client{Start: env.StartKeeper, Logger: env.Logger}
 	}
 	return pool.Connect(), func() { pool.Close() }
 }

@@ -6,12 +6,14 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"log/slog"
 	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -39,8 +41,19 @@ const DefaultStartTimeout = 5 * time.Second
 
 // Client runs commands on hosts through the keeper (Serve) listening on
 // Socket, so connections outlive one stado command: it is the
-// channel.Transport a channel.Pool takes. It holds no state and is safe for
-// concurrent use.
+// channel.Transport a channel.Pool takes. It is safe for concurrent use and
+// must not be copied after first use.
+//
+// Before every call the Client checks that the keeper is its own user's:
+// the socket's directory is owned by this process's effective uid and not
+// writable by its group or others (its parent owned by that uid or root,
+// and sticky when others may write it), the socket likewise, and the
+// process that answers on it runs as that uid on the kernel's word
+// (SO_PEERCRED on linux, LOCAL_PEERCRED on darwin), all before a byte of
+// the request is sent. A keeper that fails a check is never sent anything
+// nor started anew: the call returns an error wrapping ErrUnavailable and
+// ErrUntrusted, so the pool dials the host itself, and the reason is
+// logged once per Client (Logger).
 type Client struct {
 	// Socket is the keeper's socket; default DefaultSocket().
 	Socket string
@@ -51,6 +64,19 @@ type Client struct {
 	// StartTimeout bounds the wait for a started keeper's socket; default
 	// DefaultStartTimeout.
 	StartTimeout time.Duration
+	// Logger receives one warning, the first time a keeper is not trusted
+	// (ErrUntrusted), naming the reason; later calls that fall back for
+	// the same or another reason say nothing more. Nil discards it.
+	Logger *slog.Logger
+
+	warned atomic.Bool
+}
+
+// distrust logs err, the first untrusted keeper of c, once.
+func (c *Client) distrust(err error) {
+	if c.Logger != nil && c.warned.CompareAndSwap(false, true) {
+		c.Logger.Warn("keeper not used, dialing hosts directly", "reason", err)
+	}
 }
 
 var _ channel.Transport = (*Client)(nil)
@@ -68,7 +94,9 @@ var _ channel.Transport = (*Client)(nil)
 // longer accepted) when the host was not reached, at StageRemoteRefusal or
 // StageRemoteExit when the command failed, with stdout and stderr
 // returned. An error wrapping ErrUnavailable means no keeper took the call
-// and nothing ran: fall back to channel.Pool.Run.
+// and nothing ran: fall back to channel.Pool.Run. It also wraps
+// ErrUntrusted when the keeper's socket failed a trust check, in which
+// case nothing at all was written to it.
 func (c *Client) Run(ctx context.Context, t registry.Target, dialer *channel.Dialer, argv []string, stdin []byte) (stdout, stderr []byte, err error) {
 	if _, err := channel.Quote(argv); err != nil {
 		return nil, nil, fmt.Errorf("%s: %w", t.Name, err)
@@ -146,6 +174,10 @@ func (c *Client) call(ctx context.Context, t registry.Target, req *keeperRequest
 		if ctx.Err() != nil {
 			return nil, nil, false, &channel.RemoteError{Host: t.Name, Stage: channel.StageConnect, Err: ctx.Err()}
 		}
+		if errors.Is(err, ErrUntrusted) {
+			c.distrust(err)
+			return nil, nil, false, fmt.Errorf("%w: %w", ErrUnavailable, err)
+		}
 		return nil, nil, false, unavailable("%v", err)
 	}
 	defer conn.Close()
@@ -209,8 +241,10 @@ func (c *Client) call(ctx context.Context, t registry.Target, req *keeperRequest
 	}
 }
 
-// connect dials the keeper's socket; when nothing listens there and Start
-// is set, it starts a keeper and polls for its socket until StartTimeout.
+// connect dials the keeper's socket once it is trusted (dialTrusted);
+// when nothing listens there and Start is set, it starts a keeper and polls
+// for its socket until StartTimeout. A socket or directory that is not
+// trusted is never answered by a start: the error wraps ErrUntrusted.
 func (c *Client) connect(ctx context.Context) (*net.UnixConn, error) {
 	sock := c.Socket
 	if sock == "" {
@@ -219,8 +253,9 @@ func (c *Client) connect(ctx context.Context) (*net.UnixConn, error) {
 			return nil, err
 		}
 	}
-	conn, err := dialSocket(ctx, sock)
-	if err == nil || c.Start == nil || !(errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ECONNREFUSED)) {
+	uid := os.Geteuid()
+	conn, err := dialTrusted(ctx, sock, uid)
+	if err == nil || c.Start == nil || !notListening(err) {
 		return conn, err
 	}
 	if err := c.Start(); err != nil {
@@ -242,10 +277,40 @@ func (c *Client) connect(ctx context.Context) (*net.UnixConn, error) {
 			return nil, fmt.Errorf("started keeper does not answer on %s after %v: %w", sock, wait, err)
 		case <-tick.C:
 		}
-		if conn, err = dialSocket(ctx, sock); err == nil {
-			return conn, nil
+		conn, err = dialTrusted(ctx, sock, uid)
+		if err == nil || !notListening(err) {
+			return conn, err
 		}
 	}
+}
+
+// notListening says err is a socket (or its directory) that is not there,
+// or one nobody serves: a keeper may be started.
+func notListening(err error) bool {
+	return !errors.Is(err, ErrUntrusted) && (errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ECONNREFUSED))
+}
+
+// dialTrusted connects to sock when it, its directory and the process
+// serving it are uid's (checkSocketDir, checkSocketFile, checkServer), and
+// returns the connection with nothing written to it. Errors wrap
+// ErrUntrusted when a check failed, fs.ErrNotExist or ECONNREFUSED when
+// nothing listens.
+func dialTrusted(ctx context.Context, sock string, uid int) (*net.UnixConn, error) {
+	if err := checkSocketDir(filepath.Dir(sock), uid); err != nil {
+		return nil, err
+	}
+	if err := checkSocketFile(sock, uid); err != nil {
+		return nil, err
+	}
+	conn, err := dialSocket(ctx, sock)
+	if err != nil {
+		return nil, err
+	}
+	if err := checkServer(conn, uid); err != nil {
+		conn.Close()
+		return nil, err
+	}
+	return conn, nil
 }
 
 func dialSocket(ctx context.Context, sock string) (*net.UnixConn, error) {

@@ -10,7 +10,11 @@
 // identity, checks a kept connection's host key against known_hosts before
 // every reuse as a new connection would, runs channel calls in a kept
 // remote session where the host serves them, and exits after an idle
-// period. Its wire (length-prefixed JSON frames, one call per connection)
+// period. The Client holds the keeper to the same rules before it sends a
+// byte: the socket, its directory and that directory's parent must be its
+// own uid's and closed to others, and the listener must run as its uid on
+// the kernel's word; otherwise it dials directly (ErrUntrusted) and logs
+// why once. Its wire (length-prefixed JSON frames, one call per connection)
 // is this package's alone: channel's Pool sees only the channel.Transport
 // the Client implements, and falls back to its own connection on
 // channel.ErrNotCarried (ErrUnavailable matches it).

@@ -12,7 +12,9 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"strconv"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -58,8 +60,10 @@ type Config struct {
 // edit there takes effect at once; a refused key closes the connection and
 // fails the call with the *channel.HostKeyError the dialer returns.
 //
-// The socket's directory is created 0700 (an existing one must be the
-// user's and writable by no one else), the socket is 0600, and a sidecar
+// The socket's directory is created 0700; an existing one must pass the
+// Client's checks (the user's, writable by no one else, under a parent
+// only the user or root controls), or Serve returns an error wrapping
+// ErrUntrusted. The socket is 0600 before it has its name, and a sidecar
 // ".lock" file held for the keeper's life makes it the socket's only
 // server. Serve returns nil when it has been idle for cfg.Idle or ctx
 // ends (in-flight commands are then killed), having removed its socket and
@@ -97,14 +101,9 @@ func Serve(ctx context.Context, cfg Config) error {
 			return fmt.Errorf("remove stale keeper socket: %w", err)
 		}
 	}
-	ln, err := net.ListenUnix("unix", &net.UnixAddr{Name: sock, Net: "unix"})
+	ln, err := listenPrivate(sock)
 	if err != nil {
-		return fmt.Errorf("keeper: %w", err)
-	}
-	ln.SetUnlinkOnClose(true)
-	if err := os.Chmod(sock, 0o600); err != nil {
-		ln.Close()
-		return fmt.Errorf("keeper: %w", err)
+		return err
 	}
 
 	kctx, cancel := context.WithCancel(ctx)
@@ -140,13 +139,43 @@ func Serve(ctx context.Context, cfg Config) error {
 	k.mu.Lock()
 	k.closing = true
 	k.mu.Unlock()
-	ln.Close() // removes the socket
+	ln.Close()
+	_ = os.Remove(sock) // ours: we hold the lock
 	<-acceptDone
 	unlock() // a new keeper may start while this one finishes its calls
 	k.calls.Wait()
 	k.closeAll()
 	log.Info("keeper stopped", "socket", sock)
 	return nil
+}
+
+// listenSeq tells apart the temporary names of keepers listening in one
+// process (tests run several).
+var listenSeq atomic.Uint64
+
+// listenPrivate listens on sock with the socket file 0600 from the moment
+// it has that name: it binds a temporary name in the same directory,
+// narrows its mode and renames it to sock, so no client ever finds the
+// socket under its name with the mode bind left (the umask's). The
+// listener does not remove sock on close; Serve does, holding the lock.
+func listenPrivate(sock string) (*net.UnixListener, error) {
+	tmp := filepath.Join(filepath.Dir(sock), "."+strconv.Itoa(os.Getpid())+"-"+strconv.FormatUint(listenSeq.Add(1), 10))
+	_ = os.Remove(tmp) // a dead keeper's of the same pid
+	ln, err := net.ListenUnix("unix", &net.UnixAddr{Name: tmp, Net: "unix"})
+	if err != nil {
+		return nil, fmt.Errorf("keeper: %w", err)
+	}
+	ln.SetUnlinkOnClose(false)
+	err = os.Chmod(tmp, 0o600)
+	if err == nil {
+		err = os.Rename(tmp, sock)
+	}
+	if err != nil {
+		ln.Close()
+		_ = os.Remove(tmp)
+		return nil, fmt.Errorf("keeper: %w", err)
+	}
+	return ln, nil
 }
 
 // DefaultSocket is $XDG_RUNTIME_DIR/stado/keeper.sock, or
@@ -162,26 +191,19 @@ func DefaultSocket() (string, error) {
 	return filepath.Join(home, ".stado", "run", "keeper.sock"), nil
 }
 
-// socketDir makes dir 0700, or checks that an existing dir is the user's
-// and writable by no one else.
+// socketDir makes dir 0700 (with any missing parents), or checks an
+// existing one: it must pass checkSocketDir for the keeper's uid, as the
+// Client checks it, so a keeper never listens where its clients would not
+// trust it. Errors wrap ErrUntrusted when the directory is not the user's
+// alone.
 func socketDir(dir string) error {
-	if err := os.MkdirAll(dir, 0o700); err != nil {
+	if err := os.MkdirAll(filepath.Dir(dir), 0o700); err != nil {
 		return fmt.Errorf("keeper socket directory: %w", err)
 	}
-	st, err := os.Stat(dir)
-	if err != nil {
+	if err := os.Mkdir(dir, 0o700); err != nil && !errors.Is(err, fs.ErrExist) {
 		return fmt.Errorf("keeper socket directory: %w", err)
 	}
-	sys, ok := st.Sys().(*syscall.Stat_t)
-	switch {
-	case !st.IsDir():
-		return fmt.Errorf("keeper socket directory %s is not a directory", dir)
-	case ok && int(sys.Uid) != os.Geteuid():
-		return fmt.Errorf("keeper socket directory %s belongs to uid %d, not %d", dir, sys.Uid, os.Geteuid())
-	case st.Mode().Perm()&0o022 != 0:
-		return fmt.Errorf("keeper socket directory %s is writable by others (mode %v)", dir, st.Mode().Perm())
-	}
-	return nil
+	return checkSocketDir(dir, os.Geteuid())
 }
 
 // lockSocket takes the socket's sidecar lock. While another keeper holds it

@@ -29,7 +29,6 @@ import (
 
 	"github.com/wisent/stado/channel"
 	"github.com/wisent/stado/channel/channeltest"
-	"github.com/wisent/stado/registry"
 	"github.com/wisent/stado/tests/testbed"
 )
 
@@ -513,16 +512,20 @@ func TestAPeerOfAnotherUIDIsRefused(t *testing.T) {
 // another uid (TestForeignPeerHelperProcess).
 const peerHelperEnv = "STADO_KEEPER_PEER_HELPER"
 
-func TestAPeerRunningAsAnotherUIDIsRefusedOnTheKernelsWord(t *testing.T) {
+// nobody is the uid (and gid) tests run a foreign process as.
+const nobody = 65534
+
+// foreignHelper is a copy of this test binary that uid nobody may run;
+// the test needs root to run it as nobody.
+func foreignHelper(t *testing.T) string {
+	t.Helper()
 	if os.Geteuid() != 0 {
-		testbed.Unavailable(t, "running a keeper client as another uid needs root")
+		testbed.Unavailable(t, "running a process as another uid needs root")
 	}
-	const nobody = 65534
 	exe, err := os.Executable()
 	if err != nil {
 		t.Fatal(err)
 	}
-	// a copy of this test binary that uid nobody may run
 	bin, err := os.MkdirTemp("", "stado-peer")
 	if err != nil {
 		t.Fatal(err)
@@ -532,47 +535,69 @@ func TestAPeerRunningAsAnotherUIDIsRefusedOnTheKernelsWord(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	helper := filepath.Join(bin, "channel.test")
+	helper := filepath.Join(bin, "keeper.test")
 	if err := os.WriteFile(helper, b, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	os.Chmod(bin, 0o755)
+	if err := os.Chmod(bin, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return helper
+}
+
+// asNobody is cmd run as uid and gid nobody from /.
+func asNobody(cmd *exec.Cmd) *exec.Cmd {
+	cmd.Dir = "/"
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: nobody, Gid: nobody}}
+	return cmd
+}
+
+func TestAPeerRunningAsAnotherUIDIsRefusedOnTheKernelsWord(t *testing.T) {
+	helper := foreignHelper(t)
 	k := startKeeper(t, Config{})
-	// The keeper answers before it has narrowed its socket to 0600; a
-	// loosening made before that would be undone.
-	waitUntil(t, "the keeper narrows its socket", func() bool {
-		st, err := os.Stat(k.socket)
-		return err == nil && st.Mode().Perm() == 0o600
-	})
 	// permissions a mistake could leave: only the peer check stands
 	os.Chmod(filepath.Dir(filepath.Dir(k.socket)), 0o711)
 	os.Chmod(filepath.Dir(k.socket), 0o711)
 	os.Chmod(k.socket, 0o666)
-	cmd := exec.Command(helper, "-test.run=^TestForeignPeerHelperProcess$", "-test.count=1", "-test.v")
+	cmd := asNobody(exec.Command(helper, "-test.run=^TestForeignPeerHelperProcess$", "-test.count=1", "-test.v"))
 	cmd.Env = append(os.Environ(), peerHelperEnv+"="+k.socket)
-	cmd.Dir = "/"
-	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: nobody, Gid: nobody}}
 	out, err := cmd.CombinedOutput()
 	if err != nil {
 		t.Fatalf("helper: %v\n%s", err, out)
 	}
-	want := "RESULT: " + ErrUnavailable.Error() + ": peer uid " + strconv.Itoa(nobody) + " is not the keeper's uid 0"
+	want := "RESULT: unavailable: peer uid " + strconv.Itoa(nobody) + " is not the keeper's uid 0"
 	if !strings.Contains(string(out), want) {
 		t.Fatalf("a client of uid %d got\n%s\nwant %q", nobody, out, want)
 	}
 }
 
 // TestForeignPeerHelperProcess is not a test: run with peerHelperEnv set,
-// it makes one call through the keeper on that socket and prints the error.
+// it sends one request to the keeper on that socket as the wire carries
+// it (a Client would not trust another uid's socket and send nothing) and
+// prints the keeper's answer.
 func TestForeignPeerHelperProcess(t *testing.T) {
 	sock := os.Getenv(peerHelperEnv)
 	if sock == "" {
 		return
 	}
-	target := registry.Target{Name: "web1", SSH: registry.SSH{Address: "127.0.0.1", Port: 1, User: "op"}}
-	d := &channel.Dialer{KnownHostsPath: "/nonexistent/known_hosts", SSHConfigPath: "/nonexistent/config", NoAgent: true}
-	_, _, err := (&Client{Socket: sock}).Run(context.Background(), target, d, []string{"version"}, nil)
-	fmt.Println("RESULT:", err)
+	conn, err := net.Dial("unix", sock)
+	if err != nil {
+		fmt.Println("RESULT: dial:", err)
+		return
+	}
+	defer conn.Close()
+	req := &keeperRequest{
+		Endpoint:   keeperEndpoint{Host: "web1", Address: "127.0.0.1", Port: 1, User: "op"},
+		KnownHosts: "/nonexistent/known_hosts", NoAgent: true, Argv: []string{"version"},
+	}
+	_ = writeFrame(conn, &keeperFrame{Kind: frameRequest, Version: keeperProtocol, Request: req})
+	_ = writeFrame(conn, &keeperFrame{Kind: frameStdinEnd})
+	var f keeperFrame
+	if err := readFrame(bufio.NewReader(conn), &f); err != nil {
+		fmt.Println("RESULT: read:", err)
+		return
+	}
+	fmt.Printf("RESULT: %s: %s\n", f.Kind, f.Reason)
 }
 
 func TestTheSocketIsPrivateToItsUser(t *testing.T) {
@@ -611,7 +636,7 @@ func TestTheSocketIsPrivateToItsUser(t *testing.T) {
 		t.Fatal(err)
 	}
 	os.Chmod(open, 0o777)
-	if err := Serve(context.Background(), Config{Socket: filepath.Join(open, "k.sock")}); err == nil || !strings.Contains(err.Error(), "writable by others") {
+	if err := Serve(context.Background(), Config{Socket: filepath.Join(open, "k.sock")}); err == nil || !strings.Contains(err.Error(), "writable by its group or others") {
 		t.Fatalf("Serve in a world-writable directory: %v", err)
 	}
 }
