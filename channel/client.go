@@ -7,6 +7,7 @@ import (
 	"fmt"
 
 	"github.com/wisent/stado/refusal"
+	"github.com/wisent/stado/register"
 	"github.com/wisent/stado/registry"
 	"github.com/wisent/stado/units"
 )
@@ -21,9 +22,6 @@ type Client struct {
 }
 
 var _ Host = (*Client)(nil)
-
-// Connector returns the Host of a target; the write half takes one.
-type Connector func(t registry.Target) Host
 
 // Connect returns a Connector over p.
 func (p *Pool) Connect() Connector {
@@ -189,4 +187,32 @@ func (c *Client) RepairStep(ctx context.Context, req StepRequest) (StepResult, e
 	var res StepResult
 	err := c.call(ctx, Command{Verb: VerbRepairStep, Step: req.Step, Env: req.Env}, nil, &res)
 	return res, err
+}
+
+// Verify implements Host: the request document travels on stdin.
+func (c *Client) Verify(ctx context.Context, req VerifyRequest) (VerifyResult, error) {
+	var res VerifyResult
+	body, err := json.Marshal(req)
+	if err != nil {
+		return res, fmt.Errorf("encode verify request: %w", err)
+	}
+	if err := c.call(ctx, Command{Verb: VerbVerify}, body, &res); err != nil {
+		return res, err
+	}
+	if len(res.Units) != len(req.Services) {
+		return res, &RemoteError{Host: c.Target.Name, Stage: StageRemoteExit, Err: fmt.Errorf("verify answered %d units for %d services", len(res.Units), len(req.Services))}
+	}
+	return res, nil
+}
+
+// Recoveries implements Host.
+func (c *Client) Recoveries(ctx context.Context) (RecoveriesResult, error) {
+	var res RecoveriesResult
+	if err := c.call(ctx, Command{Verb: VerbRecoveries}, nil, &res); err != nil {
+		return res, err
+	}
+	if res.Recoveries == nil {
+		res.Recoveries = []register.Recovery{}
+	}
+	return res, nil
 }

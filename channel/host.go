@@ -50,6 +50,9 @@ type Host interface {
 	Recoveries(ctx context.Context) (RecoveriesResult, error)
 }
 
+// Connector returns the Host of a target; the write half takes one.
+type Connector func(t registry.Target) Host
+
 // UnitRef names one unit of one manager: scope "system" or "user", and a
 // systemd unit name or launchd label.
 type UnitRef struct {

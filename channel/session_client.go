@@ -93,11 +93,13 @@ func (rs *RemoteSession) Call(ctx context.Context, call []string, stdin []byte) 
 	var resp SessionResponse
 	done := make(chan error, 1)
 	go func() {
-		if err := writeSessionFrame(rs.in, sessionRequest{Argv: call, Stdin: stdin}); err != nil {
+		if err := WriteSessionCall(rs.in, call, stdin); err != nil {
 			done <- err
 			return
 		}
-		done <- readSessionFrame(rs.out, &resp)
+		var err error
+		resp, err = ReadSessionResponse(rs.out)
+		done <- err
 	}()
 	select {
 	case err := <-done:
