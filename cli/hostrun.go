@@ -11,7 +11,7 @@ import (
 	ucli "github.com/urfave/cli/v2"
 
 	"github.com/wisent/stado/beacon"
-	"github.com/wisent/stado/channel"
+	"github.com/wisent/stado/channel/sshclient"
 	"github.com/wisent/stado/declaration"
 	"github.com/wisent/stado/registry"
 	"github.com/wisent/stado/repair"
@@ -148,7 +148,7 @@ func hostContributors(ctx context.Context, env *Env, st store.Store, host string
 			ids = append(ids, id)
 		}
 	}
-	d := &channel.Dialer{KnownHostsPath: env.Getenv("STADO_KNOWN_HOSTS"), IdentityFiles: ids, SSHConfigPath: env.Getenv("STADO_SSH_CONFIG")}
+	d := &sshclient.Dialer{KnownHostsPath: env.Getenv("STADO_KNOWN_HOSTS"), IdentityFiles: ids, SSHConfigPath: env.Getenv("STADO_SSH_CONFIG")}
 	cs, stop, err := repair.HostProcess{Store: st, Host: host, Manager: mgr, Users: users, Home: homeDir(env), StoreURL: env.StoreURL, Dialer: d, Now: env.Now, Logger: env.Logger}.Contributors(ctx)
 	if err != nil {
 		return nil, nil, err

@@ -7,6 +7,7 @@ import (
 
 	"github.com/wisent/stado/channel"
 	"github.com/wisent/stado/channel/keeper"
+	"github.com/wisent/stado/channel/sshclient"
 	"github.com/wisent/stado/fleet"
 	"github.com/wisent/stado/registry"
 )
@@ -29,8 +30,8 @@ func parallelFlag() ucli.Flag {
 }
 
 // dialerFrom builds the channel dialer the ssh flags name.
-func dialerFrom(c *ucli.Context) *channel.Dialer {
-	return &channel.Dialer{
+func dialerFrom(c *ucli.Context) *sshclient.Dialer {
+	return &sshclient.Dialer{
 		KnownHostsPath:   c.String("known-hosts"),
 		IdentityFiles:    c.StringSlice("identity"),
 		SSHConfigPath:    c.String("ssh-config"),
@@ -43,7 +44,7 @@ func dialerFrom(c *ucli.Context) *channel.Dialer {
 // rides one pooled connection, or this user's connection keeper unless
 // --no-keeper. The func it returns closes the pool.
 func connectorFrom(c *ucli.Context, env *Env) (channel.Connector, func()) {
-	pool := channel.NewPool(dialerFrom(c))
+	pool := sshclient.NewPool(dialerFrom(c))
 	if !c.Bool("no-keeper") {
 		pool.Transport = &keeper.Client{Start: env.StartKeeper}
 	}

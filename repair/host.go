@@ -8,8 +8,8 @@ import (
 
 	"github.com/wisent/stado/beacon"
 	"github.com/wisent/stado/catalog"
-	"github.com/wisent/stado/channel"
 	"github.com/wisent/stado/channel/local"
+	"github.com/wisent/stado/channel/sshclient"
 	"github.com/wisent/stado/refusal"
 	"github.com/wisent/stado/register"
 	"github.com/wisent/stado/registry"
@@ -33,7 +33,7 @@ type HostProcess struct {
 	// StoreURL is the URL Store was opened from; repair steps get it as
 	// STADO_STORE (local.StepRunner.StoreURL).
 	StoreURL string
-	Dialer   *channel.Dialer
+	Dialer   *sshclient.Dialer
 	Now      func() time.Time
 	Logger   *slog.Logger
 }
@@ -57,7 +57,7 @@ func (h HostProcess) Contributors(ctx context.Context) ([]beacon.Contributor, fu
 		Host:     h.Self(cat),
 		Register: register.Home(h.Home), Now: h.Now, Logger: h.Logger,
 	}
-	pool := channel.NewPool(h.Dialer)
+	pool := sshclient.NewPool(h.Dialer)
 	peer := &Peer{
 		ListPath:    resolver.ListPath(h.Home),
 		LoadCatalog: func(ctx context.Context) (*catalog.Catalog, error) { return catalog.Load(ctx, h.Store) },

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/wisent/stado/channel"
+	"github.com/wisent/stado/channel/sshclient"
 	"github.com/wisent/stado/registry"
 )
 
@@ -31,7 +32,7 @@ var ErrUnavailable error = unavailable{}
 type unavailable struct{}
 
 func (unavailable) Error() string        { return "channel: keeper unavailable" }
-func (unavailable) Is(target error) bool { return target == channel.ErrNotCarried }
+func (unavailable) Is(target error) bool { return target == sshclient.ErrNotCarried }
 
 // DefaultStartTimeout bounds the wait for a keeper a Client started to
 // answer on its socket.
@@ -53,7 +54,7 @@ type Client struct {
 	StartTimeout time.Duration
 }
 
-var _ channel.Transport = (*Client)(nil)
+var _ sshclient.Transport = (*Client)(nil)
 
 // Run does what channel.Pool.Run does — runs argv on t with stdin (nil for none) as
 // one quoted line and returns what it printed — over the keeper's
@@ -69,12 +70,12 @@ var _ channel.Transport = (*Client)(nil)
 // StageRemoteExit when the command failed, with stdout and stderr
 // returned. An error wrapping ErrUnavailable means no keeper took the call
 // and nothing ran: fall back to channel.Pool.Run.
-func (c *Client) Run(ctx context.Context, t registry.Target, dialer *channel.Dialer, argv []string, stdin []byte) (stdout, stderr []byte, err error) {
+func (c *Client) Run(ctx context.Context, t registry.Target, dialer *sshclient.Dialer, argv []string, stdin []byte) (stdout, stderr []byte, err error) {
 	if _, err := channel.Quote(argv); err != nil {
 		return nil, nil, fmt.Errorf("%s: %w", t.Name, err)
 	}
 	if dialer == nil {
-		dialer = &channel.Dialer{}
+		dialer = &sshclient.Dialer{}
 	}
 	ep, err := dialer.Resolve(t)
 	if err != nil {
@@ -94,7 +95,7 @@ func (c *Client) Run(ctx context.Context, t registry.Target, dialer *channel.Dia
 
 // newKeeperRequest is the request for one call, every path made absolute
 // in this process's working directory.
-func newKeeperRequest(d *channel.Dialer, ep channel.Endpoint, argv []string, stdin []byte) (*keeperRequest, error) {
+func newKeeperRequest(d *sshclient.Dialer, ep sshclient.Endpoint, argv []string, stdin []byte) (*keeperRequest, error) {
 	if len(stdin) > maxKeeperStdin {
 		return nil, fmt.Errorf("stdin of %d bytes exceeds %d", len(stdin), maxKeeperStdin)
 	}
@@ -167,14 +168,14 @@ func (c *Client) call(ctx context.Context, t registry.Target, req *keeperRequest
 	}
 
 	r := bufio.NewReader(conn)
-	var out, errb channel.OutputBuffer
+	var out, errb sshclient.OutputBuffer
 	addr, started := "", false
 	for {
 		var f keeperFrame
 		if err := readFrame(r, &f); err != nil {
 			switch {
 			case ctx.Err() != nil && started:
-				return out.Bytes(), errb.Bytes(), false, &channel.RemoteError{Host: t.Name, Address: addr, Stage: channel.StageRemoteExit, ExitStatus: -1, StderrTail: channel.StderrTail(errb.Bytes()), Err: ctx.Err()}
+				return out.Bytes(), errb.Bytes(), false, &channel.RemoteError{Host: t.Name, Address: addr, Stage: channel.StageRemoteExit, ExitStatus: -1, StderrTail: sshclient.StderrTail(errb.Bytes()), Err: ctx.Err()}
 			case ctx.Err() != nil:
 				return nil, nil, false, &channel.RemoteError{Host: t.Name, Stage: channel.StageConnect, Err: ctx.Err()}
 			case !started:
@@ -183,7 +184,7 @@ func (c *Client) call(ctx context.Context, t registry.Target, req *keeperRequest
 				}
 				return nil, nil, true, unavailable("keeper closed the call: %v", err)
 			default:
-				return out.Bytes(), errb.Bytes(), false, &channel.RemoteError{Host: t.Name, Address: addr, Stage: channel.StageConnect, ExitStatus: -1, StderrTail: channel.StderrTail(errb.Bytes()), Err: fmt.Errorf("keeper connection lost: %w", err)}
+				return out.Bytes(), errb.Bytes(), false, &channel.RemoteError{Host: t.Name, Address: addr, Stage: channel.StageConnect, ExitStatus: -1, StderrTail: sshclient.StderrTail(errb.Bytes()), Err: fmt.Errorf("keeper connection lost: %w", err)}
 			}
 		}
 		switch {
@@ -204,7 +205,7 @@ func (c *Client) call(ctx context.Context, t registry.Target, req *keeperRequest
 		case !started:
 			return nil, nil, false, unavailable("unexpected %q frame from the keeper", f.Kind)
 		default:
-			return out.Bytes(), errb.Bytes(), false, &channel.RemoteError{Host: t.Name, Address: addr, Stage: channel.StageConnect, ExitStatus: -1, StderrTail: channel.StderrTail(errb.Bytes()), Err: fmt.Errorf("unexpected %q frame from the keeper", f.Kind)}
+			return out.Bytes(), errb.Bytes(), false, &channel.RemoteError{Host: t.Name, Address: addr, Stage: channel.StageConnect, ExitStatus: -1, StderrTail: sshclient.StderrTail(errb.Bytes()), Err: fmt.Errorf("unexpected %q frame from the keeper", f.Kind)}
 		}
 	}
 }

@@ -19,6 +19,7 @@ import (
 	"golang.org/x/crypto/ssh"
 
 	"github.com/wisent/stado/channel"
+	"github.com/wisent/stado/channel/sshclient"
 )
 
 // DefaultIdle is how long a keeper waits with no call before it exits.
@@ -111,7 +112,7 @@ func Serve(ctx context.Context, cfg Config) error {
 	defer cancel()
 	k := &keeper{ctx: kctx, idle: idle, log: log, self: os.Geteuid(), conns: map[keptKey]*keptConn{}, stop: make(chan struct{}), sessionStart: cfg.SessionStart}
 	if k.sessionStart == 0 {
-		k.sessionStart = channel.DefaultSessionStart
+		k.sessionStart = sshclient.DefaultSessionStart
 	}
 	k.mu.Lock()
 	k.armIdle()
@@ -253,7 +254,7 @@ type keeper struct {
 type keptConn struct {
 	ready    chan struct{}
 	client   *ssh.Client
-	seen     *channel.HostKeySeen
+	seen     *sshclient.HostKeySeen
 	err      error
 	sessions sessions // remote programs kept running to serve channel calls
 }
@@ -440,7 +441,7 @@ func (k *keeper) run(ctx context.Context, req *keeperRequest, stdin []byte, w *f
 		<-done
 		return nil // the client is gone, or the keeper stops
 	}
-	x := wireExit(channel.ExitOf(err))
+	x := wireExit(sshclient.ExitOf(err))
 	x.Over = out.over || errb.over
 	_ = w.frame(&keeperFrame{Kind: frameExit, Exit: x})
 	return nil
@@ -448,7 +449,7 @@ func (k *keeper) run(ctx context.Context, req *keeperRequest, stdin []byte, w *f
 
 // callSession runs one channel call in rs and streams its answer to w as an
 // execution's would be.
-func callSession(ctx context.Context, kc *keptConn, rs *channel.RemoteSession, addr string, call []string, stdin []byte, w *frameWriter) error {
+func callSession(ctx context.Context, kc *keptConn, rs *sshclient.RemoteSession, addr string, call []string, stdin []byte, w *frameWriter) error {
 	if err := w.frame(&keeperFrame{Kind: frameStarted, Address: addr}); err != nil {
 		kc.sessions.put(rs)
 		return nil // the client is gone; nothing ran
@@ -473,7 +474,7 @@ func callSession(ctx context.Context, kc *keptConn, rs *channel.RemoteSession, a
 // none; fresh says it was dialed for this call. Calls arriving during a dial
 // share it. The dial runs under the keeper's context, bounded by the
 // connect timeout; ctx bounds only the wait.
-func (k *keeper) acquire(ctx context.Context, key keptKey, d *channel.Dialer, ep channel.Endpoint) (*keptConn, bool, error) {
+func (k *keeper) acquire(ctx context.Context, key keptKey, d *sshclient.Dialer, ep sshclient.Endpoint) (*keptConn, bool, error) {
 	k.mu.Lock()
 	kc, ok := k.conns[key]
 	if !ok {
@@ -572,7 +573,7 @@ type streamWriter struct {
 
 func (s *streamWriter) Write(p []byte) (int, error) {
 	b := p
-	if room := channel.MaxOutputBytes - s.n; len(b) > room {
+	if room := sshclient.MaxOutputBytes - s.n; len(b) > room {
 		s.over = true
 		b = b[:max(room, 0)]
 	}

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/wisent/stado/channel"
+	"github.com/wisent/stado/channel/sshclient"
 )
 
 // The keeper protocol, between a Client and Serve over the
@@ -34,7 +35,7 @@ const (
 	keeperProtocol = 1
 	maxKeeperFrame = 1 << 20   // bytes of one frame's JSON
 	keeperChunk    = 256 << 10 // data bytes per stdin/stdout/stderr frame
-	maxKeeperStdin = channel.MaxOutputBytes
+	maxKeeperStdin = sshclient.MaxOutputBytes
 )
 
 // Frame kinds.
@@ -97,17 +98,17 @@ type keeperEndpoint struct {
 	Explicit int `json:"explicit,omitempty"`
 }
 
-func (e keeperEndpoint) endpoint() channel.Endpoint {
-	return channel.Endpoint{Host: e.Host, Address: e.Address, Port: e.Port, User: e.User, IdentityFiles: e.IdentityFiles, Explicit: e.Explicit}
+func (e keeperEndpoint) endpoint() sshclient.Endpoint {
+	return sshclient.Endpoint{Host: e.Host, Address: e.Address, Port: e.Port, User: e.User, IdentityFiles: e.IdentityFiles, Explicit: e.Explicit}
 }
 
 // dialer is the Dialer the keeper dials the request's endpoint with: the
 // client's agent socket, never the keeper's own $SSH_AUTH_SOCK. A client
 // without an agent gets none (as "not set" when the keeper has none
 // either, so an authentication failure reads as it would have directly).
-func (r *keeperRequest) dialer() *channel.Dialer {
+func (r *keeperRequest) dialer() *sshclient.Dialer {
 	noAgent := r.NoAgent || (r.AgentSocket == "" && os.Getenv("SSH_AUTH_SOCK") != "")
-	return &channel.Dialer{
+	return &sshclient.Dialer{
 		KnownHostsPath:   r.KnownHosts,
 		AcceptNewHostKey: r.AcceptNew,
 		AgentSocket:      r.AgentSocket,
@@ -174,11 +175,11 @@ func (r *keeperRequest) key() keptKey {
 // authenticating, checking the host key (of a new or a kept connection) or
 // opening the session.
 type keeperFailure struct {
-	Host    string                `json:"host"`
-	Address string                `json:"address,omitempty"`
-	Stage   channel.Stage         `json:"stage"`
-	Message string                `json:"message"`            // the cause's message
-	HostKey *channel.HostKeyError `json:"host_key,omitempty"` // the cause, when it is a refused host key
+	Host    string                  `json:"host"`
+	Address string                  `json:"address,omitempty"`
+	Stage   channel.Stage           `json:"stage"`
+	Message string                  `json:"message"`            // the cause's message
+	HostKey *sshclient.HostKeyError `json:"host_key,omitempty"` // the cause, when it is a refused host key
 }
 
 func failureOf(err error) *keeperFailure {
@@ -233,12 +234,12 @@ type keeperExit struct {
 	Over    bool   `json:"over,omitempty"`    // stdout or stderr passed channel.MaxOutputBytes
 }
 
-func wireExit(x channel.Exit) *keeperExit {
+func wireExit(x sshclient.Exit) *keeperExit {
 	return &keeperExit{Status: x.Status, Signal: x.Signal, Missing: x.Missing, Failed: x.Failed, Over: x.Over}
 }
 
-func (x *keeperExit) exit() channel.Exit {
-	return channel.Exit{Status: x.Status, Signal: x.Signal, Missing: x.Missing, Failed: x.Failed, Over: x.Over}
+func (x *keeperExit) exit() sshclient.Exit {
+	return sshclient.Exit{Status: x.Status, Signal: x.Signal, Missing: x.Missing, Failed: x.Failed, Over: x.Over}
 }
 
 // writeFrame writes f as one length-prefixed frame in one Write.

@@ -1,4 +1,4 @@
-package channel
+package sshclient
 
 import (
 	"context"
@@ -17,6 +17,7 @@ import (
 	"golang.org/x/crypto/ssh"
 	"golang.org/x/crypto/ssh/agent"
 
+	"github.com/wisent/stado/channel"
 	"github.com/wisent/stado/registry"
 )
 
@@ -142,7 +143,7 @@ func (d *Dialer) Resolve(t registry.Target) (Endpoint, error) {
 func (d *Dialer) Dial(ctx context.Context, t registry.Target) (*ssh.Client, error) {
 	ep, err := d.Resolve(t)
 	if err != nil {
-		return nil, &RemoteError{Host: t.Name, Stage: StageConnect, Err: err}
+		return nil, &channel.RemoteError{Host: t.Name, Stage: channel.StageConnect, Err: err}
 	}
 	client, _, err := d.DialEndpoint(ctx, ep)
 	return client, err
@@ -327,8 +328,8 @@ func (s *HostKeySeen) get() (addr string, remote net.Addr, key ssh.PublicKey) {
 // (home, working directory, ssh_config), and it re-checks the returned key
 // before each reuse.
 func (d *Dialer) DialEndpoint(ctx context.Context, ep Endpoint) (*ssh.Client, *HostKeySeen, error) {
-	fail := func(stage Stage, err error) error {
-		return &RemoteError{Host: ep.Host, Address: ep.HostPort(), Stage: stage, Err: err}
+	fail := func(stage channel.Stage, err error) error {
+		return &channel.RemoteError{Host: ep.Host, Address: ep.HostPort(), Stage: stage, Err: err}
 	}
 	timeout := d.ConnectTimeout
 	if timeout <= 0 {
@@ -337,12 +338,12 @@ func (d *Dialer) DialEndpoint(ctx context.Context, ep Endpoint) (*ssh.Client, *H
 	addr := ep.HostPort()
 	auth, closeAgent, err := d.authMethod(ep)
 	if err != nil {
-		return nil, nil, fail(StageAuth, err)
+		return nil, nil, fail(channel.StageAuth, err)
 	}
 	conn, err := (&net.Dialer{Timeout: timeout}).DialContext(ctx, "tcp", addr)
 	if err != nil {
 		closeAgent()
-		return nil, nil, fail(StageConnect, err)
+		return nil, nil, fail(channel.StageConnect, err)
 	}
 	_ = conn.SetDeadline(time.Now().Add(timeout))
 	stop := context.AfterFunc(ctx, func() { conn.Close() })
@@ -353,7 +354,7 @@ func (d *Dialer) DialEndpoint(ctx context.Context, ep Endpoint) (*ssh.Client, *H
 		stop()
 		conn.Close()
 		closeAgent()
-		return nil, nil, fail(StageHostKey, err)
+		return nil, nil, fail(channel.StageHostKey, err)
 	}
 	seen := new(HostKeySeen)
 	cfg := &ssh.ClientConfig{
@@ -380,13 +381,13 @@ func (d *Dialer) DialEndpoint(ctx context.Context, ep Endpoint) (*ssh.Client, *H
 		conn.Close()
 		switch {
 		case checker.refused != nil:
-			return nil, nil, fail(StageHostKey, checker.refused)
+			return nil, nil, fail(channel.StageHostKey, checker.refused)
 		case ctx.Err() != nil:
-			return nil, nil, fail(StageConnect, ctx.Err())
+			return nil, nil, fail(channel.StageConnect, ctx.Err())
 		case checker.checked:
-			return nil, nil, fail(StageAuth, auth.explain(err))
+			return nil, nil, fail(channel.StageAuth, auth.explain(err))
 		default:
-			return nil, nil, fail(StageConnect, err)
+			return nil, nil, fail(channel.StageConnect, err)
 		}
 	}
 	_ = conn.SetDeadline(time.Time{})
