@@ -44,11 +44,20 @@ func dialerFrom(c *ucli.Context) *sshclient.Dialer {
 // rides one pooled connection, or this user's connection keeper unless
 // --no-keeper. The func it returns closes the pool.
 func connectorFrom(c *ucli.Context, env *Env) (channel.Connector, func()) {
-	pool := sshclient.NewPool(dialerFrom(c))
+	var keeperTransport sshclient.Transport
 	if !c.Bool("no-keeper") {
-		pool.Transport = &keeper.Client{Start: env.StartKeeper}
+		keeperTransport = &keeper.Client{Start: env.StartKeeper}
 	}
-	return pool.Connect(), func() { pool.Close() }
+	return sshConnector(dialerFrom(c), keeperTransport)
+}
+
+// sshConnector is the one place cli builds an SSH pool: every target's Host
+// rides one connection per host dialed with d, or transport first when it
+// is not nil. The func it returns closes the pool.
+func sshConnector(d *sshclient.Dialer, transport sshclient.Transport) (channel.Connector, func()) {
+	pool := sshclient.NewPool(d)
+	pool.Transport = transport
+	return pool.Connect(), func() { _ = pool.Close() }
 }
 
 // logsReader reads the last lines of a declared service's log through
