@@ -21,10 +21,11 @@ const (
 	StageRemoteExit    Stage = "remote_exit"    // the remote command exited nonzero otherwise
 )
 
-// RemoteError is a failed call to one host. Err is the cause: a
-// *HostKeyError at StageHostKey, a *Refusal at StageRemoteRefusal (both carry
-// a RefusalCode, so the CLI reports them as refusals), the transport error
-// otherwise. ExitStatus and StderrTail are set at the remote stages.
+// RemoteError is a failed call to one host. Err is the cause: the SSH
+// client's *sshclient.HostKeyError at StageHostKey, a *Refusal at
+// StageRemoteRefusal (both carry a RefusalCode, so the CLI reports them as
+// refusals), the transport error otherwise. ExitStatus and StderrTail are set
+// at the remote stages.
 type RemoteError struct {
 	Host       string `json:"host"`
 	Address    string `json:"address,omitempty"`

@@ -25,8 +25,8 @@ import (
 // could be started, the keeper refused the call (another uid, another
 // protocol version, stopping), or the connection to it broke before the
 // command started. Nothing ran on the host, so the caller falls back to a
-// direct connection: it matches channel.ErrNotCarried too, which is what
-// channel.Pool falls back on.
+// direct connection: it matches sshclient.ErrNotCarried too, which is what
+// sshclient.Pool falls back on.
 var ErrUnavailable error = unavailable{}
 
 type unavailable struct{}
@@ -40,7 +40,7 @@ const DefaultStartTimeout = 5 * time.Second
 
 // Client runs commands on hosts through the keeper (Serve) listening on
 // Socket, so connections outlive one stado command: it is the
-// channel.Transport a channel.Pool takes. It holds no state and is safe for
+// sshclient.Transport a sshclient.Pool takes. It holds no state and is safe for
 // concurrent use.
 type Client struct {
 	// Socket is the keeper's socket; default DefaultSocket().
@@ -56,20 +56,20 @@ type Client struct {
 
 var _ sshclient.Transport = (*Client)(nil)
 
-// Run does what channel.Pool.Run does — runs argv on t with stdin (nil for none) as
+// Run does what sshclient.Pool.Run does — runs argv on t with stdin (nil for none) as
 // one quoted line and returns what it printed — over the keeper's
 // connection to t, dialed with dialer's settings (nil: the zero Dialer).
 // The endpoint is resolved here (ssh_config, defaults under this process's
 // $HOME); the keeper gets paths and this process's agent socket, never key
 // material.
 //
-// Errors are channel.Pool.Run's: a word channel.Quote cannot carry; a
+// Errors are sshclient.Pool.Run's: a word channel.Quote cannot carry; a
 // *channel.RemoteError at StageConnect, StageAuth or StageHostKey (with the
-// dialer's *channel.HostKeyError, also when a kept connection's key is no
+// dialer's *sshclient.HostKeyError, also when a kept connection's key is no
 // longer accepted) when the host was not reached, at StageRemoteRefusal or
 // StageRemoteExit when the command failed, with stdout and stderr
 // returned. An error wrapping ErrUnavailable means no keeper took the call
-// and nothing ran: fall back to channel.Pool.Run.
+// and nothing ran: fall back to sshclient.Pool.Run.
 func (c *Client) Run(ctx context.Context, t registry.Target, dialer *sshclient.Dialer, argv []string, stdin []byte) (stdout, stderr []byte, err error) {
 	if _, err := channel.Quote(argv); err != nil {
 		return nil, nil, fmt.Errorf("%s: %w", t.Name, err)

@@ -43,8 +43,8 @@ type Config struct {
 	// commands, input or output). Nil discards them.
 	Logger *slog.Logger
 	// SessionStart bounds the wait for a host's remote program to open a
-	// session (channel.StartSession); a host that does not in time is
-	// called one execution per call. Default channel.DefaultSessionStart;
+	// session (sshclient.StartSession); a host that does not in time is
+	// called one execution per call. Default sshclient.DefaultSessionStart;
 	// negative never opens sessions.
 	SessionStart time.Duration
 }
@@ -57,7 +57,7 @@ type Config struct {
 // reuse the host key the connection was established with is checked
 // against the current known_hosts by the rules of a new connection, so an
 // edit there takes effect at once; a refused key closes the connection and
-// fails the call with the *channel.HostKeyError the dialer returns.
+// fails the call with the *sshclient.HostKeyError the dialer returns.
 //
 // The socket's directory is created 0700 (an existing one must be the
 // user's and writable by no one else), the socket is 0600, and a sidecar
@@ -563,7 +563,7 @@ func (w *frameWriter) frame(f *keeperFrame) error {
 }
 
 // streamWriter sends a session's stdout or stderr as frames, up to
-// channel.MaxOutputBytes, and notes that more came.
+// sshclient.MaxOutputBytes, and notes that more came.
 type streamWriter struct {
 	fw   *frameWriter
 	kind string

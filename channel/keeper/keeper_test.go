@@ -182,7 +182,7 @@ func TestAChangedKnownHostsEntryRefusesTheKeptConnection(t *testing.T) {
 	re := remoteErr(t, err, "web1", channel.StageHostKey)
 	var he *sshclient.HostKeyError
 	if !errors.As(err, &he) {
-		t.Fatalf("%v carries no *channel.HostKeyError", err)
+		t.Fatalf("%v carries no *sshclient.HostKeyError", err)
 	}
 	if he.Kind != sshclient.HostKeyChanged || he.RefusalCode() != "host_key_mismatch" {
 		t.Fatalf("host key error %+v, want changed (host_key_mismatch)", he)

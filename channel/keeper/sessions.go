@@ -16,7 +16,7 @@ import (
 // calls; more run at once when more calls to one host are in flight.
 const maxIdleSessions = 4
 
-// sessions are a kept connection's idle sessions (channel.RemoteSession);
+// sessions are a kept connection's idle sessions (sshclient.RemoteSession);
 // none when the host has no session support.
 type sessions struct {
 	mu          sync.Mutex
@@ -35,7 +35,7 @@ func channelCall(argv []string) (prog string, call []string, ok bool) {
 
 // take returns an idle session of kc, or starts one running prog. A host
 // that serves no sessions is remembered: later calls get
-// channel.ErrNoSession at once.
+// sshclient.ErrNoSession at once.
 func (s *sessions) take(ctx context.Context, client *ssh.Client, prog string, wait time.Duration) (*sshclient.RemoteSession, error) {
 	s.mu.Lock()
 	if s.unsupported {

@@ -80,13 +80,13 @@ type keeperRequest struct {
 	ConnectTimeout  int64 `json:"connect_timeout_ns,omitempty"`
 	KeepAlive       int64 `json:"keepalive_ns,omitempty"`
 	KeepAliveMissed int   `json:"keepalive_missed,omitempty"`
-	// Argv is sent as channel.Pool.Run sends it (Quote); Stdin says whether stdin
+	// Argv is sent as sshclient.Pool.Run sends it (Quote); Stdin says whether stdin
 	// frames follow as the command's input (nil stdin sends none).
 	Argv  []string `json:"argv"`
 	Stdin bool     `json:"stdin,omitempty"`
 }
 
-// keeperEndpoint is a channel.Endpoint on the wire.
+// keeperEndpoint is a sshclient.Endpoint on the wire.
 type keeperEndpoint struct {
 	Host          string   `json:"host"`
 	Address       string   `json:"address"`
@@ -196,7 +196,7 @@ func failureOf(err error) *keeperFailure {
 }
 
 // remoteError is the *channel.RemoteError the keeper met. A refused host key comes
-// back as the very *channel.HostKeyError the dialer returns; other causes keep
+// back as the very *sshclient.HostKeyError the dialer returns; other causes keep
 // their message.
 func (f *keeperFailure) remoteError(host string) *channel.RemoteError {
 	re := &channel.RemoteError{Host: f.Host, Address: f.Address, Stage: f.Stage}
@@ -224,14 +224,14 @@ type wireError struct {
 func (e *wireError) Error() string { return e.msg }
 func (e *wireError) Unwrap() error { return e.cause }
 
-// keeperExit is how a session ended (a channel.Exit on the wire), as facts
-// the client turns into what channel.Pool.Run returns for the same end.
+// keeperExit is how a session ended (a sshclient.Exit on the wire), as facts
+// the client turns into what sshclient.Pool.Run returns for the same end.
 type keeperExit struct {
 	Status  int    `json:"status"`            // exit status; -1 when none came
 	Signal  string `json:"signal,omitempty"`  // the signal that ended it
 	Missing bool   `json:"missing,omitempty"` // it ended with neither status nor signal
 	Failed  string `json:"failed,omitempty"`  // the session failed otherwise (transport)
-	Over    bool   `json:"over,omitempty"`    // stdout or stderr passed channel.MaxOutputBytes
+	Over    bool   `json:"over,omitempty"`    // stdout or stderr passed sshclient.MaxOutputBytes
 }
 
 func wireExit(x sshclient.Exit) *keeperExit {
