@@ -6,14 +6,15 @@ import (
 	"sync"
 
 	"github.com/wisent/stado/channel"
-	"github.com/wisent/stado/refusal"
 	"github.com/wisent/stado/register"
 	"github.com/wisent/stado/units"
 )
 
-// recordingHost is a Host that records every call and performs none: the
-// real Host is the units Manager, which the lead wires in; here the point is
-// to see which calls the dispatcher makes, and that a refusal makes none.
+// recordingHost is a channel.Host that records every call and performs
+// none, served behind the in-process SSH server by channel.Serve: the point
+// is to see which calls reach the host through the client, and that a
+// refusal makes none. It mirrors the recording host of channel's own tests,
+// which a test of another package cannot reach.
 type recordingHost struct {
 	os string
 
@@ -125,11 +126,5 @@ func (h *recordingHost) Recoveries(context.Context) (channel.RecoveriesResult, e
 func (h *recordingHost) Version(context.Context) (channel.VersionResult, error) {
 	return channel.VersionResult{Protocol: channel.ProtocolVersion, OS: h.OS()}, h.record(hostCall{Method: "Version"})
 }
-
-// notLoaded is a host error that is a refusal, as "unit not loaded" is.
-type notLoaded struct{ unit string }
-
-func (e notLoaded) Error() string             { return "unit " + e.unit + " is not loaded" }
-func (e notLoaded) RefusalCode() refusal.Code { return refusal.NotFound }
 
 var errHostBroken = errors.New("systemd: connection refused")
