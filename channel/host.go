@@ -11,9 +11,10 @@ import (
 
 // Host is everything the write half can ask of one host, one typed request
 // and one typed result per verb. It has three implementations: the SSH
-// client (Client, one verb per remote execution), the remote end (Serve,
-// which parses a verb call and hands it to a Host), and the local host
-// (package channel/local, over units.Manager, the unit files and /proc).
+// client (package channel/sshclient, one verb per remote execution), the
+// remote end (Serve, which parses a verb call and hands it to a Host), and
+// the local host (package channel/local, over units.Manager, the unit files
+// and /proc).
 // An in-process Host lets the write half be tested without root.
 //
 // Errors: a *refusal.Error (or any refusal.Coded) is a refusal — nothing was
@@ -49,6 +50,10 @@ type Host interface {
 	// Recoveries reads the host's recovery register, changing nothing.
 	Recoveries(ctx context.Context) (RecoveriesResult, error)
 }
+
+// Connector returns the Host of a target; the write half takes one, built
+// by its caller (the SSH client's Pool.Connect, or an in-process Host).
+type Connector func(t registry.Target) Host
 
 // UnitRef names one unit of one manager: scope "system" or "user", and a
 // systemd unit name or launchd label.

@@ -1,8 +1,6 @@
 package channel
 
 import (
-	"context"
-
 	"github.com/wisent/stado/register"
 )
 
@@ -19,16 +17,4 @@ type RecoveriesResult struct {
 	// Recoveries are its rows, oldest first; empty when there is no file.
 	// A row crosses the channel in the register's own line format.
 	Recoveries []register.Recovery `json:"recoveries"`
-}
-
-// Recoveries implements Host.
-func (c *Client) Recoveries(ctx context.Context) (RecoveriesResult, error) {
-	var res RecoveriesResult
-	if err := c.call(ctx, Command{Verb: VerbRecoveries}, nil, &res); err != nil {
-		return res, err
-	}
-	if res.Recoveries == nil {
-		res.Recoveries = []register.Recovery{}
-	}
-	return res, nil
 }

@@ -75,6 +75,21 @@ func readSessionFrame(r io.Reader, v any) error {
 	return json.Unmarshal(b, v)
 }
 
+// WriteSessionCall writes one call of a session — its argv (call[0] is the
+// verb) and its stdin (nil for none) — as one frame, the way a session's
+// client sends it.
+func WriteSessionCall(w io.Writer, call []string, stdin []byte) error {
+	return writeSessionFrame(w, sessionRequest{Argv: call, Stdin: stdin})
+}
+
+// ReadSessionResponse reads the frame a session answers one call with. An
+// error means the stream is unusable: io.EOF when it ended between frames.
+func ReadSessionResponse(r io.Reader) (SessionResponse, error) {
+	var resp SessionResponse
+	err := readSessionFrame(r, &resp)
+	return resp, err
+}
+
 // serveSession is the remote end of a session.
 func serveSession(ctx context.Context, stdin io.Reader, stdout io.Writer, host Host) error {
 	if stdin == nil {

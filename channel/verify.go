@@ -1,9 +1,6 @@
 package channel
 
 import (
-	"context"
-	"encoding/json"
-	"fmt"
 	"strconv"
 
 	"github.com/wisent/stado/refusal"
@@ -121,22 +118,6 @@ func RefusalOf(err error) *UnitRefusal {
 		code = "failure"
 	}
 	return &UnitRefusal{Code: code, Message: err.Error()}
-}
-
-// Verify implements Host: the request document travels on stdin.
-func (c *Client) Verify(ctx context.Context, req VerifyRequest) (VerifyResult, error) {
-	var res VerifyResult
-	body, err := json.Marshal(req)
-	if err != nil {
-		return res, fmt.Errorf("encode verify request: %w", err)
-	}
-	if err := c.call(ctx, Command{Verb: VerbVerify}, body, &res); err != nil {
-		return res, err
-	}
-	if len(res.Units) != len(req.Services) {
-		return res, &RemoteError{Host: c.Target.Name, Stage: StageRemoteExit, Err: fmt.Errorf("verify answered %d units for %d services", len(res.Units), len(req.Services))}
-	}
-	return res, nil
 }
 
 // decodeVerify reads the verify request strictly and holds every

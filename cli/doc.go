@@ -6,7 +6,12 @@
 // Every host command reaches its hosts through the one connector its ssh
 // flags describe (connectorFrom): the write half through fleet, `repair
 // --apply` by handing repair the target's Host, `host channel` by serving
-// channel/local. cli builds no pool, client or step runner of its own.
+// channel/local. cli is where SSH connections are built: it imports
+// channel/sshclient for the pool behind every connector (sshConnector, also
+// the one `stado host run` hands repair to reach its peers) and
+// channel/keeper for the transport that keeps connections between commands;
+// the packages it calls take a channel.Connector and never import the SSH
+// client. cli builds no other pool, client or step runner.
 //
 // cli is the top of the dependency graph; nothing imports it but cmd/stado.
 package cli

@@ -11,7 +11,7 @@ import (
 	ucli "github.com/urfave/cli/v2"
 
 	"github.com/wisent/stado/beacon"
-	"github.com/wisent/stado/channel"
+	"github.com/wisent/stado/channel/sshclient"
 	"github.com/wisent/stado/declaration"
 	"github.com/wisent/stado/registry"
 	"github.com/wisent/stado/repair"
@@ -148,14 +148,15 @@ func hostContributors(ctx context.Context, env *Env, st store.Store, host string
 			ids = append(ids, id)
 		}
 	}
-	d := &channel.Dialer{KnownHostsPath: env.Getenv("STADO_KNOWN_HOSTS"), IdentityFiles: ids, SSHConfigPath: env.Getenv("STADO_SSH_CONFIG")}
-	cs, stop, err := repair.HostProcess{Store: st, Host: host, Manager: mgr, Users: users, Home: homeDir(env), StoreURL: env.StoreURL, Dialer: d, Now: env.Now, Logger: env.Logger}.Contributors(ctx)
+	peers, closePeers := sshConnector(&sshclient.Dialer{KnownHostsPath: env.Getenv("STADO_KNOWN_HOSTS"), IdentityFiles: ids, SSHConfigPath: env.Getenv("STADO_SSH_CONFIG")}, nil)
+	cs, stop, err := repair.HostProcess{Store: st, Host: host, Manager: mgr, Users: users, Home: homeDir(env), StoreURL: env.StoreURL, Peers: peers, Now: env.Now, Logger: env.Logger}.Contributors(ctx)
 	if err != nil {
+		closePeers()
 		return nil, nil, err
 	}
 	// the service-protocol evidence of declarations naming an executable
 	ev := &beacon.ProtocolEvidence{Now: env.Now}
-	return append(cs, ev), func() { ev.Close(); stop() }, nil
+	return append(cs, ev), func() { ev.Close(); closePeers(); stop() }, nil
 }
 
 // localManager connects to this machine's init system: systemd's system

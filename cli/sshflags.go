@@ -7,6 +7,7 @@ import (
 
 	"github.com/wisent/stado/channel"
 	"github.com/wisent/stado/channel/keeper"
+	"github.com/wisent/stado/channel/sshclient"
 	"github.com/wisent/stado/fleet"
 	"github.com/wisent/stado/registry"
 )
@@ -29,8 +30,8 @@ func parallelFlag() ucli.Flag {
 }
 
 // dialerFrom builds the channel dialer the ssh flags name.
-func dialerFrom(c *ucli.Context) *channel.Dialer {
-	return &channel.Dialer{
+func dialerFrom(c *ucli.Context) *sshclient.Dialer {
+	return &sshclient.Dialer{
 		KnownHostsPath:   c.String("known-hosts"),
 		IdentityFiles:    c.StringSlice("identity"),
 		SSHConfigPath:    c.String("ssh-config"),
@@ -45,11 +46,20 @@ func dialerFrom(c *ucli.Context) *channel.Dialer {
 // used; the command dials directly and says why once on the log (stderr).
 // The func it returns closes the pool.
 func connectorFrom(c *ucli.Context, env *Env) (channel.Connector, func()) {
-	pool := channel.NewPool(dialerFrom(c))
+	var keeperTransport sshclient.Transport
 	if !c.Bool("no-keeper") {
-		pool.Transport = &keeper.Client{Start: env.StartKeeper, Logger: env.Logger}
+		keeperTransport = &keeper.Client{Start: env.StartKeeper, Logger: env.Logger}
 	}
-	return pool.Connect(), func() { pool.Close() }
+	return sshConnector(dialerFrom(c), keeperTransport)
+}
+
+// sshConnector is the one place cli builds an SSH pool: every target's Host
+// rides one connection per host dialed with d, or transport first when it
+// is not nil. The func it returns closes the pool.
+func sshConnector(d *sshclient.Dialer, transport sshclient.Transport) (channel.Connector, func()) {
+	pool := sshclient.NewPool(d)
+	pool.Transport = transport
+	return pool.Connect(), func() { _ = pool.Close() }
 }
 
 // logsReader reads the last lines of a declared service's log through

@@ -12,6 +12,7 @@ import (
 	"github.com/wisent/stado/channel"
 	"github.com/wisent/stado/channel/channeltest"
 	"github.com/wisent/stado/channel/local"
+	"github.com/wisent/stado/channel/sshclient"
 	"github.com/wisent/stado/fleet"
 	"github.com/wisent/stado/refusal"
 	"github.com/wisent/stado/registry"
@@ -91,13 +92,13 @@ func newBed(t *testing.T) *bed {
 	clock := &fakeClock{now: time.Date(2026, 12, 2, 12, 0, 0, 0, time.UTC)}
 	h := &local.Host{GOOS: "linux", Home: home, Now: clock.Now, After: clock.After,
 		Manager: func(context.Context, string) (units.Manager, func(), error) { return mem, func() {}, nil }}
-	pool := channel.NewPool(&channel.Dialer{KnownHostsPath: dir + "/known_hosts", IdentityFiles: []string{channeltest.WriteKey(t)}, SSHConfigPath: os.DevNull, NoAgent: true, ConnectTimeout: 2 * time.Second})
+	pool := sshclient.NewPool(&sshclient.Dialer{KnownHostsPath: dir + "/known_hosts", IdentityFiles: []string{channeltest.WriteKey(t)}, SSHConfigPath: os.DevNull, NoAgent: true, ConnectTimeout: 2 * time.Second})
 	t.Cleanup(func() { pool.Close() })
 	connect := func(tg registry.Target) channel.Host {
 		if tg.Name == "host1" {
 			return h
 		}
-		return &channel.Client{Pool: pool, Target: tg}
+		return &sshclient.Client{Pool: pool, Target: tg}
 	}
 	f, err := fleet.Open(context.Background(), st, connect)
 	if err != nil {

@@ -7,12 +7,15 @@
 // CLI prints them; the autonomy cycle and the desktop page call the same
 // functions.
 //
-// fleet imports channel (never an SSH type directly: hosts come through the
-// Connector, which fleet names for its callers), register (the recovery rows
-// a host's register holds), units, catalog, registry and refusal. It must
-// not import cli, repair or beacon. Above it, autonomy and desktop reach
-// hosts only through fleet and never import channel. The name says what it
-// acts on: the fleet's hosts, as declared.
+// fleet imports channel (the Host interface, its typed requests and
+// results, RemoteError and the fan-out) and never channel/sshclient: hosts
+// come through the Connector its caller builds, which fleet names for its
+// callers, so fleet and everything above it link no SSH library. It also
+// imports register (the recovery rows a host's register holds), units,
+// catalog, declaration, registry, store and refusal. It must not import cli,
+// repair or beacon. Above it, autonomy and desktop reach hosts only through
+// fleet and never import channel. The name says what it acts on: the
+// fleet's hosts, as declared.
 package fleet
 
 import (

@@ -21,7 +21,7 @@ import (
 // HostProcess is what a host's `stado host run` gives repair: its store,
 // its target name, its init system (the system manager, and the user
 // managers of user-scope units) and its home (register and waiting list),
-// and the SSH dialer that reaches its peers.
+// and the Connector that reaches its peers.
 type HostProcess struct {
 	Store   store.Store
 	Host    string
@@ -33,9 +33,13 @@ type HostProcess struct {
 	// StoreURL is the URL Store was opened from; repair steps get it as
 	// STADO_STORE (local.StepRunner.StoreURL).
 	StoreURL string
-	Dialer   *channel.Dialer
-	Now      func() time.Time
-	Logger   *slog.Logger
+	// Peers reaches another host's end of the channel when this host
+	// recovers a peer's service: in `stado host run` the SSH client, over
+	// a pool the caller owns and closes. nil refuses every peer recovery
+	// (Peer.Connect).
+	Peers  channel.Connector
+	Now    func() time.Time
+	Logger *slog.Logger
 }
 
 // Contributors returns the pass contributors of a host process, and the
@@ -57,14 +61,13 @@ func (h HostProcess) Contributors(ctx context.Context) ([]beacon.Contributor, fu
 		Host:     h.Self(cat),
 		Register: register.Home(h.Home), Now: h.Now, Logger: h.Logger,
 	}
-	pool := channel.NewPool(h.Dialer)
 	peer := &Peer{
 		ListPath:    resolver.ListPath(h.Home),
 		LoadCatalog: func(ctx context.Context) (*catalog.Catalog, error) { return catalog.Load(ctx, h.Store) },
-		Connect:     pool.Connect(),
+		Connect:     h.Peers,
 		Register:    register.Home(h.Home), Now: h.Now, Logger: h.Logger,
 	}
-	return []beacon.Contributor{answerer, peer}, func() { _ = pool.Close(); answerer.Close() }, nil
+	return []beacon.Contributor{answerer, peer}, func() { answerer.Close() }, nil
 }
 
 // Self is this host's end of the channel as its own recoveries use it: the

@@ -7,7 +7,6 @@ import (
 	"testing"
 
 	"github.com/wisent/stado/catalog"
-	"github.com/wisent/stado/channel"
 	"github.com/wisent/stado/registry"
 	"github.com/wisent/stado/store"
 	"github.com/wisent/stado/units"
@@ -21,7 +20,7 @@ func TestHostProcessContributorsRefuseABadSiteCatalogOnly(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer st.Close()
-	h := HostProcess{Store: st, Host: "h1", Home: t.TempDir(), Dialer: &channel.Dialer{}}
+	h := HostProcess{Store: st, Host: "h1", Home: t.TempDir()}
 	cs, stop, err := h.Contributors(ctx)
 	if err != nil || len(cs) != 2 {
 		t.Fatalf("contributors: %d, %v", len(cs), err)

@@ -13,7 +13,7 @@ import (
 	"time"
 
 	"github.com/wisent/stado/beacon"
-	"github.com/wisent/stado/channel"
+	"github.com/wisent/stado/channel/sshclient"
 	"github.com/wisent/stado/register"
 	"github.com/wisent/stado/registry"
 	"github.com/wisent/stado/repair"
@@ -213,7 +213,7 @@ func TestUserScopeServiceIsObservedInItsUsersManagerAndRecoveredThroughIt(t *tes
 	if err != nil {
 		t.Fatal(err)
 	}
-	pool := channel.NewPool(&channel.Dialer{KnownHostsPath: bed.KnownHosts(), IdentityFiles: []string{bed.KeyPath()}, SSHConfigPath: bed.SSHConfig()})
+	pool := sshclient.NewPool(&sshclient.Dialer{KnownHostsPath: bed.KnownHosts(), IdentityFiles: []string{bed.KeyPath()}, SSHConfigPath: bed.SSHConfig()})
 	defer pool.Close()
 	target, _ := doc.Target(h.Name)
 	peer := repair.Reach{Name: h.Name, Host: pool.Connect()(*target)}

@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/wisent/stado/channel"
+	"github.com/wisent/stado/channel/sshclient"
 	"github.com/wisent/stado/registry"
 )
 
@@ -26,14 +27,14 @@ import (
 // could be started, the keeper refused the call (another uid, another
 // protocol version, stopping), or the connection to it broke before the
 // command started. Nothing ran on the host, so the caller falls back to a
-// direct connection: it matches channel.ErrNotCarried too, which is what
-// channel.Pool falls back on.
+// direct connection: it matches sshclient.ErrNotCarried too, which is what
+// sshclient.Pool falls back on.
 var ErrUnavailable error = unavailable{}
 
 type unavailable struct{}
 
 func (unavailable) Error() string        { return "channel: keeper unavailable" }
-func (unavailable) Is(target error) bool { return target == channel.ErrNotCarried }
+func (unavailable) Is(target error) bool { return target == sshclient.ErrNotCarried }
 
 // DefaultStartTimeout bounds the wait for a keeper a Client started to
 // answer on its socket.
@@ -41,7 +42,7 @@ const DefaultStartTimeout = 5 * time.Second
 
 // Client runs commands on hosts through the keeper (Serve) listening on
 // Socket, so connections outlive one stado command: it is the
-// channel.Transport a channel.Pool takes. It is safe for concurrent use and
+// sshclient.Transport an sshclient.Pool takes. It is safe for concurrent use and
 // must not be copied after first use.
 //
 // Before every call the Client checks that the keeper is its own user's:
@@ -79,30 +80,30 @@ func (c *Client) distrust(err error) {
 	}
 }
 
-var _ channel.Transport = (*Client)(nil)
+var _ sshclient.Transport = (*Client)(nil)
 
-// Run does what channel.Pool.Run does — runs argv on t with stdin (nil for none) as
+// Run does what sshclient.Pool.Run does — runs argv on t with stdin (nil for none) as
 // one quoted line and returns what it printed — over the keeper's
 // connection to t, dialed with dialer's settings (nil: the zero Dialer).
 // The endpoint is resolved here (ssh_config, defaults under this process's
 // $HOME); the keeper gets paths and this process's agent socket, never key
 // material.
 //
-// Errors are channel.Pool.Run's: a word channel.Quote cannot carry; a
+// Errors are sshclient.Pool.Run's: a word channel.Quote cannot carry; a
 // *channel.RemoteError at StageConnect, StageAuth or StageHostKey (with the
-// dialer's *channel.HostKeyError, also when a kept connection's key is no
+// dialer's *sshclient.HostKeyError, also when a kept connection's key is no
 // longer accepted) when the host was not reached, at StageRemoteRefusal or
 // StageRemoteExit when the command failed, with stdout and stderr
 // returned. An error wrapping ErrUnavailable means no keeper took the call
-// and nothing ran: fall back to channel.Pool.Run. It also wraps
+// and nothing ran: fall back to sshclient.Pool.Run. It also wraps
 // ErrUntrusted when the keeper's socket failed a trust check, in which
 // case nothing at all was written to it.
-func (c *Client) Run(ctx context.Context, t registry.Target, dialer *channel.Dialer, argv []string, stdin []byte) (stdout, stderr []byte, err error) {
+func (c *Client) Run(ctx context.Context, t registry.Target, dialer *sshclient.Dialer, argv []string, stdin []byte) (stdout, stderr []byte, err error) {
 	if _, err := channel.Quote(argv); err != nil {
 		return nil, nil, fmt.Errorf("%s: %w", t.Name, err)
 	}
 	if dialer == nil {
-		dialer = &channel.Dialer{}
+		dialer = &sshclient.Dialer{}
 	}
 	ep, err := dialer.Resolve(t)
 	if err != nil {
@@ -122,7 +123,7 @@ func (c *Client) Run(ctx context.Context, t registry.Target, dialer *channel.Dia
 
 // newKeeperRequest is the request for one call, every path made absolute
 // in this process's working directory.
-func newKeeperRequest(d *channel.Dialer, ep channel.Endpoint, argv []string, stdin []byte) (*keeperRequest, error) {
+func newKeeperRequest(d *sshclient.Dialer, ep sshclient.Endpoint, argv []string, stdin []byte) (*keeperRequest, error) {
 	if len(stdin) > maxKeeperStdin {
 		return nil, fmt.Errorf("stdin of %d bytes exceeds %d", len(stdin), maxKeeperStdin)
 	}
@@ -199,14 +200,14 @@ func (c *Client) call(ctx context.Context, t registry.Target, req *keeperRequest
 	}
 
 	r := bufio.NewReader(conn)
-	var out, errb channel.OutputBuffer
+	var out, errb sshclient.OutputBuffer
 	addr, started := "", false
 	for {
 		var f keeperFrame
 		if err := readFrame(r, &f); err != nil {
 			switch {
 			case ctx.Err() != nil && started:
-				return out.Bytes(), errb.Bytes(), false, &channel.RemoteError{Host: t.Name, Address: addr, Stage: channel.StageRemoteExit, ExitStatus: -1, StderrTail: channel.StderrTail(errb.Bytes()), Err: ctx.Err()}
+				return out.Bytes(), errb.Bytes(), false, &channel.RemoteError{Host: t.Name, Address: addr, Stage: channel.StageRemoteExit, ExitStatus: -1, StderrTail: sshclient.StderrTail(errb.Bytes()), Err: ctx.Err()}
 			case ctx.Err() != nil:
 				return nil, nil, false, &channel.RemoteError{Host: t.Name, Stage: channel.StageConnect, Err: ctx.Err()}
 			case !started:
@@ -215,7 +216,7 @@ func (c *Client) call(ctx context.Context, t registry.Target, req *keeperRequest
 				}
 				return nil, nil, true, unavailable("keeper closed the call: %v", err)
 			default:
-				return out.Bytes(), errb.Bytes(), false, &channel.RemoteError{Host: t.Name, Address: addr, Stage: channel.StageConnect, ExitStatus: -1, StderrTail: channel.StderrTail(errb.Bytes()), Err: fmt.Errorf("keeper connection lost: %w", err)}
+				return out.Bytes(), errb.Bytes(), false, &channel.RemoteError{Host: t.Name, Address: addr, Stage: channel.StageConnect, ExitStatus: -1, StderrTail: sshclient.StderrTail(errb.Bytes()), Err: fmt.Errorf("keeper connection lost: %w", err)}
 			}
 		}
 		switch {
@@ -236,7 +237,7 @@ func (c *Client) call(ctx context.Context, t registry.Target, req *keeperRequest
 		case !started:
 			return nil, nil, false, unavailable("unexpected %q frame from the keeper", f.Kind)
 		default:
-			return out.Bytes(), errb.Bytes(), false, &channel.RemoteError{Host: t.Name, Address: addr, Stage: channel.StageConnect, ExitStatus: -1, StderrTail: channel.StderrTail(errb.Bytes()), Err: fmt.Errorf("unexpected %q frame from the keeper", f.Kind)}
+			return out.Bytes(), errb.Bytes(), false, &channel.RemoteError{Host: t.Name, Address: addr, Stage: channel.StageConnect, ExitStatus: -1, StderrTail: sshclient.StderrTail(errb.Bytes()), Err: fmt.Errorf("unexpected %q frame from the keeper", f.Kind)}
 		}
 	}
 }

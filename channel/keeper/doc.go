@@ -15,18 +15,20 @@
 // own uid's and closed to others, and the listener must run as its uid on
 // the kernel's word; otherwise it dials directly (ErrUntrusted) and logs
 // why once. Its wire (length-prefixed JSON frames, one call per connection)
-// is this package's alone: channel's Pool sees only the channel.Transport
+// is this package's alone: the SSH client's Pool sees only the sshclient.Transport
 // the Client implements, and falls back to its own connection on
-// channel.ErrNotCarried (ErrUnavailable matches it).
+// sshclient.ErrNotCarried (ErrUnavailable matches it).
 //
 // Whether a command starts a keeper is its caller's decision: Client.Start
 // is injected (stado's own process starts its executable's `host keeper`
 // with StartProcess; tests start a keeper in their own process, or none).
 //
-// keeper imports channel (the Dialer, Endpoint, host key re-check, remote
-// sessions and the errors a call returns, so a call through the keeper
-// reads exactly as a direct one) and registry (the Target a call names).
-// It is imported only by cli, which wires it into the pool and runs
-// `stado host keeper`; channel must never import it, and the read half has
-// no business with it.
+// keeper imports channel/sshclient (the Dialer and Endpoint a call is
+// dialed by, the host key re-check, remote sessions, the Transport it
+// implements and the ends of a command, so a call through the keeper reads
+// exactly as a direct one), channel (the RemoteError and stages a call
+// fails with, Quote, the session verb) and registry (the Target a call
+// names). It is imported only by cli, which wires it into the pool and
+// runs `stado host keeper`; neither channel nor channel/sshclient may
+// import it, and the read half has no business with it.
 package keeper

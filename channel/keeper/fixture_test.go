@@ -12,6 +12,7 @@ import (
 
 	"github.com/wisent/stado/channel"
 	"github.com/wisent/stado/channel/channeltest"
+	"github.com/wisent/stado/channel/sshclient"
 	"github.com/wisent/stado/units"
 )
 
@@ -35,8 +36,8 @@ func newFixture(t *testing.T) *fixture {
 	return &fixture{home: home, srv: srv, identity: id, knownHosts: kh}
 }
 
-func (f *fixture) dialer() *channel.Dialer {
-	return &channel.Dialer{KnownHostsPath: f.knownHosts, IdentityFiles: []string{f.identity}, ConnectTimeout: 5 * time.Second}
+func (f *fixture) dialer() *sshclient.Dialer {
+	return &sshclient.Dialer{KnownHostsPath: f.knownHosts, IdentityFiles: []string{f.identity}, ConnectTimeout: 5 * time.Second}
 }
 
 // remoteErr asserts err is a *channel.RemoteError at stage naming host.

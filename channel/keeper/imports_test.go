@@ -6,14 +6,16 @@ import (
 	"testing"
 )
 
-// The keeper sits beside the pool, not inside it: channel reaches it only
-// through channel.Transport and never imports it, and the keeper reaches
-// down to channel and registry only. Neither links package testing, so no
-// production branch can ask whether it runs under go test.
+// The keeper sits beside the pool, not inside it: the SSH client reaches it
+// only through sshclient.Transport and never imports it, nor does channel,
+// and the keeper reaches down to the SSH client, channel and registry only.
+// None links package testing, so no production branch can ask whether it
+// runs under go test.
 func TestTheKeeperAndTheChannelImportOnlyDownward(t *testing.T) {
 	forbidden := map[string][]string{
-		"github.com/wisent/stado/channel":        {"github.com/wisent/stado/channel/keeper", "testing"},
-		"github.com/wisent/stado/channel/keeper": {"github.com/wisent/stado/cli", "github.com/wisent/stado/fleet", "github.com/wisent/stado/repair", "github.com/wisent/stado/beacon", "github.com/wisent/stado/channel/local", "testing"},
+		"github.com/wisent/stado/channel":           {"github.com/wisent/stado/channel/keeper", "testing"},
+		"github.com/wisent/stado/channel/sshclient": {"github.com/wisent/stado/channel/keeper", "testing"},
+		"github.com/wisent/stado/channel/keeper":    {"github.com/wisent/stado/cli", "github.com/wisent/stado/fleet", "github.com/wisent/stado/repair", "github.com/wisent/stado/beacon", "github.com/wisent/stado/channel/local", "testing"},
 	}
 	for pkg, bad := range forbidden {
 		out, err := exec.Command("go", "list", "-deps", pkg).CombinedOutput()

@@ -21,6 +21,7 @@ import (
 	"golang.org/x/crypto/ssh"
 
 	"github.com/wisent/stado/channel"
+	"github.com/wisent/stado/channel/sshclient"
 )
 
 // DefaultIdle is how long a keeper waits with no call before it exits.
@@ -44,8 +45,8 @@ type Config struct {
 	// commands, input or output). Nil discards them.
 	Logger *slog.Logger
 	// SessionStart bounds the wait for a host's remote program to open a
-	// session (channel.StartSession); a host that does not in time is
-	// called one execution per call. Default channel.DefaultSessionStart;
+	// session (sshclient.StartSession); a host that does not in time is
+	// called one execution per call. Default sshclient.DefaultSessionStart;
 	// negative never opens sessions.
 	SessionStart time.Duration
 }
@@ -58,7 +59,7 @@ type Config struct {
 // reuse the host key the connection was established with is checked
 // against the current known_hosts by the rules of a new connection, so an
 // edit there takes effect at once; a refused key closes the connection and
-// fails the call with the *channel.HostKeyError the dialer returns.
+// fails the call with the *sshclient.HostKeyError the dialer returns.
 //
 // The socket's directory is created 0700; an existing one must pass the
 // Client's checks (the user's, writable by no one else, under a parent
@@ -110,7 +111,7 @@ func Serve(ctx context.Context, cfg Config) error {
 	defer cancel()
 	k := &keeper{ctx: kctx, idle: idle, log: log, self: os.Geteuid(), conns: map[keptKey]*keptConn{}, stop: make(chan struct{}), sessionStart: cfg.SessionStart}
 	if k.sessionStart == 0 {
-		k.sessionStart = channel.DefaultSessionStart
+		k.sessionStart = sshclient.DefaultSessionStart
 	}
 	k.mu.Lock()
 	k.armIdle()
@@ -275,7 +276,7 @@ type keeper struct {
 type keptConn struct {
 	ready    chan struct{}
 	client   *ssh.Client
-	seen     *channel.HostKeySeen
+	seen     *sshclient.HostKeySeen
 	err      error
 	sessions sessions // remote programs kept running to serve channel calls
 }
@@ -462,7 +463,7 @@ func (k *keeper) run(ctx context.Context, req *keeperRequest, stdin []byte, w *f
 		<-done
 		return nil // the client is gone, or the keeper stops
 	}
-	x := wireExit(channel.ExitOf(err))
+	x := wireExit(sshclient.ExitOf(err))
 	x.Over = out.over || errb.over
 	_ = w.frame(&keeperFrame{Kind: frameExit, Exit: x})
 	return nil
@@ -470,7 +471,7 @@ func (k *keeper) run(ctx context.Context, req *keeperRequest, stdin []byte, w *f
 
 // callSession runs one channel call in rs and streams its answer to w as an
 // execution's would be.
-func callSession(ctx context.Context, kc *keptConn, rs *channel.RemoteSession, addr string, call []string, stdin []byte, w *frameWriter) error {
+func callSession(ctx context.Context, kc *keptConn, rs *sshclient.RemoteSession, addr string, call []string, stdin []byte, w *frameWriter) error {
 	if err := w.frame(&keeperFrame{Kind: frameStarted, Address: addr}); err != nil {
 		kc.sessions.put(rs)
 		return nil // the client is gone; nothing ran
@@ -495,7 +496,7 @@ func callSession(ctx context.Context, kc *keptConn, rs *channel.RemoteSession, a
 // none; fresh says it was dialed for this call. Calls arriving during a dial
 // share it. The dial runs under the keeper's context, bounded by the
 // connect timeout; ctx bounds only the wait.
-func (k *keeper) acquire(ctx context.Context, key keptKey, d *channel.Dialer, ep channel.Endpoint) (*keptConn, bool, error) {
+func (k *keeper) acquire(ctx context.Context, key keptKey, d *sshclient.Dialer, ep sshclient.Endpoint) (*keptConn, bool, error) {
 	k.mu.Lock()
 	kc, ok := k.conns[key]
 	if !ok {
@@ -584,7 +585,7 @@ func (w *frameWriter) frame(f *keeperFrame) error {
 }
 
 // streamWriter sends a session's stdout or stderr as frames, up to
-// channel.MaxOutputBytes, and notes that more came.
+// sshclient.MaxOutputBytes, and notes that more came.
 type streamWriter struct {
 	fw   *frameWriter
 	kind string
@@ -594,7 +595,7 @@ type streamWriter struct {
 
 func (s *streamWriter) Write(p []byte) (int, error) {
 	b := p
-	if room := channel.MaxOutputBytes - s.n; len(b) > room {
+	if room := sshclient.MaxOutputBytes - s.n; len(b) > room {
 		s.over = true
 		b = b[:max(room, 0)]
 	}

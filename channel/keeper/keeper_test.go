@@ -29,6 +29,7 @@ import (
 
 	"github.com/wisent/stado/channel"
 	"github.com/wisent/stado/channel/channeltest"
+	"github.com/wisent/stado/channel/sshclient"
 	"github.com/wisent/stado/tests/testbed"
 )
 
@@ -151,7 +152,7 @@ func TestConnectionsAreKeptApartByIdentityAndKnownHosts(t *testing.T) {
 	channeltest.KnownHostsWith(t, other, f.srv.HostSigner.PublicKey(), f.srv.HostPort())
 	second := f.dialer()
 	second.KnownHostsPath = other
-	for _, d := range []*channel.Dialer{f.dialer(), second, f.dialer(), second} {
+	for _, d := range []*sshclient.Dialer{f.dialer(), second, f.dialer(), second} {
 		if _, _, err := kc.Run(context.Background(), target, d, []string{"version"}, nil); err != nil {
 			t.Fatal(err)
 		}
@@ -178,11 +179,11 @@ func TestAChangedKnownHostsEntryRefusesTheKeptConnection(t *testing.T) {
 
 	_, _, err = kc.Run(ctx, target, f.dialer(), []string{"version"}, nil)
 	re := remoteErr(t, err, "web1", channel.StageHostKey)
-	var he *channel.HostKeyError
+	var he *sshclient.HostKeyError
 	if !errors.As(err, &he) {
-		t.Fatalf("%v carries no *channel.HostKeyError", err)
+		t.Fatalf("%v carries no *sshclient.HostKeyError", err)
 	}
-	if he.Kind != channel.HostKeyChanged || he.RefusalCode() != "host_key_mismatch" {
+	if he.Kind != sshclient.HostKeyChanged || he.RefusalCode() != "host_key_mismatch" {
 		t.Fatalf("host key error %+v, want changed (host_key_mismatch)", he)
 	}
 	if want := ssh.FingerprintSHA256(f.srv.HostSigner.PublicKey()); he.Fingerprint != want {
@@ -196,11 +197,11 @@ func TestAChangedKnownHostsEntryRefusesTheKeptConnection(t *testing.T) {
 	}
 
 	// a fresh connection is refused with the same error
-	pool := channel.NewPool(f.dialer())
+	pool := sshclient.NewPool(f.dialer())
 	defer pool.Close()
 	_, _, direct := pool.Run(ctx, target, []string{"version"}, nil)
 	var dre *channel.RemoteError
-	var dhe *channel.HostKeyError
+	var dhe *sshclient.HostKeyError
 	if !errors.As(direct, &dre) || !errors.As(direct, &dhe) {
 		t.Fatalf("direct run: %v", direct)
 	}
@@ -231,8 +232,8 @@ func TestARevokedHostKeyRefusesTheKeptConnection(t *testing.T) {
 	writeFile(t, f.knownHosts, revoked+string(old))
 	_, _, err := kc.Run(context.Background(), target, f.dialer(), []string{"version"}, nil)
 	remoteErr(t, err, "web1", channel.StageHostKey)
-	var he *channel.HostKeyError
-	if !errors.As(err, &he) || he.Kind != channel.HostKeyRevoked || he.RefusalCode() != "host_key_mismatch" {
+	var he *sshclient.HostKeyError
+	if !errors.As(err, &he) || he.Kind != sshclient.HostKeyRevoked || he.RefusalCode() != "host_key_mismatch" {
 		t.Fatalf("error %v, want a revoked host key", err)
 	}
 }
@@ -250,7 +251,7 @@ func TestAKeptConnectionRedialsWhenKnownHostsNowRecordsAnotherKeyType(t *testing
 	srv.Authorize(pub)
 	kh := filepath.Join(home, ".ssh", "known_hosts")
 	channeltest.KnownHostsWith(t, kh, edSigner.PublicKey(), srv.HostPort())
-	d := &channel.Dialer{KnownHostsPath: kh, IdentityFiles: []string{id}}
+	d := &sshclient.Dialer{KnownHostsPath: kh, IdentityFiles: []string{id}}
 	k := startKeeper(t, Config{})
 	kc := &Client{Socket: k.socket}
 	if _, _, err := kc.Run(context.Background(), srv.Target("web1"), d, []string{"version"}, nil); err != nil {
@@ -308,7 +309,7 @@ func TestKeeperRunReportsWhatPoolRunReports(t *testing.T) {
 			k := startKeeper(t, Config{SessionStart: -1})
 			target := f.srv.Target("web1")
 			argv := []string{"/usr/local/bin/stado", "host", "channel", "unit-show", "system", "a b.service"}
-			pool := channel.NewPool(f.dialer())
+			pool := sshclient.NewPool(f.dialer())
 			defer pool.Close()
 			wantOut, wantErr, wantE := pool.Run(context.Background(), target, argv, tc.stdin)
 			gotOut, gotErr, gotE := (&Client{Socket: k.socket}).Run(context.Background(), target, f.dialer(), argv, tc.stdin)
@@ -347,19 +348,19 @@ func TestFailuresBeforeTheCommandReadAsTheyDoDirectly(t *testing.T) {
 	cases := []struct {
 		name  string
 		stage channel.Stage
-		setup func(f *fixture) *channel.Dialer
+		setup func(f *fixture) *sshclient.Dialer
 	}{
 		// no known_hosts: the dialer's unknown-key refusal
-		{"unknown host key", channel.StageHostKey, func(f *fixture) *channel.Dialer { os.Remove(f.knownHosts); return f.dialer() }},
+		{"unknown host key", channel.StageHostKey, func(f *fixture) *sshclient.Dialer { os.Remove(f.knownHosts); return f.dialer() }},
 		// an identity the server does not accept
-		{"refused identity", channel.StageAuth, func(f *fixture) *channel.Dialer {
+		{"refused identity", channel.StageAuth, func(f *fixture) *sshclient.Dialer {
 			d := f.dialer()
 			other, _ := channeltest.ClientKey(t, f.home, "id_other")
 			d.IdentityFiles = []string{other}
 			return d
 		}},
 		// a port nothing listens on
-		{"nothing listens", channel.StageConnect, func(f *fixture) *channel.Dialer {
+		{"nothing listens", channel.StageConnect, func(f *fixture) *sshclient.Dialer {
 			ln, _ := net.Listen("tcp", "127.0.0.1:0")
 			f.srv.Port = ln.Addr().(*net.TCPAddr).Port
 			ln.Close()
@@ -372,7 +373,7 @@ func TestFailuresBeforeTheCommandReadAsTheyDoDirectly(t *testing.T) {
 			d := tc.setup(f)
 			k := startKeeper(t, Config{})
 			target := f.srv.Target("web1")
-			pool := channel.NewPool(d)
+			pool := sshclient.NewPool(d)
 			defer pool.Close()
 			_, _, want := pool.Run(context.Background(), target, []string{"version"}, nil)
 			_, _, got := (&Client{Socket: k.socket}).Run(context.Background(), target, d, []string{"version"}, nil)
@@ -381,7 +382,7 @@ func TestFailuresBeforeTheCommandReadAsTheyDoDirectly(t *testing.T) {
 			if g.Error() != w.Error() || g.Address != w.Address {
 				t.Fatalf("through the keeper %q at %s; directly %q at %s", g, g.Address, w, w.Address)
 			}
-			var gh, wh *channel.HostKeyError
+			var gh, wh *sshclient.HostKeyError
 			if errors.As(want, &wh) && (!errors.As(got, &gh) || !reflect.DeepEqual(gh, wh)) {
 				t.Fatalf("host key error through the keeper %+v, directly %+v", gh, wh)
 			}
@@ -690,7 +691,7 @@ func TestWithNothingListeningTheClientReportsKeeperUnavailable(t *testing.T) {
 				t.Fatalf("error %v, want ErrUnavailable", err)
 			}
 			// the caller falls back to a direct connection
-			pool := channel.NewPool(f.dialer())
+			pool := sshclient.NewPool(f.dialer())
 			defer pool.Close()
 			if out, _, err := pool.Run(context.Background(), target, []string{"version"}, nil); err != nil || string(out) != "version" {
 				t.Fatalf("direct fallback: %q %v", out, err)
@@ -762,7 +763,7 @@ func TestTheRequestCarriesPathsAndTheAgentSocketNeverKeys(t *testing.T) {
 	f := newFixture(t)
 	t.Setenv("SSH_AUTH_SOCK", "/run/agent.sock")
 	t.Chdir(f.home)
-	d := &channel.Dialer{KnownHostsPath: "kh", IdentityFiles: []string{f.identity}}
+	d := &sshclient.Dialer{KnownHostsPath: "kh", IdentityFiles: []string{f.identity}}
 	ep, err := d.Resolve(f.srv.Target("web1"))
 	if err != nil {
 		t.Fatal(err)
@@ -829,7 +830,7 @@ func TestAPoolWithAKeeperRidesItAndFallsBackWithoutOne(t *testing.T) {
 	target := f.srv.Target("web1")
 	sock := keeperSocketPath(t)
 	// nothing listens and nothing starts one: the pool dials directly
-	pool := channel.NewPool(f.dialer())
+	pool := sshclient.NewPool(f.dialer())
 	pool.Transport = &Client{Socket: sock}
 	if out, _, err := pool.Run(context.Background(), target, []string{"version"}, nil); err != nil || string(out) != "version" {
 		t.Fatalf("fallback: %q %v", out, err)
@@ -841,7 +842,7 @@ func TestAPoolWithAKeeperRidesItAndFallsBackWithoutOne(t *testing.T) {
 	// with a keeper, two pools (two commands) share its one connection
 	startKeeper(t, Config{Socket: sock})
 	for range 2 {
-		pool := channel.NewPool(f.dialer())
+		pool := sshclient.NewPool(f.dialer())
 		pool.Transport = &Client{Socket: sock}
 		if _, _, err := pool.Run(context.Background(), target, []string{"version"}, nil); err != nil {
 			t.Fatal(err)
@@ -860,10 +861,10 @@ func TestKeptCallsRideOneRemoteSession(t *testing.T) {
 		return channel.Serve(context.Background(), cmd, stdin, stdout, stderr, host)
 	})
 	k := startKeeper(t, Config{})
-	pool := channel.NewPool(f.dialer())
+	pool := sshclient.NewPool(f.dialer())
 	pool.Transport = &Client{Socket: k.socket}
 	defer pool.Close()
-	c := &channel.Client{Pool: pool, Target: f.srv.Target("web1")}
+	c := &sshclient.Client{Pool: pool, Target: f.srv.Target("web1")}
 	for i := range 3 {
 		if _, err := c.UnitRestart(context.Background(), channel.UnitRef{Scope: channel.ScopeSystem, Unit: "a.service"}); err != nil {
 			t.Fatalf("call %d: %v", i+1, err)
@@ -895,10 +896,10 @@ func TestAHostWithoutSessionsIsCalledOneExecutionAtATime(t *testing.T) {
 		return channel.Serve(context.Background(), cmd, stdin, stdout, stderr, host)
 	})
 	k := startKeeper(t, Config{})
-	pool := channel.NewPool(f.dialer())
+	pool := sshclient.NewPool(f.dialer())
 	pool.Transport = &Client{Socket: k.socket}
 	defer pool.Close()
-	c := &channel.Client{Pool: pool, Target: f.srv.Target("web1")}
+	c := &sshclient.Client{Pool: pool, Target: f.srv.Target("web1")}
 	for i := range 2 {
 		if _, err := c.UnitRestart(context.Background(), channel.UnitRef{Scope: channel.ScopeSystem, Unit: "a.service"}); err != nil {
 			t.Fatalf("call %d: %v", i+1, err)

@@ -9,17 +9,18 @@ import (
 	"golang.org/x/crypto/ssh"
 
 	"github.com/wisent/stado/channel"
+	"github.com/wisent/stado/channel/sshclient"
 )
 
 // maxIdleSessions bounds the sessions a kept connection keeps open between
 // calls; more run at once when more calls to one host are in flight.
 const maxIdleSessions = 4
 
-// sessions are a kept connection's idle sessions (channel.RemoteSession);
+// sessions are a kept connection's idle sessions (sshclient.RemoteSession);
 // none when the host has no session support.
 type sessions struct {
 	mu          sync.Mutex
-	idle        []*channel.RemoteSession
+	idle        []*sshclient.RemoteSession
 	unsupported bool
 }
 
@@ -34,12 +35,12 @@ func channelCall(argv []string) (prog string, call []string, ok bool) {
 
 // take returns an idle session of kc, or starts one running prog. A host
 // that serves no sessions is remembered: later calls get
-// channel.ErrNoSession at once.
-func (s *sessions) take(ctx context.Context, client *ssh.Client, prog string, wait time.Duration) (*channel.RemoteSession, error) {
+// sshclient.ErrNoSession at once.
+func (s *sessions) take(ctx context.Context, client *ssh.Client, prog string, wait time.Duration) (*sshclient.RemoteSession, error) {
 	s.mu.Lock()
 	if s.unsupported {
 		s.mu.Unlock()
-		return nil, channel.ErrNoSession
+		return nil, sshclient.ErrNoSession
 	}
 	if n := len(s.idle); n > 0 {
 		rs := s.idle[n-1]
@@ -48,8 +49,8 @@ func (s *sessions) take(ctx context.Context, client *ssh.Client, prog string, wa
 		return rs, nil
 	}
 	s.mu.Unlock()
-	rs, err := channel.StartSession(ctx, client, prog, wait)
-	if errors.Is(err, channel.ErrNoSession) {
+	rs, err := sshclient.StartSession(ctx, client, prog, wait)
+	if errors.Is(err, sshclient.ErrNoSession) {
 		s.mu.Lock()
 		s.unsupported = true
 		s.mu.Unlock()
@@ -58,7 +59,7 @@ func (s *sessions) take(ctx context.Context, client *ssh.Client, prog string, wa
 }
 
 // put gives a session back after a call that completed.
-func (s *sessions) put(rs *channel.RemoteSession) {
+func (s *sessions) put(rs *sshclient.RemoteSession) {
 	s.mu.Lock()
 	if len(s.idle) < maxIdleSessions {
 		s.idle = append(s.idle, rs)

@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/wisent/stado/channel"
+	"github.com/wisent/stado/channel/sshclient"
 	"github.com/wisent/stado/tests/testbed"
 )
 
@@ -121,7 +122,7 @@ func (l *logLines) empty() bool {
 func directlyOnce(t *testing.T, f *fixture, kc *Client, log *logLines, reason string) {
 	t.Helper()
 	target := f.srv.Target("web1")
-	pool := channel.NewPool(f.dialer())
+	pool := sshclient.NewPool(f.dialer())
 	defer pool.Close()
 	pool.Transport = kc
 	for i := range 2 {
@@ -133,8 +134,8 @@ func directlyOnce(t *testing.T, f *fixture, kc *Client, log *logLines, reason st
 		t.Fatalf("%d connections reached the host, want the pool's one", n)
 	}
 	_, _, err := kc.Run(context.Background(), target, f.dialer(), []string{"version"}, nil)
-	if !errors.Is(err, ErrUntrusted) || !errors.Is(err, ErrUnavailable) || !errors.Is(err, channel.ErrNotCarried) {
-		t.Errorf("keeper client error %v, want ErrUntrusted, ErrUnavailable and channel.ErrNotCarried", err)
+	if !errors.Is(err, ErrUntrusted) || !errors.Is(err, ErrUnavailable) || !errors.Is(err, sshclient.ErrNotCarried) {
+		t.Errorf("keeper client error %v, want ErrUntrusted, ErrUnavailable and sshclient.ErrNotCarried", err)
 	} else if !strings.Contains(err.Error(), reason) {
 		t.Errorf("error %q does not say %q", err, reason)
 	}
@@ -401,7 +402,7 @@ func TestATrustedKeeperIsRiddenAndSaysNothing(t *testing.T) {
 		return nil
 	}}
 	for range 3 {
-		pool := channel.NewPool(f.dialer())
+		pool := sshclient.NewPool(f.dialer())
 		pool.Transport = kc
 		if out, _, err := pool.Run(context.Background(), f.srv.Target("web1"), []string{"version"}, nil); err != nil || string(out) != "version" {
 			t.Fatalf("%q %v", out, err)

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/wisent/stado/channel"
+	"github.com/wisent/stado/channel/sshclient"
 )
 
 // The keeper protocol, between a Client and Serve over the
@@ -34,7 +35,7 @@ const (
 	keeperProtocol = 1
 	maxKeeperFrame = 1 << 20   // bytes of one frame's JSON
 	keeperChunk    = 256 << 10 // data bytes per stdin/stdout/stderr frame
-	maxKeeperStdin = channel.MaxOutputBytes
+	maxKeeperStdin = sshclient.MaxOutputBytes
 )
 
 // Frame kinds.
@@ -79,13 +80,13 @@ type keeperRequest struct {
 	ConnectTimeout  int64 `json:"connect_timeout_ns,omitempty"`
 	KeepAlive       int64 `json:"keepalive_ns,omitempty"`
 	KeepAliveMissed int   `json:"keepalive_missed,omitempty"`
-	// Argv is sent as channel.Pool.Run sends it (Quote); Stdin says whether stdin
+	// Argv is sent as sshclient.Pool.Run sends it (Quote); Stdin says whether stdin
 	// frames follow as the command's input (nil stdin sends none).
 	Argv  []string `json:"argv"`
 	Stdin bool     `json:"stdin,omitempty"`
 }
 
-// keeperEndpoint is a channel.Endpoint on the wire.
+// keeperEndpoint is a sshclient.Endpoint on the wire.
 type keeperEndpoint struct {
 	Host          string   `json:"host"`
 	Address       string   `json:"address"`
@@ -97,17 +98,17 @@ type keeperEndpoint struct {
 	Explicit int `json:"explicit,omitempty"`
 }
 
-func (e keeperEndpoint) endpoint() channel.Endpoint {
-	return channel.Endpoint{Host: e.Host, Address: e.Address, Port: e.Port, User: e.User, IdentityFiles: e.IdentityFiles, Explicit: e.Explicit}
+func (e keeperEndpoint) endpoint() sshclient.Endpoint {
+	return sshclient.Endpoint{Host: e.Host, Address: e.Address, Port: e.Port, User: e.User, IdentityFiles: e.IdentityFiles, Explicit: e.Explicit}
 }
 
 // dialer is the Dialer the keeper dials the request's endpoint with: the
 // client's agent socket, never the keeper's own $SSH_AUTH_SOCK. A client
 // without an agent gets none (as "not set" when the keeper has none
 // either, so an authentication failure reads as it would have directly).
-func (r *keeperRequest) dialer() *channel.Dialer {
+func (r *keeperRequest) dialer() *sshclient.Dialer {
 	noAgent := r.NoAgent || (r.AgentSocket == "" && os.Getenv("SSH_AUTH_SOCK") != "")
-	return &channel.Dialer{
+	return &sshclient.Dialer{
 		KnownHostsPath:   r.KnownHosts,
 		AcceptNewHostKey: r.AcceptNew,
 		AgentSocket:      r.AgentSocket,
@@ -174,11 +175,11 @@ func (r *keeperRequest) key() keptKey {
 // authenticating, checking the host key (of a new or a kept connection) or
 // opening the session.
 type keeperFailure struct {
-	Host    string                `json:"host"`
-	Address string                `json:"address,omitempty"`
-	Stage   channel.Stage         `json:"stage"`
-	Message string                `json:"message"`            // the cause's message
-	HostKey *channel.HostKeyError `json:"host_key,omitempty"` // the cause, when it is a refused host key
+	Host    string                  `json:"host"`
+	Address string                  `json:"address,omitempty"`
+	Stage   channel.Stage           `json:"stage"`
+	Message string                  `json:"message"`            // the cause's message
+	HostKey *sshclient.HostKeyError `json:"host_key,omitempty"` // the cause, when it is a refused host key
 }
 
 func failureOf(err error) *keeperFailure {
@@ -195,7 +196,7 @@ func failureOf(err error) *keeperFailure {
 }
 
 // remoteError is the *channel.RemoteError the keeper met. A refused host key comes
-// back as the very *channel.HostKeyError the dialer returns; other causes keep
+// back as the very *sshclient.HostKeyError the dialer returns; other causes keep
 // their message.
 func (f *keeperFailure) remoteError(host string) *channel.RemoteError {
 	re := &channel.RemoteError{Host: f.Host, Address: f.Address, Stage: f.Stage}
@@ -223,22 +224,22 @@ type wireError struct {
 func (e *wireError) Error() string { return e.msg }
 func (e *wireError) Unwrap() error { return e.cause }
 
-// keeperExit is how a session ended (a channel.Exit on the wire), as facts
-// the client turns into what channel.Pool.Run returns for the same end.
+// keeperExit is how a session ended (a sshclient.Exit on the wire), as facts
+// the client turns into what sshclient.Pool.Run returns for the same end.
 type keeperExit struct {
 	Status  int    `json:"status"`            // exit status; -1 when none came
 	Signal  string `json:"signal,omitempty"`  // the signal that ended it
 	Missing bool   `json:"missing,omitempty"` // it ended with neither status nor signal
 	Failed  string `json:"failed,omitempty"`  // the session failed otherwise (transport)
-	Over    bool   `json:"over,omitempty"`    // stdout or stderr passed channel.MaxOutputBytes
+	Over    bool   `json:"over,omitempty"`    // stdout or stderr passed sshclient.MaxOutputBytes
 }
 
-func wireExit(x channel.Exit) *keeperExit {
+func wireExit(x sshclient.Exit) *keeperExit {
 	return &keeperExit{Status: x.Status, Signal: x.Signal, Missing: x.Missing, Failed: x.Failed, Over: x.Over}
 }
 
-func (x *keeperExit) exit() channel.Exit {
-	return channel.Exit{Status: x.Status, Signal: x.Signal, Missing: x.Missing, Failed: x.Failed, Over: x.Over}
+func (x *keeperExit) exit() sshclient.Exit {
+	return sshclient.Exit{Status: x.Status, Signal: x.Signal, Missing: x.Missing, Failed: x.Failed, Over: x.Over}
 }
 
 // writeFrame writes f as one length-prefixed frame in one Write.

@@ -1,4 +1,4 @@
-package channel
+package sshclient
 
 import (
 	"context"
@@ -8,6 +8,7 @@ import (
 	"golang.org/x/crypto/ssh"
 	"golang.org/x/crypto/ssh/agent"
 
+	"github.com/wisent/stado/channel"
 	"github.com/wisent/stado/channel/channeltest"
 )
 
@@ -41,8 +42,8 @@ func startAgent(t *testing.T, keys ...agent.AddedKey) string {
 }
 
 // serveChannel makes s run the real remote program against host.
-func serveChannel(s *testServer, host Host) {
+func serveChannel(s *testServer, host channel.Host) {
 	s.SetHandler(func(cmd string, stdin io.Reader, stdout, stderr io.Writer) int {
-		return Serve(context.Background(), cmd, stdin, stdout, stderr, host)
+		return channel.Serve(context.Background(), cmd, stdin, stdout, stderr, host)
 	})
 }

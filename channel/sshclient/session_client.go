@@ -1,4 +1,4 @@
-package channel
+package sshclient
 
 import (
 	"bufio"
@@ -8,6 +8,7 @@ import (
 	"io"
 	"time"
 
+	"github.com/wisent/stado/channel"
 	"golang.org/x/crypto/ssh"
 )
 
@@ -48,7 +49,7 @@ func StartSession(ctx context.Context, client *ssh.Client, prog string, wait tim
 		sess.Close()
 		return nil, err
 	}
-	line, err := Quote([]string{prog, "host", "channel", string(VerbSession)})
+	line, err := channel.Quote([]string{prog, "host", "channel", string(channel.VerbSession)})
 	if err != nil {
 		sess.Close()
 		return nil, err
@@ -64,7 +65,7 @@ func StartSession(ctx context.Context, client *ssh.Client, prog string, wait tim
 		switch {
 		case err != nil:
 			hello <- ErrNoSession // it printed a refusal document, or nothing, and ended
-		case l != SessionHello:
+		case l != channel.SessionHello:
 			hello <- ErrNoSession
 		default:
 			hello <- nil
@@ -89,15 +90,17 @@ func StartSession(ctx context.Context, client *ssh.Client, prog string, wait tim
 // Call runs one verb call (call[0] is the verb) with stdin and returns what
 // the remote program answered. An error means the session is unusable; it
 // is closed, and the call may or may not have run.
-func (rs *RemoteSession) Call(ctx context.Context, call []string, stdin []byte) (SessionResponse, error) {
-	var resp SessionResponse
+func (rs *RemoteSession) Call(ctx context.Context, call []string, stdin []byte) (channel.SessionResponse, error) {
+	var resp channel.SessionResponse
 	done := make(chan error, 1)
 	go func() {
-		if err := writeSessionFrame(rs.in, sessionRequest{Argv: call, Stdin: stdin}); err != nil {
+		if err := channel.WriteSessionCall(rs.in, call, stdin); err != nil {
 			done <- err
 			return
 		}
-		done <- readSessionFrame(rs.out, &resp)
+		var err error
+		resp, err = channel.ReadSessionResponse(rs.out)
+		done <- err
 	}()
 	select {
 	case err := <-done:

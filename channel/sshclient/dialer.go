@@ -1,8 +1,7 @@
-package channel
+package sshclient
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -15,77 +14,12 @@ import (
 	"sync"
 	"time"
 
-	"github.com/wisent/stado/refusal"
-
 	"golang.org/x/crypto/ssh"
 	"golang.org/x/crypto/ssh/agent"
 
+	"github.com/wisent/stado/channel"
 	"github.com/wisent/stado/registry"
 )
-
-// Stage names where a call to a host failed.
-type Stage string
-
-const (
-	StageConnect       Stage = "connect"        // TCP, key exchange, or the connection dropped
-	StageHostKey       Stage = "host_key"       // the host key was unknown, changed or revoked
-	StageAuth          Stage = "auth"           // no identity, or the server accepted none
-	StageRemoteRefusal Stage = "remote_refusal" // the remote program refused (exit 3, refusal document)
-	StageRemoteExit    Stage = "remote_exit"    // the remote command exited nonzero otherwise
-)
-
-// RemoteError is a failed call to one host. Err is the cause: a
-// *HostKeyError at StageHostKey, a *Refusal at StageRemoteRefusal (both carry
-// a RefusalCode, so the CLI reports them as refusals), the transport error
-// otherwise. ExitStatus and StderrTail are set at the remote stages.
-type RemoteError struct {
-	Host       string `json:"host"`
-	Address    string `json:"address,omitempty"`
-	Stage      Stage  `json:"stage"`
-	ExitStatus int    `json:"exit_status,omitempty"`
-	StderrTail string `json:"stderr_tail,omitempty"`
-	Err        error  `json:"-"`
-	// Capabilities are what the host's refusal document advertised at
-	// StageRemoteRefusal; nil when it advertised none (a stado older than
-	// capabilities) or no document came.
-	Capabilities []Capability `json:"-"`
-}
-
-// HostHas reports whether the host's refusal advertised c. A host that
-// advertised nothing has no capability.
-func (e *RemoteError) HostHas(c Capability) bool { return slices.Contains(e.Capabilities, c) }
-
-func (e *RemoteError) Error() string {
-	var b strings.Builder
-	fmt.Fprintf(&b, "%s: %s", e.Host, strings.ReplaceAll(string(e.Stage), "_", " "))
-	if e.Stage == StageRemoteExit {
-		fmt.Fprintf(&b, " %d", e.ExitStatus)
-	}
-	if e.Err != nil {
-		fmt.Fprintf(&b, ": %v", e.Err)
-	}
-	if e.StderrTail != "" {
-		fmt.Fprintf(&b, "\nstderr: %s", strings.ReplaceAll(e.StderrTail, "\n", "\nstderr: "))
-	}
-	return b.String()
-}
-
-func (e *RemoteError) Unwrap() error { return e.Err }
-
-// MarshalJSON carries the cause's message and, when it has one, its code.
-func (e *RemoteError) MarshalJSON() ([]byte, error) {
-	type plain RemoteError
-	doc := struct {
-		*plain
-		Code    string `json:"code,omitempty"`
-		Message string `json:"message"`
-	}{plain: (*plain)(e), Message: e.Error()}
-	var coded refusal.Coded
-	if errors.As(e.Err, &coded) {
-		doc.Code = string(coded.RefusalCode())
-	}
-	return json.Marshal(doc)
-}
 
 // Dialer opens SSH connections to registry targets. The zero value is
 // usable: every path defaults below $HOME/.ssh, the agent to $SSH_AUTH_SOCK.
@@ -209,7 +143,7 @@ func (d *Dialer) Resolve(t registry.Target) (Endpoint, error) {
 func (d *Dialer) Dial(ctx context.Context, t registry.Target) (*ssh.Client, error) {
 	ep, err := d.Resolve(t)
 	if err != nil {
-		return nil, &RemoteError{Host: t.Name, Stage: StageConnect, Err: err}
+		return nil, &channel.RemoteError{Host: t.Name, Stage: channel.StageConnect, Err: err}
 	}
 	client, _, err := d.DialEndpoint(ctx, ep)
 	return client, err
@@ -394,8 +328,8 @@ func (s *HostKeySeen) get() (addr string, remote net.Addr, key ssh.PublicKey) {
 // (home, working directory, ssh_config), and it re-checks the returned key
 // before each reuse.
 func (d *Dialer) DialEndpoint(ctx context.Context, ep Endpoint) (*ssh.Client, *HostKeySeen, error) {
-	fail := func(stage Stage, err error) error {
-		return &RemoteError{Host: ep.Host, Address: ep.HostPort(), Stage: stage, Err: err}
+	fail := func(stage channel.Stage, err error) error {
+		return &channel.RemoteError{Host: ep.Host, Address: ep.HostPort(), Stage: stage, Err: err}
 	}
 	timeout := d.ConnectTimeout
 	if timeout <= 0 {
@@ -404,12 +338,12 @@ func (d *Dialer) DialEndpoint(ctx context.Context, ep Endpoint) (*ssh.Client, *H
 	addr := ep.HostPort()
 	auth, closeAgent, err := d.authMethod(ep)
 	if err != nil {
-		return nil, nil, fail(StageAuth, err)
+		return nil, nil, fail(channel.StageAuth, err)
 	}
 	conn, err := (&net.Dialer{Timeout: timeout}).DialContext(ctx, "tcp", addr)
 	if err != nil {
 		closeAgent()
-		return nil, nil, fail(StageConnect, err)
+		return nil, nil, fail(channel.StageConnect, err)
 	}
 	_ = conn.SetDeadline(time.Now().Add(timeout))
 	stop := context.AfterFunc(ctx, func() { conn.Close() })
@@ -420,7 +354,7 @@ func (d *Dialer) DialEndpoint(ctx context.Context, ep Endpoint) (*ssh.Client, *H
 		stop()
 		conn.Close()
 		closeAgent()
-		return nil, nil, fail(StageHostKey, err)
+		return nil, nil, fail(channel.StageHostKey, err)
 	}
 	seen := new(HostKeySeen)
 	cfg := &ssh.ClientConfig{
@@ -447,13 +381,13 @@ func (d *Dialer) DialEndpoint(ctx context.Context, ep Endpoint) (*ssh.Client, *H
 		conn.Close()
 		switch {
 		case checker.refused != nil:
-			return nil, nil, fail(StageHostKey, checker.refused)
+			return nil, nil, fail(channel.StageHostKey, checker.refused)
 		case ctx.Err() != nil:
-			return nil, nil, fail(StageConnect, ctx.Err())
+			return nil, nil, fail(channel.StageConnect, ctx.Err())
 		case checker.checked:
-			return nil, nil, fail(StageAuth, auth.explain(err))
+			return nil, nil, fail(channel.StageAuth, auth.explain(err))
 		default:
-			return nil, nil, fail(StageConnect, err)
+			return nil, nil, fail(channel.StageConnect, err)
 		}
 	}
 	_ = conn.SetDeadline(time.Time{})

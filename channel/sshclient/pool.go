@@ -1,4 +1,4 @@
-package channel
+package sshclient
 
 import (
 	"bytes"
@@ -11,6 +11,7 @@ import (
 
 	"golang.org/x/crypto/ssh"
 
+	"github.com/wisent/stado/channel"
 	"github.com/wisent/stado/refusal"
 	"github.com/wisent/stado/registry"
 )
@@ -100,7 +101,7 @@ func (p *Pool) Client(ctx context.Context, t registry.Target) (*ssh.Client, erro
 	select {
 	case <-pc.ready:
 	case <-ctx.Done():
-		return nil, &RemoteError{Host: t.Name, Stage: StageConnect, Err: ctx.Err()}
+		return nil, &channel.RemoteError{Host: t.Name, Stage: channel.StageConnect, Err: ctx.Err()}
 	}
 	return pc.client, pc.err
 }
@@ -167,7 +168,7 @@ func (p *Pool) Run(ctx context.Context, t registry.Target, argv []string, stdin 
 			return stdout, stderr, err
 		}
 	}
-	line, err := Quote(argv)
+	line, err := channel.Quote(argv)
 	if err != nil {
 		return nil, nil, fmt.Errorf("%s: %w", t.Name, err)
 	}
@@ -178,7 +179,7 @@ func (p *Pool) Run(ctx context.Context, t registry.Target, argv []string, stdin 
 	addr := client.RemoteAddr().String()
 	sess, err := client.NewSession()
 	if err != nil {
-		return nil, nil, &RemoteError{Host: t.Name, Address: addr, Stage: StageConnect, Err: fmt.Errorf("open session: %w", err)}
+		return nil, nil, &channel.RemoteError{Host: t.Name, Address: addr, Stage: channel.StageConnect, Err: fmt.Errorf("open session: %w", err)}
 	}
 	defer sess.Close()
 	if stdin != nil {
@@ -194,7 +195,7 @@ func (p *Pool) Run(ctx context.Context, t registry.Target, argv []string, stdin 
 		_ = sess.Signal(ssh.SIGKILL)
 		sess.Close()
 		<-done
-		return out.Bytes(), errb.Bytes(), &RemoteError{Host: t.Name, Address: addr, Stage: StageRemoteExit, ExitStatus: -1, StderrTail: StderrTail(errb.Bytes()), Err: ctx.Err()}
+		return out.Bytes(), errb.Bytes(), &channel.RemoteError{Host: t.Name, Address: addr, Stage: channel.StageRemoteExit, ExitStatus: -1, StderrTail: StderrTail(errb.Bytes()), Err: ctx.Err()}
 	}
 	x := ExitOf(err)
 	x.Over = out.Over() || errb.Over()
@@ -241,10 +242,10 @@ func (x Exit) Err(t registry.Target, addr string, argv []string, stdout, stderr 
 		}
 		failed = fmt.Sprintf("output exceeds %d bytes", MaxOutputBytes)
 	}
-	re := &RemoteError{Host: t.Name, Address: addr, Stage: StageRemoteExit, ExitStatus: -1, StderrTail: StderrTail(stderr)}
+	re := &channel.RemoteError{Host: t.Name, Address: addr, Stage: channel.StageRemoteExit, ExitStatus: -1, StderrTail: StderrTail(stderr)}
 	switch {
 	case failed != "":
-		re.Stage, re.Err = StageConnect, errors.New(failed)
+		re.Stage, re.Err = channel.StageConnect, errors.New(failed)
 	case x.Missing:
 		re.Err = fmt.Errorf("%s ended without an exit status", argv[0])
 	default:
@@ -253,9 +254,9 @@ func (x Exit) Err(t registry.Target, addr string, argv []string, stdout, stderr 
 		if x.Signal != "" {
 			re.Err = fmt.Errorf("%s killed by signal %s", argv[0], x.Signal)
 		}
-		if re.ExitStatus == ExitRefused {
+		if re.ExitStatus == channel.ExitRefused {
 			if r, caps, ok := refusalIn(t.Name, stdout); ok {
-				re.Stage, re.Err, re.Capabilities = StageRemoteRefusal, r, caps
+				re.Stage, re.Err, re.Capabilities = channel.StageRemoteRefusal, r, caps
 			}
 		}
 	}
@@ -264,22 +265,22 @@ func (x Exit) Err(t registry.Target, addr string, argv []string, stdout, stderr 
 
 // refusalIn reads the refusal document in stdout, with the capabilities it
 // advertised.
-func refusalIn(host string, stdout []byte) (*Refusal, []Capability, bool) {
-	var doc RefusalDocument
-	if json.Unmarshal(bytes.TrimSpace(stdout), &doc) != nil || doc.Kind != KindRefusal || doc.Code == "" {
+func refusalIn(host string, stdout []byte) (*channel.Refusal, []channel.Capability, bool) {
+	var doc channel.RefusalDocument
+	if json.Unmarshal(bytes.TrimSpace(stdout), &doc) != nil || doc.Kind != channel.KindRefusal || doc.Code == "" {
 		return nil, nil, false
 	}
-	if doc.Protocol != ProtocolVersion && doc.Code == string(CodeUnknownVerb) {
+	if doc.Protocol != channel.ProtocolVersion && doc.Code == string(channel.CodeUnknownVerb) {
 		return protocolMismatch(host, doc.Protocol), doc.Capabilities, true
 	}
-	return &Refusal{Code: refusal.Code(doc.Code), Message: doc.Message}, doc.Capabilities, true
+	return &channel.Refusal{Code: refusal.Code(doc.Code), Message: doc.Message}, doc.Capabilities, true
 }
 
 // protocolMismatch is the refusal of a host whose stado speaks another
 // channel protocol than this one.
-func protocolMismatch(host string, theirs int) *Refusal {
-	return &Refusal{Code: refusal.ProtocolMismatch,
-		Message: fmt.Sprintf("the stado on %s speaks channel protocol %d and this one %d", host, theirs, ProtocolVersion),
+func protocolMismatch(host string, theirs int) *channel.Refusal {
+	return &channel.Refusal{Code: refusal.ProtocolMismatch,
+		Message: fmt.Sprintf("the stado on %s speaks channel protocol %d and this one %d", host, theirs, channel.ProtocolVersion),
 		Hint:    "install the same stado on the host (stado service ensure stado --host " + host + ")"}
 }
 
@@ -288,9 +289,9 @@ func protocolMismatch(host string, theirs int) *Refusal {
 // sent). A remote refusal is a *RemoteError at StageRemoteRefusal wrapping a
 // *Refusal with the remote code; a failed host action one at StageRemoteExit
 // carrying the remote error message.
-func (p *Pool) Call(ctx context.Context, t registry.Target, cmd Command, stdin []byte) (json.RawMessage, error) {
+func (p *Pool) Call(ctx context.Context, t registry.Target, cmd channel.Command, stdin []byte) (json.RawMessage, error) {
 	argv := cmd.Argv()
-	if _, err := ParseArgv(argv); err != nil {
+	if _, err := channel.ParseArgv(argv); err != nil {
 		return nil, fmt.Errorf("%s: %w", t.Name, err)
 	}
 	prog := p.RemoteProgram
@@ -298,22 +299,22 @@ func (p *Pool) Call(ctx context.Context, t registry.Target, cmd Command, stdin [
 		prog = DefaultRemoteProgram
 	}
 	stdout, _, err := p.Run(ctx, t, append([]string{prog, "host", "channel"}, argv...), stdin)
-	var re *RemoteError
-	if errors.As(err, &re) && re.Stage == StageRemoteExit {
-		var doc ErrorDocument
-		if json.Unmarshal(bytes.TrimSpace(stdout), &doc) == nil && doc.Kind == KindError {
+	var re *channel.RemoteError
+	if errors.As(err, &re) && re.Stage == channel.StageRemoteExit {
+		var doc channel.ErrorDocument
+		if json.Unmarshal(bytes.TrimSpace(stdout), &doc) == nil && doc.Kind == channel.KindError {
 			re.Err = errors.New(doc.Message)
 		}
 	}
 	if err != nil {
 		return nil, err
 	}
-	var doc ResultDocument
-	if err := json.Unmarshal(bytes.TrimSpace(stdout), &doc); err != nil || doc.Kind != KindResult || doc.Verb != cmd.Verb {
-		return nil, &RemoteError{Host: t.Name, Stage: StageRemoteExit, Err: fmt.Errorf("%s printed no %s result document for %s", prog, KindResult, cmd.Verb)}
+	var doc channel.ResultDocument
+	if err := json.Unmarshal(bytes.TrimSpace(stdout), &doc); err != nil || doc.Kind != channel.KindResult || doc.Verb != cmd.Verb {
+		return nil, &channel.RemoteError{Host: t.Name, Stage: channel.StageRemoteExit, Err: fmt.Errorf("%s printed no %s result document for %s", prog, channel.KindResult, cmd.Verb)}
 	}
-	if doc.Protocol != ProtocolVersion {
-		return nil, &RemoteError{Host: t.Name, Stage: StageRemoteRefusal, Err: protocolMismatch(t.Name, doc.Protocol)}
+	if doc.Protocol != channel.ProtocolVersion {
+		return nil, &channel.RemoteError{Host: t.Name, Stage: channel.StageRemoteRefusal, Err: protocolMismatch(t.Name, doc.Protocol)}
 	}
 	return doc.Result, nil
 }

@@ -1,4 +1,4 @@
-package channel
+package sshclient
 
 import (
 	"bytes"
@@ -25,6 +25,7 @@ import (
 	"golang.org/x/crypto/ssh"
 	"golang.org/x/crypto/ssh/agent"
 
+	"github.com/wisent/stado/channel"
 	"github.com/wisent/stado/refusal"
 	"github.com/wisent/stado/registry"
 )
@@ -54,9 +55,9 @@ func (f *fixture) dialer() *Dialer {
 }
 
 // remoteErr asserts err is a *RemoteError at stage naming host.
-func remoteErr(t *testing.T, err error, host string, stage Stage) *RemoteError {
+func remoteErr(t *testing.T, err error, host string, stage channel.Stage) *channel.RemoteError {
 	t.Helper()
-	var re *RemoteError
+	var re *channel.RemoteError
 	if !errors.As(err, &re) {
 		t.Fatalf("error %v (%T) is not a *RemoteError", err, err)
 	}
@@ -92,10 +93,12 @@ func TestRunSendsArgvAsOneLineTheGrammarSplitsBack(t *testing.T) {
 	if _, _, err := pool.Run(context.Background(), f.srv.Target("web1"), argv, nil); err != nil {
 		t.Fatal(err)
 	}
+	// The server receives argv as Quote joins it, which the grammar splits
+	// back into exactly argv (channel's TestQuoteRoundTripsEveryAcceptedArgv).
 	line := <-got
-	words, err := splitWords(line)
-	if err != nil || !reflect.DeepEqual(words, argv) {
-		t.Fatalf("the server received %q, which splits to %q (%v); want %q", line, words, err, argv)
+	want, err := channel.Quote(argv)
+	if err != nil || line != want {
+		t.Fatalf("the server received %q, want %q (%v)", line, want, err)
 	}
 }
 
@@ -105,7 +108,7 @@ func TestUnknownHostKeyIsRefusedWithItsFingerprint(t *testing.T) {
 	pool := NewPool(f.dialer())
 	defer pool.Close()
 	_, _, err := pool.Run(context.Background(), f.srv.Target("web1"), []string{"version"}, nil)
-	remoteErr(t, err, "web1", StageHostKey)
+	remoteErr(t, err, "web1", channel.StageHostKey)
 	var he *HostKeyError
 	if !errors.As(err, &he) {
 		t.Fatalf("%v carries no *HostKeyError", err)
@@ -171,10 +174,10 @@ func TestAcceptNewHostKeyFromManyHostsAtOnceKeepsEveryKey(t *testing.T) {
 	d.AcceptNewHostKey = true
 	pool := NewPool(d)
 	defer pool.Close()
-	FanOut(context.Background(), targets, 6, func(ctx context.Context, h registry.Target) Result {
+	channel.FanOut(context.Background(), targets, 6, func(ctx context.Context, h registry.Target) channel.Result {
 		_, _, err := pool.Run(ctx, h, []string{"version"}, nil)
-		return Result{Err: err}
-	}, func(r Result) {
+		return channel.Result{Err: err}
+	}, func(r channel.Result) {
 		if r.Err != nil {
 			t.Errorf("%s: %v", r.Host, r.Err)
 		}
@@ -207,7 +210,7 @@ func TestChangedHostKeyIsRefusedEvenWithAcceptNewHostKey(t *testing.T) {
 	pool := NewPool(d)
 	defer pool.Close()
 	_, _, err := pool.Run(context.Background(), f.srv.Target("web1"), []string{"version"}, nil)
-	remoteErr(t, err, "web1", StageHostKey)
+	remoteErr(t, err, "web1", channel.StageHostKey)
 	var he *HostKeyError
 	if !errors.As(err, &he) || he.Kind != HostKeyChanged || he.RefusalCode() != "host_key_mismatch" {
 		t.Fatalf("want a changed-key refusal, got %v", err)
@@ -281,7 +284,7 @@ func TestEncryptedIdentityWithoutAgentIsAClearAuthError(t *testing.T) {
 	pool := NewPool(&Dialer{KnownHostsPath: f.knownHosts, IdentityFiles: []string{enc}})
 	defer pool.Close()
 	_, _, err := pool.Run(context.Background(), f.srv.Target("web1"), []string{"version"}, nil)
-	remoteErr(t, err, "web1", StageAuth)
+	remoteErr(t, err, "web1", channel.StageAuth)
 	if !strings.Contains(err.Error(), "encrypted") || !strings.Contains(err.Error(), enc) || !strings.Contains(err.Error(), "SSH_AUTH_SOCK") {
 		t.Fatalf("message %q does not say which key is encrypted and that no agent is there", err)
 	}
@@ -306,7 +309,7 @@ func TestAnUnauthorisedKeyFailsAtStageAuth(t *testing.T) {
 	pool := NewPool(&Dialer{KnownHostsPath: f.knownHosts, IdentityFiles: []string{other}})
 	defer pool.Close()
 	_, _, err := pool.Run(context.Background(), f.srv.Target("web1"), []string{"version"}, nil)
-	remoteErr(t, err, "web1", StageAuth)
+	remoteErr(t, err, "web1", channel.StageAuth)
 }
 
 func TestAMissingIdentityFileNamedByTheDialerIsAnAuthError(t *testing.T) {
@@ -315,7 +318,7 @@ func TestAMissingIdentityFileNamedByTheDialerIsAnAuthError(t *testing.T) {
 	pool := NewPool(&Dialer{KnownHostsPath: f.knownHosts, IdentityFiles: []string{missing}})
 	defer pool.Close()
 	_, _, err := pool.Run(context.Background(), f.srv.Target("web1"), []string{"version"}, nil)
-	remoteErr(t, err, "web1", StageAuth)
+	remoteErr(t, err, "web1", channel.StageAuth)
 	if f.srv.Accepted.Load() != 0 {
 		t.Fatal("connected although no identity could be offered")
 	}
@@ -379,7 +382,7 @@ func TestConnectFailureNamesTheHostAndStageConnect(t *testing.T) {
 	defer pool.Close()
 	target := registry.Target{Name: "web9", SSH: registry.SSH{Address: "127.0.0.1", Port: port}}
 	_, _, err = pool.Run(context.Background(), target, []string{"version"}, nil)
-	re := remoteErr(t, err, "web9", StageConnect)
+	re := remoteErr(t, err, "web9", channel.StageConnect)
 	if re.Address != fmt.Sprintf("127.0.0.1:%d", port) {
 		t.Fatalf("address %q", re.Address)
 	}
@@ -397,7 +400,7 @@ func TestRemoteExitCarriesItsStatusAndTheTailOfStderr(t *testing.T) {
 	pool := NewPool(f.dialer())
 	defer pool.Close()
 	stdout, _, err := pool.Run(context.Background(), f.srv.Target("web1"), []string{"systemctl", "restart", "a.service"}, nil)
-	re := remoteErr(t, err, "web1", StageRemoteExit)
+	re := remoteErr(t, err, "web1", channel.StageRemoteExit)
 	if re.ExitStatus != 7 {
 		t.Fatalf("exit status %d", re.ExitStatus)
 	}
@@ -419,7 +422,7 @@ func TestClientReturnsTheHostsTypedResultThroughTheRemoteProgram(t *testing.T) {
 	pool := NewPool(f.dialer())
 	defer pool.Close()
 	c := &Client{Pool: pool, Target: f.srv.Target("web1")}
-	res, err := c.UnitInstall(context.Background(), InstallRequest{UnitRef: UnitRef{Scope: ScopeSystem, Unit: "a.service"}, Path: "/etc/systemd/system/a.service", Content: []byte("[Unit]\n")})
+	res, err := c.UnitInstall(context.Background(), channel.InstallRequest{UnitRef: channel.UnitRef{Scope: channel.ScopeSystem, Unit: "a.service"}, Path: "/etc/systemd/system/a.service", Content: []byte("[Unit]\n")})
 	if err != nil || res.Action != "installed" || res.Path != "/etc/systemd/system/a.service" {
 		t.Fatalf("result %+v, %v", res, err)
 	}
@@ -436,14 +439,14 @@ func TestEnsureIsOneRemoteExecutionCarryingTheDeclaration(t *testing.T) {
 	pool := NewPool(f.dialer())
 	defer pool.Close()
 	c := &Client{Pool: pool, Target: f.srv.Target("web1")}
-	req := EnsureRequest{OS: "linux", Mode: ModeApply, Settle: time.Second}
+	req := channel.EnsureRequest{OS: "linux", Mode: channel.ModeApply, Settle: time.Second}
 	req.Service.Name, req.Service.Unit, req.Service.Program = "api", "api.service", "/usr/bin/api"
 	res, err := c.Ensure(context.Background(), req)
-	if err != nil || !res.Confirmed || res.Run != RunNone {
+	if err != nil || !res.Confirmed || res.Run != channel.RunNone {
 		t.Fatalf("ensure %+v, %v", res, err)
 	}
 	calls := host.Calls()
-	if len(calls) != 1 || calls[0].Method != "Ensure" || calls[0].Units[0] != "api.service" || calls[0].Content != ModeApply {
+	if len(calls) != 1 || calls[0].Method != "Ensure" || calls[0].Units[0] != "api.service" || calls[0].Content != channel.ModeApply {
 		t.Fatalf("host calls %+v", calls)
 	}
 	if n := f.srv.Commands.Load(); n != 1 {
@@ -461,16 +464,16 @@ func TestEnsureAsksAgainWithoutTheServingReadWhenTheHostPredatesIt(t *testing.T)
 		body, _ := io.ReadAll(stdin)
 		if bytes.Contains(body, []byte(`"serving"`)) { // what an older stado answers
 			refused.Add(1)
-			writeDoc(stdout, RefusalDocument{Kind: KindRefusal, Protocol: ProtocolVersion, Verb: VerbEnsure, Code: string(CodeInvalidContent),
+			writeDocument(stdout, channel.RefusalDocument{Kind: channel.KindRefusal, Protocol: channel.ProtocolVersion, Verb: channel.VerbEnsure, Code: string(channel.CodeInvalidContent),
 				Message: `ensure request on stdin is not a request document: json: unknown field "serving"`})
-			return ExitRefused
+			return channel.ExitRefused
 		}
-		return Serve(context.Background(), cmd, bytes.NewReader(body), stdout, stderr, host)
+		return channel.Serve(context.Background(), cmd, bytes.NewReader(body), stdout, stderr, host)
 	})
 	pool := NewPool(f.dialer())
 	defer pool.Close()
 	c := &Client{Pool: pool, Target: f.srv.Target("web1")}
-	req := EnsureRequest{OS: "linux", Mode: ModeApply, Settle: time.Second, Serving: &ServingPort{Port: 8080}}
+	req := channel.EnsureRequest{OS: "linux", Mode: channel.ModeApply, Settle: time.Second, Serving: &channel.ServingPort{Port: 8080}}
 	req.Service.Name, req.Service.Unit, req.Service.Program = "api", "api.service", "/usr/bin/api"
 	res, err := c.Ensure(context.Background(), req)
 	if err != nil || !res.Confirmed || res.Serving != nil {
@@ -488,14 +491,14 @@ func TestEnsureAsksAgainWithoutTheServingReadWhenTheHostPredatesIt(t *testing.T)
 func TestEnsureDecidesTheHostPredatesTheServingReadByItsCapabilitiesNotItsMessage(t *testing.T) {
 	cases := []struct {
 		name    string
-		caps    []Capability // what the refusing host advertises
+		caps    []channel.Capability // what the refusing host advertises
 		message string
 		asks    int // ensure calls the host sees
 		refused bool
 	}{
 		// a current host refusing the content for another reason, in the
 		// words an older one uses for the field: one call, the refusal stands
-		{"capable host, older wording", HostCapabilities(), `ensure request on stdin is not a request document: json: unknown field "serving"`, 1, true},
+		{"capable host, older wording", channel.HostCapabilities(), `ensure request on stdin is not a request document: json: unknown field "serving"`, 1, true},
 		// an older host whose decoder words the refusal otherwise: asked again
 		{"older host, other wording", nil, `ensure request: unknown object member name "serving"`, 2, false},
 	}
@@ -508,23 +511,23 @@ func TestEnsureDecidesTheHostPredatesTheServingReadByItsCapabilitiesNotItsMessag
 				asks.Add(1)
 				body, _ := io.ReadAll(stdin)
 				if bytes.Contains(body, []byte(`"serving"`)) {
-					writeDoc(stdout, RefusalDocument{Kind: KindRefusal, Protocol: ProtocolVersion, Capabilities: tc.caps, Verb: VerbEnsure,
-						Code: string(CodeInvalidContent), Message: tc.message})
-					return ExitRefused
+					writeDocument(stdout, channel.RefusalDocument{Kind: channel.KindRefusal, Protocol: channel.ProtocolVersion, Capabilities: tc.caps, Verb: channel.VerbEnsure,
+						Code: string(channel.CodeInvalidContent), Message: tc.message})
+					return channel.ExitRefused
 				}
-				return Serve(context.Background(), cmd, bytes.NewReader(body), stdout, stderr, host)
+				return channel.Serve(context.Background(), cmd, bytes.NewReader(body), stdout, stderr, host)
 			})
 			pool := NewPool(f.dialer())
 			defer pool.Close()
 			c := &Client{Pool: pool, Target: f.srv.Target("web1")}
-			req := EnsureRequest{OS: "linux", Mode: ModeApply, Settle: time.Second, Serving: &ServingPort{Port: 8080}}
+			req := channel.EnsureRequest{OS: "linux", Mode: channel.ModeApply, Settle: time.Second, Serving: &channel.ServingPort{Port: 8080}}
 			req.Service.Name, req.Service.Unit, req.Service.Program = "api", "api.service", "/usr/bin/api"
 			_, err := c.Ensure(context.Background(), req)
 			if n := asks.Load(); n != int32(tc.asks) {
 				t.Fatalf("the host was asked %d times, want %d (%v)", n, tc.asks, err)
 			}
 			if tc.refused {
-				if re := remoteErr(t, err, "web1", StageRemoteRefusal); !re.HostHas(CapEnsureServing) {
+				if re := remoteErr(t, err, "web1", channel.StageRemoteRefusal); !re.HostHas(channel.CapEnsureServing) {
 					t.Fatalf("the refusal lost the host's capabilities: %+v", re)
 				}
 			} else if err != nil {
@@ -538,13 +541,13 @@ func TestEnsureDecidesTheHostPredatesTheServingReadByItsCapabilitiesNotItsMessag
 func TestEveryChannelDocumentAdvertisesTheHostsCapabilities(t *testing.T) {
 	for _, cmd := range []string{"stado host channel version", "stado host channel no-such-verb"} {
 		var out, errb bytes.Buffer
-		Serve(context.Background(), cmd, nil, &out, &errb, &recordingHost{})
+		channel.Serve(context.Background(), cmd, nil, &out, &errb, &recordingHost{})
 		var doc struct {
 			Kind         string
-			Capabilities []Capability
+			Capabilities []channel.Capability
 		}
-		if err := json.Unmarshal(out.Bytes(), &doc); err != nil || !reflect.DeepEqual(doc.Capabilities, HostCapabilities()) {
-			t.Fatalf("%s printed %s (%v), want capabilities %v", cmd, out.Bytes(), err, HostCapabilities())
+		if err := json.Unmarshal(out.Bytes(), &doc); err != nil || !reflect.DeepEqual(doc.Capabilities, channel.HostCapabilities()) {
+			t.Fatalf("%s printed %s (%v), want capabilities %v", cmd, out.Bytes(), err, channel.HostCapabilities())
 		}
 	}
 }
@@ -557,9 +560,9 @@ func TestARefusedCommandIsARemoteRefusalAndRunsNothing(t *testing.T) {
 	defer pool.Close()
 	for _, argv := range [][]string{{"id"}, {"sh", "-c", "touch /tmp/marker"}, {"unit-start", "system", "../a.service"}} {
 		_, _, err := pool.Run(context.Background(), f.srv.Target("web1"), argv, nil)
-		re := remoteErr(t, err, "web1", StageRemoteRefusal)
-		var r *Refusal
-		if !errors.As(err, &r) || r.Code == "" || re.ExitStatus != ExitRefused {
+		re := remoteErr(t, err, "web1", channel.StageRemoteRefusal)
+		var r *channel.Refusal
+		if !errors.As(err, &r) || r.Code == "" || re.ExitStatus != channel.ExitRefused {
 			t.Fatalf("%q: %v, want a coded refusal with exit 3", argv, err)
 		}
 		var coded refusal.Coded
@@ -577,9 +580,9 @@ func TestAFailedHostActionIsARemoteExitWithTheHostMessage(t *testing.T) {
 	serveChannel(f.srv, &recordingHost{err: errHostBroken})
 	pool := NewPool(f.dialer())
 	defer pool.Close()
-	_, err := pool.Call(context.Background(), f.srv.Target("web1"), Command{Verb: VerbUnitRestart, Scope: ScopeSystem, Units: []string{"a.service"}}, nil)
-	re := remoteErr(t, err, "web1", StageRemoteExit)
-	if re.ExitStatus != ExitFailure || !strings.Contains(err.Error(), errHostBroken.Error()) {
+	_, err := pool.Call(context.Background(), f.srv.Target("web1"), channel.Command{Verb: channel.VerbUnitRestart, Scope: channel.ScopeSystem, Units: []string{"a.service"}}, nil)
+	re := remoteErr(t, err, "web1", channel.StageRemoteExit)
+	if re.ExitStatus != channel.ExitFailure || !strings.Contains(err.Error(), errHostBroken.Error()) {
 		t.Fatalf("%v", err)
 	}
 	b, _ := json.Marshal(re)
@@ -593,10 +596,10 @@ func TestCallRefusesAnInvalidCommandBeforeConnecting(t *testing.T) {
 	f := newFixture(t)
 	pool := NewPool(f.dialer())
 	defer pool.Close()
-	bad := Command{Verb: VerbUnitStart, Scope: ScopeSystem, Units: []string{"$(id).service"}}
+	bad := channel.Command{Verb: channel.VerbUnitStart, Scope: channel.ScopeSystem, Units: []string{"$(id).service"}}
 	_, err := pool.Call(context.Background(), f.srv.Target("web1"), bad, nil)
-	var r *Refusal
-	if !errors.As(err, &r) || r.Code != CodeInvalidUnit {
+	var r *channel.Refusal
+	if !errors.As(err, &r) || r.Code != channel.CodeInvalidUnit {
 		t.Fatalf("%v, want an invalid_unit refusal", err)
 	}
 	if f.srv.Accepted.Load() != 0 {
@@ -669,17 +672,17 @@ func TestFanOutOverThePoolCompletesTheOtherHostsWhenOneIsDown(t *testing.T) {
 	pool := NewPool(f.dialer())
 	defer pool.Close()
 	var lines []string
-	results := FanOut(context.Background(), targets, 0, func(ctx context.Context, h registry.Target) Result {
+	results := channel.FanOut(context.Background(), targets, 0, func(ctx context.Context, h registry.Target) channel.Result {
 		out, _, err := pool.Run(ctx, h, []string{"unit-restart", "system", "a.service"}, nil)
-		return Result{Value: string(out), Err: err}
-	}, func(r Result) { lines = append(lines, r.Host) })
+		return channel.Result{Value: string(out), Err: err}
+	}, func(r channel.Result) { lines = append(lines, r.Host) })
 	if len(lines) != 3 {
 		t.Fatalf("result lines %q", lines)
 	}
 	for i, r := range results {
 		switch {
 		case i == 1:
-			remoteErr(t, r.Err, "h1", StageConnect)
+			remoteErr(t, r.Err, "h1", channel.StageConnect)
 		case r.Err != nil || r.Value != "unit-restart system a.service":
 			t.Fatalf("%s: %v %v", r.Host, r.Value, r.Err)
 		}
@@ -693,4 +696,14 @@ func knownHostsAppend(t *testing.T, path string, s *testServer) {
 	knownHostsWith(t, tmp, s.HostSigner.PublicKey(), s.HostPort())
 	line, _ := os.ReadFile(tmp)
 	writeFile(t, path, string(old)+string(line))
+}
+
+// writeDocument prints doc as the remote program prints its documents: one
+// line of JSON.
+func writeDocument(w io.Writer, doc any) {
+	b, err := json.Marshal(doc)
+	if err != nil {
+		panic(err)
+	}
+	_, _ = w.Write(append(b, '\n'))
 }

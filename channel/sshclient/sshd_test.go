@@ -1,4 +1,4 @@
-package channel
+package sshclient
 
 import (
 	"context"
@@ -15,6 +15,7 @@ import (
 
 	"golang.org/x/crypto/ssh"
 
+	"github.com/wisent/stado/channel"
 	"github.com/wisent/stado/registry"
 	"github.com/wisent/stado/tests/testbed"
 	"github.com/wisent/stado/units"
@@ -27,7 +28,7 @@ const helperArg = "stado-channel-forced-helper"
 
 func TestMain(m *testing.M) {
 	if len(os.Args) == 3 && os.Args[1] == helperArg {
-		os.Exit(Main(context.Background(), nil, os.LookupEnv, os.Stdin, os.Stdout, os.Stderr, &fileHost{dir: os.Args[2]}))
+		os.Exit(channel.Main(context.Background(), nil, os.LookupEnv, os.Stdin, os.Stdout, os.Stderr, &fileHost{dir: os.Args[2]}))
 	}
 	os.Exit(m.Run())
 }
@@ -49,18 +50,18 @@ func (h *fileHost) log(c hostCall) error {
 	return err
 }
 
-func (h *fileHost) Version(context.Context) (VersionResult, error) {
-	return VersionResult{Protocol: ProtocolVersion, OS: "linux"}, h.log(hostCall{Method: "Version"})
+func (h *fileHost) Version(context.Context) (channel.VersionResult, error) {
+	return channel.VersionResult{Protocol: channel.ProtocolVersion, OS: "linux"}, h.log(hostCall{Method: "Version"})
 }
-func (h *fileHost) RepairStep(_ context.Context, r StepRequest) (StepResult, error) {
+func (h *fileHost) RepairStep(_ context.Context, r channel.StepRequest) (channel.StepResult, error) {
 	env := map[string]string{}
 	for _, e := range r.Env {
 		env[e.Name] = e.Value
 	}
-	return StepResult{Step: r.Step, OK: true}, h.log(hostCall{Method: "RepairStep", Step: r.Step, Env: env})
+	return channel.StepResult{Step: r.Step, OK: true}, h.log(hostCall{Method: "RepairStep", Step: r.Step, Env: env})
 }
-func (h *fileHost) UnitShow(_ context.Context, r ShowRequest) (ShowResult, error) {
-	res := ShowResult{}
+func (h *fileHost) UnitShow(_ context.Context, r channel.ShowRequest) (channel.ShowResult, error) {
+	res := channel.ShowResult{}
 	for _, u := range r.Units {
 		res.Units = append(res.Units, units.Verdict{Unit: u, State: units.StateInactive})
 	}
@@ -150,7 +151,7 @@ func TestARealSSHDForcedCommandRunsOnlyTheChannelGrammar(t *testing.T) {
 
 	// a valid verb reaches the host, and quoted data survives sshd and the shell intact
 	value := "a b; $(touch " + marker + ") `touch " + marker + "` | & > <"
-	res, err := pool.Call(ctx, target, Command{Verb: VerbRepairStep, Step: "crypto", Env: []EnvVar{{"NOTE", value}}}, nil)
+	res, err := pool.Call(ctx, target, channel.Command{Verb: channel.VerbRepairStep, Step: "crypto", Env: []channel.EnvVar{{Name: "NOTE", Value: value}}}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -190,8 +191,8 @@ func TestARealSSHDForcedCommandRunsOnlyTheChannelGrammar(t *testing.T) {
 		out, err := sess.Output(line)
 		sess.Close()
 		var exit *ssh.ExitError
-		if !errors.As(err, &exit) || exit.ExitStatus() != ExitRefused {
-			t.Fatalf("%q: %v, want exit %d", line, err, ExitRefused)
+		if !errors.As(err, &exit) || exit.ExitStatus() != channel.ExitRefused {
+			t.Fatalf("%q: %v, want exit %d", line, err, channel.ExitRefused)
 		}
 		if r, _, ok := refusalIn("sshd1", out); !ok || r.Code == "" {
 			t.Fatalf("%q printed %q, not one refusal document", line, out)
@@ -209,7 +210,7 @@ func TestARealSSHDForcedCommandRunsOnlyTheChannelGrammar(t *testing.T) {
 	}
 	err = sess.Wait()
 	var exit *ssh.ExitError
-	if !errors.As(err, &exit) || exit.ExitStatus() != ExitRefused || !strings.Contains(out.String(), string(CodeEmptyCommand)) {
+	if !errors.As(err, &exit) || exit.ExitStatus() != channel.ExitRefused || !strings.Contains(out.String(), string(channel.CodeEmptyCommand)) {
 		t.Fatalf("login: %v, %q", err, out.String())
 	}
 	if _, err := os.Stat(marker); !errors.Is(err, os.ErrNotExist) {

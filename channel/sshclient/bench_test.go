@@ -1,4 +1,4 @@
-package channel
+package sshclient
 
 import (
 	"context"
@@ -7,6 +7,7 @@ import (
 
 	"golang.org/x/crypto/ssh/knownhosts"
 
+	"github.com/wisent/stado/channel"
 	"github.com/wisent/stado/registry"
 )
 
@@ -40,12 +41,12 @@ func benchFleet(b *testing.B, n int) ([]registry.Target, *Pool) {
 
 func benchmarkRestart(b *testing.B, n int) {
 	targets, pool := benchFleet(b, n)
-	cmd := Command{Verb: VerbUnitRestart, Scope: ScopeSystem, Units: []string{"a.service"}}
+	cmd := channel.Command{Verb: channel.VerbUnitRestart, Scope: channel.ScopeSystem, Units: []string{"a.service"}}
 	b.ResetTimer()
 	for b.Loop() {
-		for _, r := range FanOut(context.Background(), targets, 0, func(ctx context.Context, h registry.Target) Result {
+		for _, r := range channel.FanOut(context.Background(), targets, 0, func(ctx context.Context, h registry.Target) channel.Result {
 			_, err := pool.Call(ctx, h, cmd, nil)
-			return Result{Err: err}
+			return channel.Result{Err: err}
 		}, nil) {
 			if r.Err != nil {
 				b.Fatal(r.Err)
