@@ -19,7 +19,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/wisent/stado/channel"
 	"github.com/wisent/stado/channel/sshclient"
 	"github.com/wisent/stado/tests/testbed"
 )
