@@ -17,6 +17,6 @@
 // through a fleet.Connector), beacon (the read half's join), alert (the
 // alerts of failed and refused actions), register (the record an alert
 // document carries), catalog, units, refusal and registry. It must not
-// import channel, repair or cli (fleet/roads_test.go holds it to that);
+// import channel, repair or cli (the module's architecture test holds it to that);
 // nothing but cli imports it.
 package autonomy

@@ -11,8 +11,8 @@
 //
 // catalog imports registry (the document a catalog entry answers for),
 // declaration (a product's unit identity and settings in the declaration
-// grammar), store (the site catalog's key) and the standard library and
-// yaml.v3. It
+// grammar), store (the site catalog's key), refusal (the codes of a bad
+// entry) and the standard library and yaml.v3. It
 // is used by both halves: the read half (beacon) and the write half (repair,
 // cli), so it must never import channel, units, beacon or repair. Nothing in
 // it touches a host; every function is pure apart from Load, which reads one

@@ -13,5 +13,14 @@
 // the packages it calls take a channel.Connector and never import the SSH
 // client. cli builds no other pool, client or step runner.
 //
+// What else it imports, each for the commands that need it: the read half
+// (beacon, catalog, registry, declaration) for reads without SSH; the write
+// half (fleet) and autonomy for actions; repair for `stado repair` and the
+// host process; desktop and resolver for their servers; register for the
+// recovery rows; store and store/etcdstore to open the store named by
+// --store; units and safefile for the host-side unit commands and
+// unlock-store; printer for the output layer; refusal for the exit-code
+// table.
+//
 // cli is the top of the dependency graph; nothing imports it but cmd/stado.
 package cli

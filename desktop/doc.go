@@ -14,9 +14,10 @@
 // secret reaches the browser: declared environment values are masked with
 // fleet.MaskEnv, as the CLI masks them.
 //
-// desktop imports the read half (beacon, catalog, registry), the write half
+// desktop imports the read half (beacon, catalog, registry, and store for
+// the store the page reads and watches), the write half
 // (fleet, its only road to a host: the server takes a fleet.Connector),
 // register (the recovery rows it shows) and refusal. It never imports
-// channel or repair (fleet/roads_test.go holds it to that); cli imports
+// channel or repair (the module's architecture test holds it to that); cli imports
 // desktop, never the reverse.
 package desktop

@@ -13,8 +13,9 @@
 // instead of piling up, and the peer pass of package repair reads the
 // published list to recover it on the host that serves it.
 //
-// resolver imports registry, units and safefile (the atomic file write and
-// the lock) only. It
+// resolver imports registry (the directory and the resolver settings),
+// store (the registry's store), safefile (the atomic file write and the
+// lock) and refusal (its refusals' codes) only. It
 // never imports channel, beacon or repair: it runs in client processes that
 // have no business with SSH.
 package resolver

@@ -1,7 +1,8 @@
 // Package unitstest holds an in-memory units.Manager for tests that cannot
 // run an init system (no root, no systemd as PID 1). It writes unit files
 // for real, so the code under test reads and compares real bytes; the
-// journeys under tests/ prove the same paths on a real systemd.
+// journeys under tests/ prove the same paths on a real systemd. It imports
+// units (the Manager it implements) and registry (the scopes of its units).
 package unitstest
 
 import (
