@@ -251,10 +251,11 @@ func TestAServerOfAnotherUIDIsSentNothing(t *testing.T) {
 	}
 	// bound here (root's socket file, 0600), listened on by nobody: the
 	// peer credentials a client reads are the listener's
-	fd, err := syscall.Socket(syscall.AF_UNIX, syscall.SOCK_STREAM|syscall.SOCK_CLOEXEC, 0)
+	fd, err := syscall.Socket(syscall.AF_UNIX, syscall.SOCK_STREAM, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
+	syscall.CloseOnExec(fd)
 	bound := os.NewFile(uintptr(fd), "keeper.sock")
 	defer bound.Close()
 	if err := syscall.Bind(fd, &syscall.SockaddrUnix{Name: sock}); err != nil {
