@@ -51,6 +51,7 @@ lint:
 fuzz:
 	$(GO) test ./registry -run '^$$' -fuzz FuzzParseDocument -fuzztime 60s
 	$(GO) test ./beacon -run '^$$' -fuzz FuzzBeaconDecodingAndStaleness -fuzztime 60s
+	$(GO) test ./beacon -run '^$$' -fuzz FuzzFreshnessIsJudgedWithoutOverflow -fuzztime 60s
 
 clean:
 	rm -rf bin

@@ -38,6 +38,15 @@ func TestStalenessIsJudgedByTheReaderNotByTheBeacon(t *testing.T) {
 		{"enormous interval", now.Add(-time.Hour), 0, 1e9, true, "stale after 10m0s", 0, FreshnessStale},
 		// a bound that is not a finite duration is ignored: three intervals
 		{"infinite bound", now.Add(-time.Hour), math.Inf(1), 15, true, "stale after 45s", 0, FreshnessStale},
+		// dated past what a Duration spans (about 292 years): still ahead,
+		// never read as behind (the year 2318 is the first such date)
+		{"year 2318", time.Date(2318, 12, 2, 12, 0, 0, 0, time.UTC), 45, 15, true, "in the future", time.Date(2318, 12, 2, 12, 0, 0, 0, time.UTC).Sub(now).Seconds(), FreshnessSkewed},
+		{"year 2400", time.Date(2400, 1, 1, 0, 0, 0, 0, time.UTC), 45, 15, true, "in the future", math.MaxInt64 / 1e9, FreshnessSkewed},
+		{"year 9999", time.Date(9999, 1, 1, 0, 0, 0, 0, time.UTC), 1e300, 1e300, true, "in the future", math.MaxInt64 / 1e9, FreshnessSkewed},
+		// dated centuries back: stale, its age as far as a Duration reaches
+		{"year 1", time.Date(1, 1, 1, 0, 0, 0, 0, time.UTC), 45, 15, true, "old, stale after 45s", 0, FreshnessStale},
+		// just inside the Duration's reach, ahead
+		{"saturation boundary", now.Add(time.Duration(math.MaxInt64)), 45, 15, true, "in the future", math.MaxInt64 / 1e9, FreshnessSkewed},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			v := &View{Now: now, Beacons: map[string]*Beacon{"h": {At: tc.at, StaleAfterSeconds: tc.staleAfter, IntervalSeconds: tc.interval}}, Unreadable: map[string]string{}}
@@ -93,4 +102,36 @@ func TestFreshnessCarriesItsKindAndItsJSONIsUnchanged(t *testing.T) {
 	if (Freshness{}).Kind != FreshnessMissing {
 		t.Error("the zero Freshness trusts something")
 	}
+}
+
+// Whatever a beacon says of its date and bounds, and whatever the reader's
+// clock and override, the verdict never trusts a beacon dated beyond the
+// skew a reader allows or older than the bound in force.
+func FuzzFreshnessIsJudgedWithoutOverflow(f *testing.F) {
+	f.Add(int64(10976198400), int64(0), int64(1796212800), 45.0, 15.0, int64(0))       // year 2318
+	f.Add(int64(253370764800), int64(0), int64(1796212800), 1e300, 1e300, int64(1e9)) // year 9999, a 1 s override
+	f.Add(int64(-62135596800), int64(0), int64(1796212800), math.Inf(1), -1.0, int64(0))
+	f.Add(int64(1796212790), int64(5), int64(1796212800), 45.0, 15.0, int64(0))
+	f.Fuzz(func(t *testing.T, atSec, atNano, nowSec int64, staleAfter, interval float64, override int64) {
+		at := time.Unix(atSec, atNano%1e9).UTC()
+		now := time.Unix(nowSec, 0).UTC()
+		v := &View{Now: now, StaleAfter: time.Duration(override), Unreadable: map[string]string{},
+			Beacons: map[string]*Beacon{"h": {At: at, StaleAfterSeconds: staleAfter, IntervalSeconds: interval}}}
+		fr := v.Freshness("h")
+		ceiling := MaxStaleBound
+		if override > 0 {
+			ceiling = time.Duration(override)
+		}
+		ahead, behind := at.Sub(now), now.Sub(at)
+		switch {
+		case at.After(now) && ahead > MaxClockSkew && (fr.Kind != FreshnessSkewed || !fr.Stale):
+			t.Fatalf("a beacon %s ahead read %v (%+v)", ahead, fr.Kind, fr)
+		case !at.After(now) && behind > ceiling && (fr.Kind != FreshnessStale || !fr.Stale):
+			t.Fatalf("a beacon %s old with the bound at most %s read %v (%+v)", behind, ceiling, fr.Kind, fr)
+		case fr.Kind == FreshnessFresh && (fr.Stale || ahead > MaxClockSkew || behind > ceiling):
+			t.Fatalf("read fresh: %+v (ahead %s, behind %s)", fr, ahead, behind)
+		case fr.AgeSeconds < 0 || fr.SkewSeconds < 0:
+			t.Fatalf("negative age or skew: %+v", fr)
+		}
+	})
 }

@@ -286,7 +286,7 @@ func (r *Runner) observe(ctx context.Context, p *Pass) {
 // checkIdentity warns when another machine publishes as this host: a
 // fresh beacon under our key from another identity.
 func (r *Runner) checkIdentity(ctx context.Context, p *Pass) {
-	obj, err := r.Store.Get(ctx, store.BeaconPrefix+r.Host)
+	obj, err := store.GetBounded(ctx, r.Store, store.BeaconPrefix+r.Host, MaxBytes)
 	if err != nil {
 		return
 	}
@@ -308,6 +308,18 @@ func (r *Runner) publish(ctx context.Context, b *Beacon, cfg Config) error {
 	data, err := json.Marshal(b)
 	if err != nil {
 		return fmt.Errorf("encode beacon: %w", err)
+	}
+	if len(data) > MaxBytes {
+		// Over the bound readers hold it to: publish what the pass is and
+		// why its reports are missing, so this host reads unknown with the
+		// cause instead of going stale without one.
+		slim := *b
+		slim.Units, slim.Undeclared, slim.PeerRecoveries = nil, nil, nil
+		slim.Refusals = []Refusal{{Code: CodeBeaconTooLarge, Subject: r.Host,
+			Message: fmt.Sprintf("this pass's beacon was %d bytes, over the %d-byte limit: its reports are left out (docs/limits.md)", len(data), MaxBytes)}}
+		if data, err = json.Marshal(&slim); err != nil {
+			return fmt.Errorf("encode beacon: %w", err)
+		}
 	}
 	if _, err := r.Store.Put(ctx, store.BeaconPrefix+r.Host, data, store.PutOptions{TTL: cfg.TTL}); err != nil {
 		return fmt.Errorf("publish beacon %s: %w", store.BeaconPrefix+r.Host, err)

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"runtime"
 	"sort"
 	"strings"
@@ -141,14 +142,26 @@ func LoadSelected(ctx context.Context, st store.Store, now time.Time, staleAfter
 			v.Beacons[host] = b
 		}
 	}
+	// a beacon over the bound is never read whole: its host reads
+	// unreadable, naming the size
+	tooLarge := func(big *store.TooLargeError) {
+		mu.Lock()
+		defer mu.Unlock()
+		v.Unreadable[strings.TrimPrefix(big.Key, store.BeaconPrefix)] = tooLargeCause(big.Size)
+	}
 	var listErr error
 	if !sel.all() && len(hosts) <= selectedAtMost {
 		for _, host := range hosts {
 			if store.ValidateKey(store.BeaconPrefix+host) != nil {
 				continue // no such key can be stored
 			}
-			o, err := st.Get(ctx, store.BeaconPrefix+host)
+			o, err := store.GetBounded(ctx, st, store.BeaconPrefix+host, MaxBytes)
 			if errors.Is(err, store.ErrNotFound) {
+				continue
+			}
+			var big *store.TooLargeError
+			if errors.As(err, &big) {
+				tooLarge(big)
 				continue
 			}
 			if err != nil {
@@ -161,10 +174,14 @@ func LoadSelected(ctx context.Context, st store.Store, now time.Time, staleAfter
 		// Each beacon is decoded as it is read, on every processor the
 		// process may use, from a buffer its reader reuses; one that is
 		// not selected is dropped undecoded.
-		listErr = store.Visit(ctx, st, store.BeaconPrefix, runtime.GOMAXPROCS(0), func(o store.Object) {
+		listErr = store.VisitBounded(ctx, st, store.BeaconPrefix, runtime.GOMAXPROCS(0), MaxBytes, func(o store.Object) {
 			host := strings.TrimPrefix(o.Key, store.BeaconPrefix)
 			if want == nil || want(host) {
 				keep(host, o.Value)
+			}
+		}, func(big *store.TooLargeError) {
+			if host := strings.TrimPrefix(big.Key, store.BeaconPrefix); want == nil || want(host) {
+				tooLarge(big)
 			}
 		})
 	}
@@ -181,12 +198,26 @@ func LoadSelected(ctx context.Context, st store.Store, now time.Time, staleAfter
 	return v, nil
 }
 
+// MaxBytes bounds one beacon as stored, at publish and at read: a host
+// reporting every declared service and every loaded unit stays far below
+// it (20 services take about 10 KB), and a reader never loads more than this
+// of a host's beacon.
+const MaxBytes = 4 << 20
+
+// tooLargeCause is why a beacon of size bytes (or more) is unreadable.
+func tooLargeCause(size int64) string {
+	return fmt.Sprintf("the beacon is %d bytes or more, over the %d-byte limit (docs/limits.md)", size, MaxBytes)
+}
+
 // DecodeBeacon reads the beacon stored for host. It refuses a document
 // that is not a beacon of this format or that names another host, and it
 // reads every unit state it does not know as unknown, saying so in the
 // unit's sentence: a host's own words never become a verdict the reader
 // does not define. The error says why the beacon is unreadable.
 func DecodeBeacon(host string, value []byte) (*Beacon, error) {
+	if len(value) > MaxBytes {
+		return nil, errors.New(tooLargeCause(int64(len(value))))
+	}
 	var b Beacon
 	// The reports are decoded into a slice sized from the bytes (an upper
 	// bound: every report names its unit), so the decoder does not grow it
@@ -319,32 +350,52 @@ func (v *View) Freshness(host string) Freshness {
 	if !ok {
 		return Freshness{Kind: FreshnessMissing, Reason: "no beacon from " + host}
 	}
-	bound := time.Duration(b.StaleAfterSeconds * float64(time.Second))
-	if v.StaleAfter > 0 {
-		bound = v.StaleAfter
+	// The bound and the age are judged without arithmetic that can wrap:
+	// a beacon's seconds are clamped before they become a Duration, and its
+	// date is compared with the reader's clock by Sub in the direction
+	// whose saturation keeps its sign (a beacon dated centuries ahead reads
+	// as far ahead as a Duration reaches, never as behind).
+	bound := v.StaleAfter
+	if bound <= 0 {
+		bound = secondsUpTo(b.StaleAfterSeconds, MaxStaleBound)
 	}
 	if bound <= 0 {
-		bound = 3 * time.Duration(b.IntervalSeconds*float64(time.Second))
+		bound = min(3*secondsUpTo(b.IntervalSeconds, MaxStaleBound), MaxStaleBound)
 	}
-	if v.StaleAfter <= 0 && (bound > MaxStaleBound || bound <= 0) {
+	if bound <= 0 {
 		bound = MaxStaleBound
 	}
-	age := v.Now.Sub(b.At)
 	at := b.At
-	f := Freshness{Kind: FreshnessFresh, Present: true, At: &at, AgeSeconds: round1(max(age, 0).Seconds()), StaleAfterSeconds: bound.Seconds(), Pass: b.Pass}
-	if age < 0 {
-		f.SkewSeconds = round1(-age.Seconds())
-		if -age > MaxClockSkew {
+	f := Freshness{Kind: FreshnessFresh, Present: true, At: &at, StaleAfterSeconds: bound.Seconds(), Pass: b.Pass}
+	if b.At.After(v.Now) {
+		ahead := b.At.Sub(v.Now) // saturates at the largest Duration, never negative
+		f.SkewSeconds = round1(ahead.Seconds())
+		if ahead > MaxClockSkew {
 			f.Kind, f.Stale = FreshnessSkewed, true
-			f.Reason = fmt.Sprintf("beacon is dated %s in the future, beyond the %s of clock skew a reader allows", (-age).Round(time.Second), MaxClockSkew)
+			f.Reason = fmt.Sprintf("beacon is dated %s in the future, beyond the %s of clock skew a reader allows", ahead.Round(time.Second), MaxClockSkew)
 		}
 		return f
 	}
+	age := v.Now.Sub(b.At) // saturates at the largest Duration, never negative
+	f.AgeSeconds = round1(age.Seconds())
 	if age > bound {
 		f.Kind, f.Stale = FreshnessStale, true
 		f.Reason = fmt.Sprintf("beacon is %s old, stale after %s", age.Round(time.Second), bound.Round(time.Second))
 	}
 	return f
+}
+
+// secondsUpTo is s seconds as a Duration, clamped to ceiling: 0 (not
+// given) for zero, negative, NaN and infinity, ceiling for any finite value
+// at or past it, so no conversion of a huge float wraps.
+func secondsUpTo(s float64, ceiling time.Duration) time.Duration {
+	switch {
+	case !(s > 0) || math.IsInf(s, 1):
+		return 0
+	case s >= ceiling.Seconds():
+		return ceiling
+	}
+	return time.Duration(s * float64(time.Second))
 }
 
 func round1(x float64) float64 { return float64(int64(x*10+0.5)) / 10 }

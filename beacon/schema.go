@@ -109,6 +109,10 @@ type Protocol struct {
 	Cause string `json:"cause,omitempty"`
 }
 
+// CodeBeaconTooLarge is the refusal a host publishes in place of its
+// reports when they would make its beacon larger than MaxBytes.
+const CodeBeaconTooLarge = "beacon_too_large"
+
 // Refusal is something a pass could not do.
 type Refusal struct {
 	Code    string `json:"code"`

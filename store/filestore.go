@@ -183,22 +183,35 @@ func (s *FileStore) path(key string) (string, error) {
 
 // read returns the record at p, or nil when the file does not exist.
 func readRecord(p string) (*record, error) {
-	b, err := os.ReadFile(p)
+	r, _, err := readBoundedRecord(p, 0)
+	return r, err
+}
+
+// readBoundedRecord is readRecord refusing a file over bound bytes (bound >
+// 0) with errOverBound and its size, before reading it.
+func readBoundedRecord(p string, bound int64) (*record, int64, error) {
+	b, size, err := readInto(p, nil, bound)
 	if errors.Is(err, fs.ErrNotExist) {
-		return nil, nil
+		return nil, 0, nil
 	}
 	if err != nil {
-		return nil, err
+		return nil, size, err
 	}
 	r, err := decodeRecord(b)
 	if err != nil {
-		return nil, fmt.Errorf("object file %s is corrupt: %v", p, err)
+		return nil, size, fmt.Errorf("object file %s is corrupt: %v", p, err)
 	}
-	return r, nil
+	return r, size, nil
 }
 
 // Get returns the object at key, or an error wrapping ErrNotFound.
 func (s *FileStore) Get(ctx context.Context, key string) (Object, error) {
+	return s.GetBounded(ctx, key, 0)
+}
+
+// GetBounded is Get refusing, with a *TooLargeError and without reading
+// it, an object file too large to hold a value of max bytes (max > 0).
+func (s *FileStore) GetBounded(ctx context.Context, key string, max int64) (Object, error) {
 	p, err := s.path(key)
 	if err != nil {
 		return Object{}, err
@@ -211,13 +224,19 @@ func (s *FileStore) Get(ctx context.Context, key string) (Object, error) {
 	if err != nil {
 		return Object{}, fmt.Errorf("get %s: %w", key, err)
 	}
-	r, err := readRecord(p)
+	r, size, err := readBoundedRecord(p, recordBound(max))
 	runlock()
+	if errors.Is(err, errOverBound) {
+		return Object{}, fmt.Errorf("get %s: %w", key, &TooLargeError{Key: key, Size: size, Max: max})
+	}
 	if err != nil {
 		return Object{}, fmt.Errorf("get %s: %w", key, err)
 	}
 	if !r.live(s.now()) {
 		return Object{}, fmt.Errorf("get %s: %w", key, ErrNotFound)
+	}
+	if max > 0 && int64(len(r.value)) > max {
+		return Object{}, fmt.Errorf("get %s: %w", key, &TooLargeError{Key: key, Size: int64(len(r.value)), Max: max})
 	}
 	return Object{Key: key, Value: r.value, Revision: r.revision}, nil
 }

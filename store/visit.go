@@ -4,12 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
 	"sync"
-	"syscall"
 )
 
 // Visitor is a Store that can hand every object under a prefix to a
@@ -75,6 +75,13 @@ func parallel(n, workers int, do func(i int, buf *[]byte) error) error {
 // worker's, without the shared lock a Get takes: like List, it reads each
 // file once as rename left it.
 func (s *FileStore) Visit(ctx context.Context, prefix string, workers int, fn func(obj Object)) error {
+	return s.VisitBounded(ctx, prefix, workers, 0, fn, nil)
+}
+
+// VisitBounded is Visit with a bound on each value (max > 0): a file larger
+// than a record of max bytes is handed to tooLarge by its size and never
+// read.
+func (s *FileStore) VisitBounded(ctx context.Context, prefix string, workers int, max int64, fn func(obj Object), tooLarge func(*TooLargeError)) error {
 	if err := validatePrefix(prefix); err != nil {
 		return err
 	}
@@ -99,10 +106,14 @@ func (s *FileStore) Visit(ctx context.Context, prefix string, workers int, fn fu
 			return err
 		}
 		p := filepath.Join(s.dir, files[i].name)
-		b, err := readInto(p, *buf)
+		b, size, err := readInto(p, *buf, recordBound(max))
 		*buf = b
 		if errors.Is(err, fs.ErrNotExist) {
 			return nil // deleted since the directory was read
+		}
+		if errors.Is(err, errOverBound) {
+			tooLarge(&TooLargeError{Key: files[i].key, Size: size, Max: max})
+			return nil
 		}
 		if err != nil {
 			return err
@@ -111,7 +122,11 @@ func (s *FileStore) Visit(ctx context.Context, prefix string, workers int, fn fu
 		if err != nil {
 			return fmt.Errorf("object file %s is corrupt: %v", p, err)
 		}
-		if r.live(now) {
+		switch {
+		case !r.live(now):
+		case max > 0 && int64(len(r.value)) > max:
+			tooLarge(&TooLargeError{Key: files[i].key, Size: int64(len(r.value)), Max: max})
+		default:
 			fn(Object{Key: files[i].key, Value: r.value, Revision: r.revision})
 		}
 		return nil
@@ -125,41 +140,58 @@ func (s *FileStore) Visit(ctx context.Context, prefix string, workers int, fn fu
 	return nil
 }
 
+// recordHeaderMax bounds an object file's header line (magic, state,
+// revision, expiry, length and checksum), so a file over a value bound
+// plus this is over the bound whatever its header says.
+const recordHeaderMax = 128
+
+// recordBound is the largest file that can hold a value of at most max
+// bytes (0: no bound).
+func recordBound(max int64) int64 {
+	if max <= 0 {
+		return 0
+	}
+	return max + recordHeaderMax
+}
+
+// errOverBound: a file is larger than its reader's bound; nothing was read.
+var errOverBound = errors.New("over the reader's bound")
+
 // readInto reads the file at p into buf (grown when too small) and returns
-// its contents. It opens the file without registering it with the runtime
-// poller, which a regular file cannot use anyway: a thousand files cost a
-// thousand open, fstat, read and close calls and nothing more.
-func readInto(p string, buf []byte) ([]byte, error) {
-	fd, err := syscall.Open(p, syscall.O_RDONLY|syscall.O_CLOEXEC, 0)
-	for err == syscall.EINTR {
-		fd, err = syscall.Open(p, syscall.O_RDONLY|syscall.O_CLOEXEC, 0)
-	}
+// its contents and its size. With bound > 0, a file larger than bound is
+// not read: errOverBound, with its size.
+func readInto(p string, buf []byte, bound int64) ([]byte, int64, error) {
+	f, err := os.Open(p)
 	if err != nil {
-		return buf[:0], &fs.PathError{Op: "open", Path: p, Err: err}
+		return buf[:0], 0, err
 	}
-	defer syscall.Close(fd)
-	var st syscall.Stat_t
-	if err := syscall.Fstat(fd, &st); err != nil {
-		return buf[:0], &fs.PathError{Op: "stat", Path: p, Err: err}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return buf[:0], 0, err
 	}
-	if want := int(st.Size) + 512; cap(buf) < want {
+	size := st.Size()
+	if bound > 0 && size > bound {
+		return buf[:0], size, errOverBound
+	}
+	if want := int(size) + 512; cap(buf) < want {
 		buf = make([]byte, 0, want)
 	}
 	buf = buf[:0]
 	for {
 		if len(buf) == cap(buf) {
+			if bound > 0 && int64(len(buf)) > bound {
+				return buf[:0], int64(len(buf)), errOverBound // it grew past the bound while read
+			}
 			buf = append(buf, 0)[:len(buf)] // the file grew: room for more
 		}
-		n, err := syscall.Read(fd, buf[len(buf):cap(buf)])
-		if err == syscall.EINTR {
-			continue
+		n, err := f.Read(buf[len(buf):cap(buf)])
+		buf = buf[:len(buf)+n]
+		if err == io.EOF {
+			return buf, size, nil
 		}
 		if err != nil {
-			return buf[:0], &fs.PathError{Op: "read", Path: p, Err: err}
+			return buf[:0], size, err
 		}
-		if n == 0 {
-			return buf, nil
-		}
-		buf = buf[:len(buf)+n]
 	}
 }

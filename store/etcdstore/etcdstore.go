@@ -176,6 +176,12 @@ func (s *Store) etcdKey(key string) (string, error) {
 // Get returns the object at key with its mod revision, or an error
 // wrapping store.ErrNotFound. The read is linearizable.
 func (s *Store) Get(ctx context.Context, key string) (store.Object, error) {
+	return s.GetBounded(ctx, key, 0)
+}
+
+// GetBounded is Get refusing, with a *store.TooLargeError, a value over
+// max bytes (max > 0); a compressed value is expanded no further than max.
+func (s *Store) GetBounded(ctx context.Context, key string, max int64) (store.Object, error) {
 	k, err := s.etcdKey(key)
 	if err != nil {
 		return store.Object{}, err
@@ -194,7 +200,10 @@ func (s *Store) Get(ctx context.Context, key string) (store.Object, error) {
 		return store.Object{}, fmt.Errorf("get %s: %w", key, store.ErrNotFound)
 	}
 	kv := resp.Kvs[0]
-	v, err := decodeValue(kv.Value)
+	v, err := decodeValueMax(kv.Value, int(max))
+	if errors.Is(err, errOverBound) {
+		return store.Object{}, fmt.Errorf("get %s: %w", key, &store.TooLargeError{Key: key, Size: max + 1, Max: max})
+	}
 	if err != nil {
 		return store.Object{}, fmt.Errorf("get %s: %w", key, err)
 	}

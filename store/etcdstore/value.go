@@ -55,9 +55,23 @@ func encodeValue(value []byte) ([]byte, error) {
 }
 
 // decodeValue returns the value stored as b.
-func decodeValue(b []byte) ([]byte, error) {
+func decodeValue(b []byte) ([]byte, error) { return decodeValueMax(b, 0) }
+
+// errOverBound: a value is larger than its reader's bound.
+var errOverBound = errors.New("over the reader's bound")
+
+// decodeValueMax is decodeValue refusing (errOverBound) a value over limit
+// bytes (limit > 0), a compressed one as soon as it expands past it.
+func decodeValueMax(b []byte, limit int) ([]byte, error) {
+	bound := MaxValueSize
+	if limit > 0 {
+		bound = min(limit, MaxValueSize)
+	}
 	rest, ok := bytes.CutPrefix(b, []byte(valueMarker))
 	if !ok {
+		if limit > 0 && len(b) > limit {
+			return nil, errOverBound
+		}
 		return b, nil
 	}
 	if len(rest) == 0 {
@@ -65,6 +79,9 @@ func decodeValue(b []byte) ([]byte, error) {
 	}
 	switch rest[0] {
 	case encRaw:
+		if limit > 0 && len(rest)-1 > limit {
+			return nil, errOverBound
+		}
 		return rest[1:], nil
 	case encGzip:
 		r, err := gzip.NewReader(bytes.NewReader(rest[1:]))
@@ -77,11 +94,14 @@ func decodeValue(b []byte) ([]byte, error) {
 		var out bytes.Buffer
 		if n := len(rest); n >= 4 {
 			size := int(binary.LittleEndian.Uint32(rest[n-4:]))
-			out.Grow(min(size, 1032*n, MaxValueSize) + bytes.MinRead)
+			out.Grow(min(size, 1032*n, bound) + bytes.MinRead)
 		}
-		_, err = out.ReadFrom(io.LimitReader(r, MaxValueSize+1))
+		_, err = out.ReadFrom(io.LimitReader(r, int64(bound)+1))
 		if err != nil {
 			return nil, fmt.Errorf("compressed value: %w", err)
+		}
+		if limit > 0 && out.Len() > bound {
+			return nil, errOverBound
 		}
 		if out.Len() > MaxValueSize {
 			return nil, fmt.Errorf("compressed value expands beyond %d bytes", MaxValueSize)

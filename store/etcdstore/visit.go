@@ -2,6 +2,7 @@ package etcdstore
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"sync"
@@ -24,6 +25,13 @@ const visitPage = 100
 // ends the visit with an error (List would start over, but objects were
 // already handed on).
 func (s *Store) Visit(ctx context.Context, prefix string, workers int, fn func(obj store.Object)) error {
+	return s.VisitBounded(ctx, prefix, workers, 0, fn, nil)
+}
+
+// VisitBounded is Visit handing an object whose value is over limit bytes
+// (limit > 0) to tooLarge instead of fn; a compressed value is expanded no
+// further than limit.
+func (s *Store) VisitBounded(ctx context.Context, prefix string, workers int, limit int64, fn func(obj store.Object), tooLarge func(*store.TooLargeError)) error {
 	if strings.ContainsRune(prefix, 0) || strings.Contains(prefix, "..") || len(prefix) > store.MaxKeyLength {
 		return fmt.Errorf("prefix %q: %w", prefix, store.ErrInvalidKey)
 	}
@@ -52,7 +60,11 @@ func (s *Store) Visit(ctx context.Context, prefix string, workers int, fn func(o
 				if store.ValidateKey(key) != nil {
 					continue
 				}
-				v, err := decodeValue(kv.Value)
+				v, err := decodeValueMax(kv.Value, int(limit))
+				if errors.Is(err, errOverBound) {
+					tooLarge(&store.TooLargeError{Key: key, Size: limit + 1, Max: limit})
+					continue
+				}
 				if err != nil {
 					fail(fmt.Errorf("%s: %w", key, err))
 					continue

@@ -219,6 +219,35 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		}
 	})
 
+	t.Run("BoundedReadsRefuseAValueOverTheBoundAndPassOneAtIt", func(t *testing.T) {
+		st := fresh(t)
+		const bound = 200 << 10 // above etcd's compression threshold: a compressed value is judged expanded
+		mustCAS(t, st, "beacons/at", strings.Repeat("a", bound), 0)
+		mustCAS(t, st, "beacons/over", strings.Repeat("b", bound+1), 0)
+		if o, err := store.GetBounded(ctx, st, "beacons/at", bound); err != nil || len(o.Value) != bound {
+			t.Fatalf("a value at the bound: %d bytes, %v", len(o.Value), err)
+		}
+		var big *store.TooLargeError
+		_, err := store.GetBounded(ctx, st, "beacons/over", bound)
+		if !errors.As(err, &big) || big.Key != "beacons/over" || big.Max != bound || !errors.Is(err, store.ErrTooLarge) {
+			t.Fatalf("a value one byte over the bound: %v", err)
+		}
+		var mu sync.Mutex
+		var read, refused []string
+		err = store.VisitBounded(ctx, st, "beacons/", 2, bound, func(o store.Object) {
+			mu.Lock()
+			defer mu.Unlock()
+			read = append(read, o.Key)
+		}, func(e *store.TooLargeError) {
+			mu.Lock()
+			defer mu.Unlock()
+			refused = append(refused, e.Key)
+		})
+		if err != nil || fmt.Sprint(read) != "[beacons/at]" || fmt.Sprint(refused) != "[beacons/over]" {
+			t.Fatalf("bounded visit read %v, refused %v: %v", read, refused, err)
+		}
+	})
+
 	t.Run("DeleteRemovesAndRecreateContinuesAbove", func(t *testing.T) {
 		st := fresh(t)
 		rev := mustCAS(t, st, "d/k", "v", 0)
