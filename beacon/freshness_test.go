@@ -108,7 +108,7 @@ func TestFreshnessCarriesItsKindAndItsJSONIsUnchanged(t *testing.T) {
 // clock and override, the verdict never trusts a beacon dated beyond the
 // skew a reader allows or older than the bound in force.
 func FuzzFreshnessIsJudgedWithoutOverflow(f *testing.F) {
-	f.Add(int64(10976198400), int64(0), int64(1796212800), 45.0, 15.0, int64(0))       // year 2318
+	f.Add(int64(10976198400), int64(0), int64(1796212800), 45.0, 15.0, int64(0))      // year 2318
 	f.Add(int64(253370764800), int64(0), int64(1796212800), 1e300, 1e300, int64(1e9)) // year 9999, a 1 s override
 	f.Add(int64(-62135596800), int64(0), int64(1796212800), math.Inf(1), -1.0, int64(0))
 	f.Add(int64(1796212790), int64(5), int64(1796212800), 45.0, 15.0, int64(0))
