@@ -10,6 +10,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"sort"
 	"strings"
@@ -310,6 +311,37 @@ func TestEveryPackageDocNamesWhatItImports(t *testing.T) {
 			if !strings.Contains(p.doc, im) {
 				t.Errorf("%s: its doc does not name %s, which it imports", dir, im)
 			}
+		}
+	}
+}
+
+// Every test docs/security.md names exists where it says: a claim whose
+// test is renamed or removed fails here instead of going stale.
+func TestEverySecurityClaimNamesATestThatExists(t *testing.T) {
+	doc, err := os.ReadFile("docs/security.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	refs := regexp.MustCompile("`([a-z/]+)\\.((?:Test|Fuzz)[A-Za-z0-9_]+)`").FindAllStringSubmatch(string(doc), -1)
+	if len(refs) < 20 {
+		t.Fatalf("docs/security.md names %d tests; its claims should each name one", len(refs))
+	}
+	for _, r := range refs {
+		dir, name := r[1], r[2]
+		if dir == "testbed" {
+			dir = "tests/testbed"
+		}
+		files, _ := filepath.Glob(filepath.Join(dir, "*_test.go"))
+		found := false
+		for _, f := range files {
+			b, err := os.ReadFile(f)
+			if err == nil && regexp.MustCompile(`func `+name+`\(`).Match(b) {
+				found = true
+				break
+			}
+		}
+		if !found {
+			t.Errorf("docs/security.md names %s.%s, which does not exist", r[1], name)
 		}
 	}
 }
