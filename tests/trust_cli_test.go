@@ -76,6 +76,18 @@ targets:
   os: linux
   services:
   - {name: a, unit: a.service, program: /bin/a}
+- name: year-2318
+  os: linux
+  services:
+  - {name: a, unit: a.service, program: /bin/a}
+- name: year-9999
+  os: linux
+  services:
+  - {name: a, unit: a.service, program: /bin/a}
+- name: oversized
+  os: linux
+  services:
+  - {name: a, unit: a.service, program: /bin/a}
 `
 
 // A beacon dated in the future, or one that sets itself an enormous bound,
@@ -102,23 +114,29 @@ func TestBeaconCannotMakeItselfTrustedThroughTheBinary(t *testing.T) {
 		at                time.Time
 		staleAfter, every float64
 		state, reason     string
+		pad               int // bytes of sentence, to make the beacon large
 	}{
 		// 5 s old, bound 45 s: trusted
-		{"honest", now.Add(-5 * time.Second), 45, 15, "active", ""},
+		{"honest", now.Add(-5 * time.Second), 45, 15, "active", "", 0},
 		// dated 2 minutes ahead: beyond the skew a reader allows
-		{"ahead", now.Add(2 * time.Minute), 45, 15, "unknown", "in the future"},
+		{"ahead", now.Add(2 * time.Minute), 45, 15, "unknown", "in the future", 0},
 		// dated 5 s ahead: tolerated skew
-		{"slightly-ahead", now.Add(5 * time.Second), 45, 15, "active", ""},
+		{"slightly-ahead", now.Add(5 * time.Second), 45, 15, "active", "", 0},
 		// an hour old with a bound of a year: capped
-		{"self-trusting", now.Add(-time.Hour), 365 * 24 * 3600, 15, "unknown", "stale after 10m0s"},
+		{"self-trusting", now.Add(-time.Hour), 365 * 24 * 3600, 15, "unknown", "stale after 10m0s", 0},
 		// an hour old with an interval of a billion seconds: capped
-		{"huge-interval", now.Add(-time.Hour), 0, 1e9, "unknown", "stale after 10m0s"},
+		{"huge-interval", now.Add(-time.Hour), 0, 1e9, "unknown", "stale after 10m0s", 0},
 		// a year ahead
-		{"year-ahead", now.AddDate(1, 0, 0), 45, 15, "unknown", "in the future"},
+		{"year-ahead", now.AddDate(1, 0, 0), 45, 15, "unknown", "in the future", 0},
+		// dated past what a duration spans (issue 24): still ahead, never fresh
+		{"year-2318", time.Date(2318, 12, 3, 0, 0, 0, 0, time.UTC), 45, 15, "unknown", "in the future", 0},
+		{"year-9999", time.Date(9999, 1, 1, 0, 0, 0, 0, time.UTC), 1e300, 1e300, "unknown", "in the future", 0},
+		// fresh, but over the beacon size limit: unreadable, never loaded
+		{"oversized", now.Add(-5 * time.Second), 45, 15, "unknown", "limit", beacon.MaxBytes},
 	} {
 		b := beacon.Beacon{Kind: beacon.Kind, Version: beacon.FormatVersion, Host: tc.host, Pass: 1, At: tc.at,
 			IntervalSeconds: tc.every, StaleAfterSeconds: tc.staleAfter,
-			Units: []beacon.UnitReport{{Service: "a", Unit: "a.service", State: beacon.StateActive, PID: 42}}}
+			Units: []beacon.UnitReport{{Service: "a", Unit: "a.service", State: beacon.StateActive, PID: 42, Sentence: strings.Repeat("x", tc.pad)}}}
 		data, _ := json.Marshal(b)
 		if _, err := st.Put(context.Background(), store.BeaconPrefix+tc.host, data, store.PutOptions{}); err != nil {
 			t.Fatal(err)
@@ -144,6 +162,14 @@ func TestBeaconCannotMakeItselfTrustedThroughTheBinary(t *testing.T) {
 			}
 			if tc.at.After(now) && !strings.Contains(out, `"skew_seconds"`) {
 				t.Errorf("host health does not show the skew: %s", out)
+			}
+			// a reader's own bound does not make a beacon dated ahead fresh
+			code, out, errOut = stadoRun(t, bin, home, nil, "service", "list", "--host", tc.host, "--stale-after", "1s", "--json", "--store", storeURL)
+			if code != 0 {
+				t.Fatalf("service list --stale-after 1s: exit %d: %s", code, errOut)
+			}
+			if tc.state == "unknown" && strings.Contains(out, `"state": "active"`) {
+				t.Errorf("with --stale-after 1s the row reads active: %s", out)
 			}
 		})
 	}
