@@ -59,22 +59,11 @@ func TryLock(path string) (unlock func(), err error) {
 		if openedHook != nil {
 			openedHook()
 		}
-		err = flock(f, syscall.LOCK_EX|syscall.LOCK_NB)
-		if errors.Is(err, syscall.EWOULDBLOCK) {
-			f.Close()
-			return nil, fmt.Errorf("lock %s: %w", path, ErrLocked)
-		}
+		again, err := lockOpened(f, path, syscall.LOCK_EX)
 		if err != nil {
-			f.Close()
-			return nil, fmt.Errorf("lock %s: %w", path, err)
+			return nil, err
 		}
-		same, err := stillAt(f, path)
-		if err != nil {
-			f.Close()
-			return nil, fmt.Errorf("lock %s: %w", path, err)
-		}
-		if !same {
-			f.Close() // closing releases the flock; take the new file
+		if again {
 			continue
 		}
 		writeHolder(f, Self(time.Now()))
@@ -127,22 +116,11 @@ func tryRLock(path string) (func(), error) {
 		if err != nil {
 			return nil, fmt.Errorf("lock %s: %w", path, err)
 		}
-		err = flock(f, syscall.LOCK_SH|syscall.LOCK_NB)
-		if errors.Is(err, syscall.EWOULDBLOCK) {
-			f.Close()
-			return nil, fmt.Errorf("lock %s: %w", path, ErrLocked)
-		}
+		again, err := lockOpened(f, path, syscall.LOCK_SH)
 		if err != nil {
-			f.Close()
-			return nil, fmt.Errorf("lock %s: %w", path, err)
+			return nil, err
 		}
-		same, err := stillAt(f, path)
-		if err != nil {
-			f.Close()
-			return nil, fmt.Errorf("lock %s: %w", path, err)
-		}
-		if !same {
-			f.Close()
+		if again {
 			continue
 		}
 		return func() {
@@ -150,6 +128,33 @@ func tryRLock(path string) (func(), error) {
 			f.Close()
 		}, nil
 	}
+}
+
+// lockOpened takes the flock how (LOCK_EX or LOCK_SH) on the open f
+// without waiting and checks that f is still the file at path. It closes f
+// unless the lock is held: on an error (wrapping ErrLocked when another
+// holds it), and when the file at path was removed or replaced meanwhile,
+// which it reports as again (closing let the flock go; take the new file).
+func lockOpened(f *os.File, path string, how int) (again bool, err error) {
+	err = flock(f, how|syscall.LOCK_NB)
+	if errors.Is(err, syscall.EWOULDBLOCK) {
+		f.Close()
+		return false, fmt.Errorf("lock %s: %w", path, ErrLocked)
+	}
+	if err != nil {
+		f.Close()
+		return false, fmt.Errorf("lock %s: %w", path, err)
+	}
+	same, err := stillAt(f, path)
+	if err != nil {
+		f.Close()
+		return false, fmt.Errorf("lock %s: %w", path, err)
+	}
+	if !same {
+		f.Close()
+		return true, nil
+	}
+	return false, nil
 }
 
 // openedHook, when set by a test, runs between opening the lock file and

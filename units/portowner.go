@@ -1,9 +1,6 @@
 package units
 
 import (
-	"bufio"
-	"bytes"
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -55,39 +52,17 @@ func PortOwners(procRoot string, port int) ([]Listener, error) {
 // tcpListen is the st column of a listening socket in /proc/net/tcp.
 const tcpListen = "0A"
 
-// listeningSockets reads one /proc/net/tcp-format file; a missing file
-// (no IPv6) holds none.
+// listeningSockets is what one /proc/net/tcp-format file lists as
+// listening on port (allListening reads the file).
 func listeningSockets(path string, port int) ([]Listener, error) {
-	data, err := os.ReadFile(path)
-	if errors.Is(err, os.ErrNotExist) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, fmt.Errorf("read %s: %w", path, err)
-	}
+	all, err := allListening(path)
 	var out []Listener
-	sc := bufio.NewScanner(bytes.NewReader(data))
-	first := true
-	for sc.Scan() {
-		if first { // header
-			first = false
-			continue
+	for _, l := range all {
+		if l.Port == port {
+			out = append(out, l.Listener)
 		}
-		f := strings.Fields(sc.Text())
-		if len(f) < 10 || f[3] != tcpListen {
-			continue
-		}
-		addr, p, ok := decodeProcAddr(f[1])
-		if !ok || p != port {
-			continue
-		}
-		inode, err := strconv.ParseUint(f[9], 10, 64)
-		if err != nil {
-			continue
-		}
-		out = append(out, Listener{Address: addr, Inode: inode})
 	}
-	return out, sc.Err()
+	return out, err
 }
 
 // decodeProcAddr reads "0100007F:1F90" (IPv4, or 32 hex digits for IPv6,
