@@ -349,3 +349,42 @@ func TestEtcdPasswordNeverReachesOutputThroughTheBinary(t *testing.T) {
 		}
 	}
 }
+
+// A registry writer declares a command alert; an operator runs a report
+// cycle on a workstation (issue 24). The cycle alerts its refusal but runs
+// nothing the registry declares: the command is recorded as not run.
+func TestAReportCycleRunsNoCommandTheRegistryDeclares(t *testing.T) {
+	bin := testbed.BuildStado(t)
+	home, dir := t.TempDir(), t.TempDir()
+	planted := filepath.Join(t.TempDir(), "planted-by-the-registry")
+	fleet := filepath.Join(t.TempDir(), "fleet.yaml")
+	doc := fmt.Sprintf(`version: 1
+targets:
+- name: host1
+  os: linux
+  ssh: {address: 127.0.0.1, port: 1}
+  alerts:
+  - name: pager
+    command:
+      argv: [/bin/sh, -c, "echo pwned > %s"]
+  services:
+  - {name: a, unit: a.service, program: /bin/a}
+`, planted)
+	if err := os.WriteFile(fleet, []byte(doc), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	storeURL := "file://" + dir
+	if code, _, errOut := stadoRun(t, bin, home, nil, "registry", "push", fleet, "--store", storeURL); code != 0 {
+		t.Fatalf("push: exit %d: %s", code, errOut)
+	}
+	code, out, errOut := stadoRun(t, bin, home, nil, "optimize", "run", "--mode", "report", "--no-keeper", "--json", "--store", storeURL)
+	if code != 0 && code != 3 {
+		t.Fatalf("optimize run: exit %d: %s", code, errOut)
+	}
+	if _, err := os.Stat(planted); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("the registry's command ran on the workstation: %v", err)
+	}
+	if !strings.Contains(out, `"answer": "not run"`) || !strings.Contains(out, "only on the host that owns the declaration") {
+		t.Fatalf("the cycle does not record the command alert as not run:\n%s", out)
+	}
+}
