@@ -83,19 +83,12 @@ func runHostRun(ctx context.Context, env *Env, o hostRunOptions) error {
 	// across passes; the observer and the restarts share them
 	users := &units.UserManagers{}
 	defer users.Close()
-	contributors, stopContrib, err := hostContributors(ctx, env, st, host, mgr, users)
+	// peer recoveries run off the pass, o.PeerRecoveries at once
+	contributors, stopContrib, err := hostContributors(ctx, env, st, host, mgr, users, o.PeerRecoveries)
 	if err != nil {
 		return err
 	}
 	defer stopContrib()
-	var peers []*repair.Peer
-	for _, c := range contributors {
-		if p, ok := c.(*repair.Peer); ok {
-			p.Concurrency = o.PeerRecoveries // peer recoveries run off the pass, this many at once
-			defer p.Close()
-			peers = append(peers, p)
-		}
-	}
 
 	cfg := beacon.Config{Interval: o.Interval, StaleAfter: o.StaleAfter}
 	if strings.HasPrefix(env.StoreURL, "etcd://") {
@@ -119,9 +112,7 @@ func runHostRun(ctx context.Context, env *Env, o hostRunOptions) error {
 		if i > 0 {
 			// a bounded run lets the peer recoveries the last pass started
 			// end, so that this pass reports their outcomes
-			for _, p := range peers {
-				p.Wait()
-			}
+			repair.WaitPeers(contributors)
 			select {
 			case <-ctx.Done():
 			case <-time.After(o.Interval):
@@ -141,7 +132,7 @@ func runHostRun(ctx context.Context, env *Env, o hostRunOptions) error {
 // identities and ssh_config from STADO_KNOWN_HOSTS, STADO_SSH_IDENTITY
 // (comma-separated) and STADO_SSH_CONFIG, else the ~/.ssh defaults; host
 // keys are always checked.
-func hostContributors(ctx context.Context, env *Env, st store.Store, host string, mgr units.Manager, users beacon.UserManagers) ([]beacon.Contributor, func(), error) {
+func hostContributors(ctx context.Context, env *Env, st store.Store, host string, mgr units.Manager, users beacon.UserManagers, peerConcurrency int) ([]beacon.Contributor, func(), error) {
 	var ids []string
 	for _, id := range strings.Split(env.Getenv("STADO_SSH_IDENTITY"), ",") {
 		if id = strings.TrimSpace(id); id != "" {
@@ -149,14 +140,14 @@ func hostContributors(ctx context.Context, env *Env, st store.Store, host string
 		}
 	}
 	peers, closePeers := sshConnector(&sshclient.Dialer{KnownHostsPath: env.Getenv("STADO_KNOWN_HOSTS"), IdentityFiles: ids, SSHConfigPath: env.Getenv("STADO_SSH_CONFIG")}, nil)
-	cs, stop, err := repair.HostProcess{Store: st, Host: host, Manager: mgr, Users: users, Home: homeDir(env), StoreURL: env.StoreURL, Peers: peers, Now: env.Now, Logger: env.Logger}.Contributors(ctx)
+	cs, stop, err := repair.HostProcess{Store: st, Host: host, Manager: mgr, Users: users, Home: homeDir(env), StoreURL: env.StoreURL, Peers: peers, PeerConcurrency: peerConcurrency, Now: env.Now, Logger: env.Logger}.Contributors(ctx)
 	if err != nil {
 		closePeers()
 		return nil, nil, err
 	}
 	// the service-protocol evidence of declarations naming an executable
 	ev := &beacon.ProtocolEvidence{Now: env.Now}
-	return append(cs, ev), func() { ev.Close(); closePeers(); stop() }, nil
+	return append(cs, ev), func() { stop(); ev.Close(); closePeers() }, nil
 }
 
 // localManager connects to this machine's init system: systemd's system
