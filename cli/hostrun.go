@@ -3,8 +3,6 @@ package cli
 import (
 	"cmp"
 	"context"
-	"os"
-	"runtime"
 	"strings"
 	"time"
 
@@ -12,7 +10,6 @@ import (
 
 	"github.com/wisent/stado/beacon"
 	"github.com/wisent/stado/channel/sshclient"
-	"github.com/wisent/stado/declaration"
 	"github.com/wisent/stado/registry"
 	"github.com/wisent/stado/repair"
 	"github.com/wisent/stado/store"
@@ -59,7 +56,7 @@ func newHostRunCommand(env *Env) *ucli.Command {
 }
 
 func runHostRun(ctx context.Context, env *Env, o hostRunOptions) error {
-	host, err := callerHost(o.Host)
+	host, err := registry.ThisTarget(o.Host)
 	if err != nil {
 		return err
 	}
@@ -74,7 +71,7 @@ func runHostRun(ctx context.Context, env *Env, o hostRunOptions) error {
 		return err
 	}
 	defer st.Close()
-	mgr, adminDirs, closeMgr, err := localManager(ctx, env)
+	mgr, adminDirs, closeMgr, err := units.OpenHostManager(ctx, homeDir(env))
 	if err != nil {
 		return err
 	}
@@ -128,18 +125,11 @@ func runHostRun(ctx context.Context, env *Env, o hostRunOptions) error {
 }
 
 // hostContributors are the answering and peer contributors of this host
-// (repair.HostProcess) and the service-protocol evidence (svcproto). The SSH channel to the peers takes its known_hosts,
-// identities and ssh_config from STADO_KNOWN_HOSTS, STADO_SSH_IDENTITY
-// (comma-separated) and STADO_SSH_CONFIG, else the ~/.ssh defaults; host
-// keys are always checked.
+// (repair.HostProcess) and the service-protocol evidence (svcproto). The
+// SSH channel to the peers is configured by the environment
+// (sshclient.DialerFromEnv).
 func hostContributors(ctx context.Context, env *Env, st store.Store, host string, mgr units.Manager, users beacon.UserManagers, peerConcurrency int) ([]beacon.Contributor, func(), error) {
-	var ids []string
-	for _, id := range strings.Split(env.Getenv("STADO_SSH_IDENTITY"), ",") {
-		if id = strings.TrimSpace(id); id != "" {
-			ids = append(ids, id)
-		}
-	}
-	peers, closePeers := sshConnector(&sshclient.Dialer{KnownHostsPath: env.Getenv("STADO_KNOWN_HOSTS"), IdentityFiles: ids, SSHConfigPath: env.Getenv("STADO_SSH_CONFIG")}, nil)
+	peers, closePeers := sshConnector(sshclient.DialerFromEnv(env.Getenv), nil)
 	cs, stop, err := repair.HostProcess{Store: st, Host: host, Manager: mgr, Users: users, Home: homeDir(env), StoreURL: env.StoreURL, Peers: peers, PeerConcurrency: peerConcurrency, Now: env.Now, Logger: env.Logger}.Contributors(ctx)
 	if err != nil {
 		closePeers()
@@ -148,16 +138,4 @@ func hostContributors(ctx context.Context, env *Env, st store.Store, host string
 	// the service-protocol evidence of declarations naming an executable
 	ev := &beacon.ProtocolEvidence{Now: env.Now}
 	return append(cs, ev), func() { stop(); ev.Close(); closePeers() }, nil
-}
-
-// localManager connects to this machine's init system: systemd's system
-// manager, or launchd's domain of this user (system for root), with the
-// directories an administrator installs units in.
-func localManager(ctx context.Context, env *Env) (units.Manager, []string, func(), error) {
-	home, scope := homeDir(env), registry.ScopeSystem
-	if runtime.GOOS == registry.OSDarwin && os.Getuid() != 0 {
-		scope = registry.ScopeUser
-	}
-	m, closeFn, err := units.Open(ctx, runtime.GOOS, scope, home)
-	return m, []string{declaration.UnitDir(runtime.GOOS, scope, home)}, closeFn, err
 }
