@@ -3,6 +3,7 @@ package beacon
 import (
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"path/filepath"
 	"runtime"
@@ -20,12 +21,14 @@ import (
 // the CLI prints. A query reads the store it is given and nothing else.
 
 // Reading says how a query reads: the clock it judges beacons at, the
-// staleness bound (0: each beacon's own) and the validated-registry cache
-// (nil: none).
+// staleness bound (0: each beacon's own), the validated-registry cache
+// (nil: none) and the store's name as its user wrote it, credentials
+// redacted (for the refusal of a store without a registry).
 type Reading struct {
 	Now        time.Time
 	StaleAfter time.Duration
 	Cache      *RegistryCache
+	Store      string
 }
 
 // UserRegistryCache is where the read commands remember the registry they
@@ -50,7 +53,7 @@ func UserRegistryCache(getenv func(string) string, storeURL string) *RegistryCac
 
 // read joins the registry of st with its beacons as r says, with st's
 // catalog (the shipped one when the store holds none), which says each
-// row's source. targets, when not nil, is given the catalog and says which
+// row's source; a store without a registry is refused (not_found). targets, when not nil, is given the catalog and says which
 // declared targets' beacons to read (Selection.Targets); the catalog is
 // then read first.
 func read(ctx context.Context, st store.Store, r Reading, sel Selection, targets func(*catalog.Catalog) func(*registry.Target) bool) (*View, *catalog.Catalog, error) {
@@ -64,8 +67,13 @@ func read(ctx context.Context, st store.Store, r Reading, sel Selection, targets
 		sel.Targets = targets(cat)
 	}
 	v, err := LoadSelected(ctx, st, r.Now, r.StaleAfter, sel)
-	if err != nil {
-		return nil, nil, err
+	if errors.Is(err, store.ErrNotFound) {
+		// a mistyped URL, a store never pushed to: an empty table would
+		// read as a fleet with nothing declared
+		return nil, nil, &refusal.Error{Code: refusal.NotFound, Message: "store " + r.Store + " holds no registry",
+			Hint: "check --store (or $STADO_STORE); to create a registry there: stado registry push FILE --store " + r.Store, Err: err}
+	} else if err != nil {
+		return nil, nil, err // an invalid stored document keeps its *registry.ValidationError
 	}
 	if cat == nil {
 		if cat, err = catalog.LoadOrShipped(ctx, st); err != nil {

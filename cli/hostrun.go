@@ -1,9 +1,7 @@
 package cli
 
 import (
-	"cmp"
 	"context"
-	"strings"
 	"time"
 
 	ucli "github.com/urfave/cli/v2"
@@ -87,13 +85,8 @@ func runHostRun(ctx context.Context, env *Env, o hostRunOptions) error {
 	}
 	defer stopContrib()
 
-	cfg := beacon.Config{Interval: o.Interval, StaleAfter: o.StaleAfter}
-	if strings.HasPrefix(env.StoreURL, "etcd://") {
-		// A dead host's beacon expires by itself on etcd.
-		cfg.TTL = cmp.Or(max(o.StaleAfter, 0), 3*o.Interval)
-	}
 	runner := &beacon.Runner{
-		Host: host, Store: st, Config: cfg, Contributors: contributors,
+		Host: host, Store: st, Config: beacon.ConfigFor(env.StoreURL, o.Interval, o.StaleAfter), Contributors: contributors,
 		Observer: &beacon.UnitsObserver{Manager: mgr, AdminDirs: adminDirs, Users: users},
 		Identity: beacon.MachineIdentity(env.Now()),
 		Version:  Version, Logger: env.Logger.With("host", host), Now: env.Now,

@@ -11,6 +11,7 @@ import (
 	"github.com/wisent/stado/beacon"
 	"github.com/wisent/stado/register"
 	"github.com/wisent/stado/store"
+	"github.com/wisent/stado/store/etcdstore"
 )
 
 func serviceReadCommands(env *Env) []*ucli.Command {
@@ -28,11 +29,10 @@ func staleFlag() ucli.Flag {
 // reading is how the read commands read: at env's clock, with the user's
 // validated-registry cache, distrusting beacons older than stale.
 func reading(env *Env, stale time.Duration) beacon.Reading {
-	return beacon.Reading{Now: env.Now(), StaleAfter: stale, Cache: beacon.UserRegistryCache(env.Getenv, env.StoreURL)}
+	return beacon.Reading{Now: env.Now(), StaleAfter: stale, Cache: beacon.UserRegistryCache(env.Getenv, env.StoreURL), Store: etcdstore.Redact(env.StoreURL)}
 }
 
-// readStore opens the store the globals name and runs query on it; a store
-// without a registry is refused (viewRefusal).
+// readStore opens the store the globals name and runs query on it.
 func readStore[T any](ctx context.Context, env *Env, query func(store.Store) (T, error)) (T, error) {
 	st, err := openStore(ctx, env)
 	if err != nil {
@@ -40,11 +40,7 @@ func readStore[T any](ctx context.Context, env *Env, query func(store.Store) (T,
 		return zero, err
 	}
 	defer st.Close()
-	res, err := query(st)
-	if err != nil {
-		return res, viewRefusal(env, err)
-	}
-	return res, nil
+	return query(st)
 }
 
 func newServiceListCommand(env *Env) *ucli.Command {
