@@ -3,7 +3,10 @@
 // publishes it, and the read-side join of declarations with beacons that
 // `service list`, `service status`, `host health` and `registry doctor` use,
 // with the words every reader says about a row or block, and the tables
-// the CLI prints of them (summary.go). It
+// the CLI prints of them (summary.go). The read commands' queries
+// (query.go: List, Status, HealthOf, DoctorOf) decide what a name or a
+// filter selects, each row's source and what is refused, and return typed
+// results the CLI only prints. It
 // also serves the host process's small read-only HTTP API beside its passes
 // (hostapi.go: /healthz and release objects from the store).
 //
@@ -17,7 +20,8 @@
 //
 // beacon is the read half. It imports, and only for this:
 //   - registry: the document, the store, Visit and validation;
-//   - catalog: the site catalog the host API serves (hostapi.go);
+//   - catalog: the site catalog the host API serves (hostapi.go), and
+//     what a name addresses and each row's source (query.go);
 //   - units: what the pass observes of the host's units (observer.go);
 //   - svcproto: reading a service's protocol executable (protocol.go);
 //   - refusal: the codes the pass and the host API report;

@@ -9,8 +9,6 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
-	"path/filepath"
-	"strings"
 	"syscall"
 	"time"
 
@@ -103,20 +101,13 @@ func jsonFlag() ucli.Flag {
 }
 
 // defaultStoreURL is the store a command uses when neither --store nor
-// STADO_STORE names one: the URL written in $HOME/.stado/store-url (so a
-// host's channel program and its host process agree on one store without
-// flags), else file://$HOME/.stado/store.
+// STADO_STORE names one (store.DefaultURL of $HOME, else the user's home).
 func defaultStoreURL(env *Env) string {
 	home := env.Getenv("HOME")
 	if home == "" {
 		home, _ = os.UserHomeDir()
 	}
-	if b, err := os.ReadFile(filepath.Join(home, ".stado", "store-url")); err == nil {
-		if u := strings.TrimSpace(string(b)); u != "" && !strings.ContainsAny(u, "\n\r") {
-			return u
-		}
-	}
-	return "file://" + filepath.Join(home, ".stado", "store")
+	return store.DefaultURL(home)
 }
 
 // NewApp builds the command tree.

@@ -5,8 +5,6 @@ import (
 	"fmt"
 	"os"
 
-	"github.com/wisent/stado/refusal"
-
 	ucli "github.com/urfave/cli/v2"
 
 	"github.com/wisent/stado/catalog"
@@ -55,16 +53,6 @@ func newCatalogShowCommand(env *Env) *ucli.Command {
 	}, true)
 }
 
-// catalogShowDoc is the --json form of catalog show.
-type catalogShowDoc struct {
-	SiteRevision int64                 `json:"site_revision"`
-	Products     []*catalog.Product    `json:"products,omitempty"`
-	Recovery     []*catalog.Product    `json:"recovery,omitempty"`
-	Steps        []*catalog.RepairStep `json:"steps,omitempty"`
-	Entry        *catalog.Product      `json:"entry,omitempty"`
-	RepairSteps  []*catalog.RepairStep `json:"repair_steps,omitempty"`
-}
-
 func runCatalogShow(ctx context.Context, env *Env, opts catalogShowOptions) error {
 	var cat *catalog.Catalog // nil: the shipped catalog
 	if !opts.Shipped {
@@ -77,23 +65,16 @@ func runCatalogShow(ctx context.Context, env *Env, opts catalogShowOptions) erro
 			return err
 		}
 	}
-	cat = catalog.OrShipped(cat)
-	doc := catalogShowDoc{SiteRevision: cat.SiteRevision()}
-	if opts.Name == "" {
-		doc.Products, doc.Recovery, doc.Steps = cat.Products(), cat.Recovery(), cat.Steps()
-		return emit(env, "stado.catalog.show", doc, func(t *text) { t.table(cat.Table()); t.lines(cat.SiteLines()) })
+	res, err := catalog.Show(cat, opts.Name)
+	if err != nil {
+		return err
 	}
-	p, ok := cat.Lookup(opts.Name)
-	if !ok {
-		p, ok = cat.RecoveryEntry(opts.Name)
-	}
-	if !ok {
-		r := refuse(refusal.NotFound, "no catalog entry is named %q or has it as its unit", opts.Name)
-		r.Hint = "stado catalog show lists every product"
-		return r
-	}
-	doc.Entry, doc.RepairSteps = p, cat.RepairSteps(p)
-	return emit(env, "stado.catalog.show", doc, func(t *text) { t.lines(p.Lines(doc.RepairSteps)) })
+	return emit(env, "stado.catalog.show", res, func(t *text) {
+		if header, rows := res.Table(); header != nil {
+			t.table(header, rows)
+		}
+		t.lines(res.Lines())
+	})
 }
 
 func newCatalogValidateCommand(env *Env) *ucli.Command {
@@ -177,12 +158,6 @@ func runCatalogPush(ctx context.Context, env *Env, o catalogPushOptions) error {
 	if err != nil {
 		return err
 	}
-	doc := map[string]any{"file": o.File, "dry_run": o.DryRun, "revision": rev, "products": len(site.Products()), "steps": len(site.Steps())}
-	return emit(env, "stado.catalog.push", doc, func(t *text) {
-		if o.DryRun {
-			t.f("%s is valid: %d product(s), %d step(s); nothing written (dry run)\n", o.File, len(site.Products()), len(site.Steps()))
-		} else {
-			t.f("site catalog at revision %d: %d product(s), %d step(s)\n", rev, len(site.Products()), len(site.Steps()))
-		}
-	})
+	res := catalog.PushedOf(o.File, o.DryRun, site, rev)
+	return emit(env, "stado.catalog.push", res, func(t *text) { t.lines(res.Lines()) })
 }

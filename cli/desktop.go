@@ -1,8 +1,6 @@
 package cli
 
 import (
-	"context"
-	"os/exec"
 	"time"
 
 	ucli "github.com/urfave/cli/v2"
@@ -83,21 +81,9 @@ func runDesktop(c *ucli.Context, env *Env, o desktopOptions) error {
 	if o.Open {
 		// the browser's argv is readable by every user: it gets a
 		// one-time address, never the token
-		openBrowser(ctx, env, srv.OpenURL(ln))
-	}
-	return srv.Serve(ctx, ln)
-}
-
-// openBrowser asks the desktop to open url; a failure is a diagnostic only.
-func openBrowser(ctx context.Context, env *Env, url string) {
-	for _, argv := range [][]string{{"xdg-open", url}, {"open", url}} {
-		if p, err := exec.LookPath(argv[0]); err == nil {
-			cmd := exec.CommandContext(ctx, p, argv[1:]...)
-			if err := cmd.Start(); err == nil {
-				go cmd.Wait()
-				return
-			}
+		if !desktop.OpenBrowser(ctx, srv.OpenURL(ln)) {
+			env.Logger.Warn("desktop: no browser opener (xdg-open, open) found; open the address above by hand")
 		}
 	}
-	env.Logger.Warn("desktop: no browser opener (xdg-open, open) found; open the address above by hand")
+	return srv.Serve(ctx, ln)
 }

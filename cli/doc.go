@@ -1,7 +1,10 @@
 // Package cli builds the stado command-line application: commands, flags,
 // text and --json output, and the one table that maps errors to exit codes.
 // It holds no business logic: every command parses its flags into an options
-// struct and calls a runX function that uses the domain packages.
+// struct and calls a runX function that makes one call into the package
+// that owns the decision (beacon's queries for the read commands, store's
+// UnlockStale, catalog's Show, registry's LoadAt, autonomy's ReadStatus,
+// repair's PlanStepIn) and prints the typed result.
 //
 // Every host command reaches its hosts through the one connector its ssh
 // flags describe (connectorFrom): the write half through fleet, `repair
@@ -14,13 +17,12 @@
 // client. cli builds no other pool, client or step runner.
 //
 // What else it imports, each for the commands that need it: the read half
-// (beacon, catalog, registry, declaration) for reads without SSH; the write
-// half (fleet) and autonomy for actions; repair for `stado repair` and the
-// host process; desktop and resolver for their servers; register for the
-// recovery rows; store and store/etcdstore to open the store named by
-// --store; units and safefile for the host-side unit commands and
-// unlock-store; printer for the output layer; refusal for the exit-code
-// table.
+// (beacon, catalog, registry) for reads without SSH; the write half (fleet)
+// and autonomy for actions; repair for `stado repair` and the host process;
+// desktop and resolver for their servers; register for the recovery rows;
+// store and store/etcdstore to open the store named by --store; units for
+// the host-side unit commands; printer for the output layer; refusal for
+// the exit-code table.
 //
 // cli is the top of the dependency graph; nothing imports it but cmd/stado.
 package cli

@@ -1,18 +1,13 @@
 package cli
 
 import (
-	"cmp"
 	"context"
-	"os"
-	"runtime"
-	"strings"
 	"time"
 
 	ucli "github.com/urfave/cli/v2"
 
 	"github.com/wisent/stado/beacon"
 	"github.com/wisent/stado/channel/sshclient"
-	"github.com/wisent/stado/declaration"
 	"github.com/wisent/stado/registry"
 	"github.com/wisent/stado/repair"
 	"github.com/wisent/stado/store"
@@ -59,7 +54,7 @@ func newHostRunCommand(env *Env) *ucli.Command {
 }
 
 func runHostRun(ctx context.Context, env *Env, o hostRunOptions) error {
-	host, err := callerHost(o.Host)
+	host, err := registry.ThisTarget(o.Host)
 	if err != nil {
 		return err
 	}
@@ -74,7 +69,7 @@ func runHostRun(ctx context.Context, env *Env, o hostRunOptions) error {
 		return err
 	}
 	defer st.Close()
-	mgr, adminDirs, closeMgr, err := localManager(ctx, env)
+	mgr, adminDirs, closeMgr, err := units.OpenHostManager(ctx, homeDir(env))
 	if err != nil {
 		return err
 	}
@@ -83,27 +78,15 @@ func runHostRun(ctx context.Context, env *Env, o hostRunOptions) error {
 	// across passes; the observer and the restarts share them
 	users := &units.UserManagers{}
 	defer users.Close()
-	contributors, stopContrib, err := hostContributors(ctx, env, st, host, mgr, users)
+	// peer recoveries run off the pass, o.PeerRecoveries at once
+	contributors, stopContrib, err := hostContributors(ctx, env, st, host, mgr, users, o.PeerRecoveries)
 	if err != nil {
 		return err
 	}
 	defer stopContrib()
-	var peers []*repair.Peer
-	for _, c := range contributors {
-		if p, ok := c.(*repair.Peer); ok {
-			p.Concurrency = o.PeerRecoveries // peer recoveries run off the pass, this many at once
-			defer p.Close()
-			peers = append(peers, p)
-		}
-	}
 
-	cfg := beacon.Config{Interval: o.Interval, StaleAfter: o.StaleAfter}
-	if strings.HasPrefix(env.StoreURL, "etcd://") {
-		// A dead host's beacon expires by itself on etcd.
-		cfg.TTL = cmp.Or(max(o.StaleAfter, 0), 3*o.Interval)
-	}
 	runner := &beacon.Runner{
-		Host: host, Store: st, Config: cfg, Contributors: contributors,
+		Host: host, Store: st, Config: beacon.ConfigFor(env.StoreURL, o.Interval, o.StaleAfter), Contributors: contributors,
 		Observer: &beacon.UnitsObserver{Manager: mgr, AdminDirs: adminDirs, Users: users},
 		Identity: beacon.MachineIdentity(env.Now()),
 		Version:  Version, Logger: env.Logger.With("host", host), Now: env.Now,
@@ -119,9 +102,7 @@ func runHostRun(ctx context.Context, env *Env, o hostRunOptions) error {
 		if i > 0 {
 			// a bounded run lets the peer recoveries the last pass started
 			// end, so that this pass reports their outcomes
-			for _, p := range peers {
-				p.Wait()
-			}
+			repair.WaitPeers(contributors)
 			select {
 			case <-ctx.Done():
 			case <-time.After(o.Interval):
@@ -137,36 +118,17 @@ func runHostRun(ctx context.Context, env *Env, o hostRunOptions) error {
 }
 
 // hostContributors are the answering and peer contributors of this host
-// (repair.HostProcess) and the service-protocol evidence (svcproto). The SSH channel to the peers takes its known_hosts,
-// identities and ssh_config from STADO_KNOWN_HOSTS, STADO_SSH_IDENTITY
-// (comma-separated) and STADO_SSH_CONFIG, else the ~/.ssh defaults; host
-// keys are always checked.
-func hostContributors(ctx context.Context, env *Env, st store.Store, host string, mgr units.Manager, users beacon.UserManagers) ([]beacon.Contributor, func(), error) {
-	var ids []string
-	for _, id := range strings.Split(env.Getenv("STADO_SSH_IDENTITY"), ",") {
-		if id = strings.TrimSpace(id); id != "" {
-			ids = append(ids, id)
-		}
-	}
-	peers, closePeers := sshConnector(&sshclient.Dialer{KnownHostsPath: env.Getenv("STADO_KNOWN_HOSTS"), IdentityFiles: ids, SSHConfigPath: env.Getenv("STADO_SSH_CONFIG")}, nil)
-	cs, stop, err := repair.HostProcess{Store: st, Host: host, Manager: mgr, Users: users, Home: homeDir(env), StoreURL: env.StoreURL, Peers: peers, Now: env.Now, Logger: env.Logger}.Contributors(ctx)
+// (repair.HostProcess) and the service-protocol evidence (svcproto). The
+// SSH channel to the peers is configured by the environment
+// (sshclient.DialerFromEnv).
+func hostContributors(ctx context.Context, env *Env, st store.Store, host string, mgr units.Manager, users beacon.UserManagers, peerConcurrency int) ([]beacon.Contributor, func(), error) {
+	peers, closePeers := sshConnector(sshclient.DialerFromEnv(env.Getenv), nil)
+	cs, stop, err := repair.HostProcess{Store: st, Host: host, Manager: mgr, Users: users, Home: homeDir(env), StoreURL: env.StoreURL, Peers: peers, PeerConcurrency: peerConcurrency, Now: env.Now, Logger: env.Logger}.Contributors(ctx)
 	if err != nil {
 		closePeers()
 		return nil, nil, err
 	}
 	// the service-protocol evidence of declarations naming an executable
 	ev := &beacon.ProtocolEvidence{Now: env.Now}
-	return append(cs, ev), func() { ev.Close(); closePeers(); stop() }, nil
-}
-
-// localManager connects to this machine's init system: systemd's system
-// manager, or launchd's domain of this user (system for root), with the
-// directories an administrator installs units in.
-func localManager(ctx context.Context, env *Env) (units.Manager, []string, func(), error) {
-	home, scope := homeDir(env), registry.ScopeSystem
-	if runtime.GOOS == registry.OSDarwin && os.Getuid() != 0 {
-		scope = registry.ScopeUser
-	}
-	m, closeFn, err := units.Open(ctx, runtime.GOOS, scope, home)
-	return m, []string{declaration.UnitDir(runtime.GOOS, scope, home)}, closeFn, err
+	return append(cs, ev), func() { stop(); ev.Close(); closePeers() }, nil
 }

@@ -4,9 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"path/filepath"
 	"runtime"
-	"strings"
 
 	"github.com/wisent/stado/fleet"
 	"github.com/wisent/stado/refusal"
@@ -14,7 +12,6 @@ import (
 	ucli "github.com/urfave/cli/v2"
 	"gopkg.in/yaml.v3"
 
-	"github.com/wisent/stado/declaration"
 	"github.com/wisent/stado/registry"
 	"github.com/wisent/stado/units"
 )
@@ -80,13 +77,9 @@ func runHostUnitShow(ctx context.Context, env *Env, opts hostUnitShowOptions) er
 		return err
 	}
 	defer done()
-	v, err := m.Show(ctx, opts.Unit)
+	v, err := units.ShowLoaded(ctx, m, opts.Unit)
 	if err != nil {
 		return err
-	}
-	if v.State == units.StateMissing {
-		return &Refusal{Code: refusal.NotFound, Message: fmt.Sprintf("unit %s is not loaded on this host", opts.Unit),
-			Hint: "stado host unit parse FILE reads a unit file that is not loaded", Err: &units.NotLoadedError{Unit: opts.Unit}}
 	}
 	return printVerdict(env, v)
 }
@@ -142,26 +135,7 @@ func runHostUnitRender(_ context.Context, env *Env, opts hostUnitRenderOptions) 
 		return &Refusal{Code: refusal.NotFound, Message: fmt.Sprintf("service %s: no registry document to find it in", opts.Service),
 			Hint: "pass --registry FILE naming the registry document that declares it"}
 	}
-	data, err := os.ReadFile(opts.Registry)
-	if err != nil {
-		return fmt.Errorf("read registry %s: %w", opts.Registry, err)
-	}
-	doc, err := registry.Parse(data, opts.Registry)
-	if err != nil {
-		return err
-	}
-	if err := registry.Validate(doc); err != nil {
-		return err // render only what the registry would accept
-	}
-	found, svc, err := doc.FindService(opts.Host, opts.Service)
-	if err != nil {
-		return err
-	}
-	goos := opts.OS
-	if goos == "" {
-		goos = found.OS
-	}
-	out, err := units.Render(*svc, goos, homeDir(env))
+	out, err := units.RenderFromFile(opts.Registry, opts.Host, opts.Service, opts.OS, homeDir(env))
 	if err != nil {
 		return err
 	}
@@ -209,35 +183,7 @@ func newHostUnitParseCommand(env *Env) *ucli.Command {
 }
 
 func runHostUnitParse(_ context.Context, env *Env, opts hostUnitParseOptions) error {
-	unit := ""
-	if opts.Instance != "" {
-		base := filepath.Base(opts.File)
-		if !units.IsTemplate(base) {
-			return usagef("--instance reads a template (NAME@.service); %s is not one", base)
-		}
-		unit = units.InstanceName(base, opts.Instance)
-		if err := declaration.CheckUnitName(registry.OSLinux, unit); err != nil || strings.Count(opts.Instance, "@") > 0 {
-			return usagef("--instance %q does not make a systemd unit name: %s", opts.Instance, unit)
-		}
-	}
-	data, err := os.ReadFile(opts.File)
-	if err != nil {
-		return fmt.Errorf("read %s: %w", opts.File, err)
-	}
-	if unit != "" && units.IsPlist(data) {
-		return usagef("--instance reads a systemd template; %s is a property list", opts.File)
-	}
-	var dropins []units.DropIn
-	if !units.IsPlist(data) {
-		if dropins, err = units.ReadDropInFiles(opts.File, opts.Dropins); err != nil {
-			return err
-		}
-	}
-	path := opts.File
-	if abs, err := filepath.Abs(path); err == nil {
-		path = abs
-	}
-	p, err := units.ParseUnit(path, unit, data, dropins)
+	p, err := units.ParseFileAt(opts.File, opts.Dropins, opts.Instance)
 	if err != nil {
 		return err
 	}
@@ -246,17 +192,7 @@ func runHostUnitParse(_ context.Context, env *Env, opts hostUnitParseOptions) er
 		return err
 	}
 	return emit(env, "stado.host.unit.parse", p, func(t *text) {
-		if p.Complete {
-			t.f("# complete: ensure can reinstall this unit from the declaration\n")
-		} else {
-			t.f("# incomplete: %d blocker(s); each would have to change for the unit to be adoptable\n", len(p.Blockers))
-			for _, b := range p.Blockers {
-				t.f("#   %s\n", b.String())
-			}
-		}
-		if p.ScopeGuess != "" {
-			t.f("# scope: %s\n", p.ScopeGuess)
-		}
+		t.lines(p.Comments())
 		t.f("%s", out)
 	})
 }

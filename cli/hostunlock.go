@@ -2,13 +2,10 @@ package cli
 
 import (
 	"context"
-	"fmt"
 	"time"
 
 	ucli "github.com/urfave/cli/v2"
 
-	"github.com/wisent/stado/refusal"
-	"github.com/wisent/stado/safefile"
 	"github.com/wisent/stado/store"
 	"github.com/wisent/stado/store/etcdstore"
 )
@@ -48,16 +45,6 @@ func newHostUnlockStoreCommand(env *Env) *ucli.Command {
 	}, true)
 }
 
-// unlockStoreDoc is the JSON form of host unlock-store.
-type unlockStoreDoc struct {
-	Store     string             `json:"store"`
-	OlderThan string             `json:"older_than,omitempty"`
-	Locks     []store.LockReport `json:"locks"`
-	Removed   int                `json:"removed"`
-	Kept      int                `json:"kept"`
-	Note      string             `json:"note,omitempty"`
-}
-
 func runHostUnlockStore(ctx context.Context, env *Env, o hostUnlockOptions) error {
 	if !o.Stale {
 		return usagef("host unlock-store removes only locks whose holder is gone: say --stale")
@@ -75,54 +62,13 @@ func runHostUnlockStore(ctx context.Context, env *Env, o hostUnlockOptions) erro
 		return err
 	}
 	defer st.Close()
-	doc := unlockStoreDoc{Store: etcdstore.Redact(env.StoreURL), Locks: []store.LockReport{}}
-	if o.OlderThan > 0 {
-		doc.OlderThan = o.OlderThan.String()
-	}
-	fs, ok := st.(*store.FileStore)
-	if !ok {
-		doc.Note = "this store keeps no lock files (only the file store does): nothing to clear"
-	} else {
-		doc.Locks, err = fs.ClearStaleLocks(o.Keys, o.OlderThan)
-		if err != nil {
-			return fmt.Errorf("unlock store: %w", err)
-		}
-	}
-	var live []store.LockReport
-	for _, l := range doc.Locks {
-		switch {
-		case l.Removed:
-			doc.Removed++
-		case l.State != safefile.LockFree:
-			doc.Kept++
-		}
-		if l.State == safefile.LockLive && len(o.Keys) > 0 {
-			live = append(live, l)
-		}
-	}
-	if err := emit(env, "stado.host.unlock-store", doc, func(t *text) {
-		if doc.Note != "" {
-			t.f("%s\n", doc.Note)
-		}
-		for _, l := range doc.Locks {
-			if l.State == safefile.LockFree && len(o.Keys) == 0 {
-				continue // a free lock blocks nobody; --json lists it
-			}
-			name := l.Key
-			if name == "" {
-				name = l.File
-			}
-			t.f("%s: %s\n", name, l.Note)
-		}
-		t.f("removed %d stale lock(s), kept %d held one(s) in %s\n", doc.Removed, doc.Kept, doc.Store)
-	}); err != nil {
+	u, err := store.UnlockStale(st, o.Keys, o.OlderThan)
+	if err != nil {
 		return err
 	}
-	if len(live) > 0 {
-		l := live[0]
-		return &refusal.Error{Code: refusal.Held, Details: live,
-			Message: fmt.Sprintf("the lock of %s is live: %s", l.Key, l.Note),
-			Hint:    "a running holder lets go by itself; stop that process if it hangs"}
+	u.Store = etcdstore.Redact(env.StoreURL)
+	if err := emit(env, "stado.host.unlock-store", u, func(t *text) { t.lines(u.Lines()) }); err != nil {
+		return err
 	}
-	return nil
+	return u.Held()
 }

@@ -29,7 +29,7 @@ func TestHostUnlockStoreKeepsFreeAndLiveLocksAndRefusesANamedLiveOne(t *testing.
 		t.Fatalf("without --stale: exit %d %s", code, errOut)
 	}
 	code, out, errOut := runRegistryCLI(t, dir, "host", "unlock-store", "--stale", "--json")
-	var d unlockStoreDoc
+	var d store.Unlocking
 	if decodeDoc(t, out, "stado.host.unlock-store", &d); code != 0 || len(d.Locks) != 1 || d.Locks[0].Key != "releases/a" ||
 		d.Locks[0].State != safefile.LockFree || d.Locks[0].Removed || d.Removed != 0 {
 		t.Fatalf("free lock: exit %d %s %s", code, out, errOut)

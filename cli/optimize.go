@@ -183,39 +183,15 @@ func newOptimizeStatusCommand(env *Env) *ucli.Command {
 	}, true)
 }
 
-// optimizeStatusDoc is the --json form of optimize status.
-type optimizeStatusDoc struct {
-	// Lease is the enforcer holding the store's lease; null when none.
-	Lease *autonomy.Holder `json:"lease"`
-	// Latest is the newest cycle in full; null before the first.
-	Latest  *autonomy.Cycle  `json:"latest"`
-	History []autonomy.Cycle `json:"history,omitempty"`
-}
-
 func runOptimizeStatus(ctx context.Context, env *Env, history int) error {
 	st, err := openStore(ctx, env)
 	if err != nil {
 		return err
 	}
 	defer st.Close()
-	doc := optimizeStatusDoc{}
-	if doc.Lease, err = autonomy.CurrentHolder(ctx, st); err != nil {
-		return err
-	}
-	cs, err := autonomy.History(ctx, st, max(history, 1))
+	doc, err := autonomy.ReadStatus(ctx, st, history)
 	if err != nil {
 		return err
-	}
-	if len(cs) > 0 {
-		latest := cs[0]
-		doc.Latest = &latest
-	}
-	if history > 0 {
-		doc.History = make([]autonomy.Cycle, len(cs))
-		for i, c := range cs {
-			c.Rows, c.Alerts = nil, nil // the summary only; Latest carries the rows
-			doc.History[i] = c
-		}
 	}
 	return emit(env, "stado.autonomy.status", doc, func(t *text) {
 		if doc.Lease != nil {

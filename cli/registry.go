@@ -7,8 +7,6 @@ import (
 	"io"
 	"os"
 
-	"github.com/wisent/stado/refusal"
-
 	ucli "github.com/urfave/cli/v2"
 
 	"github.com/wisent/stado/registry"
@@ -113,7 +111,7 @@ func runRegistryPush(ctx context.Context, env *Env, opts registryPushOptions) er
 	res, err := registry.PushChange(ctx, st, d, opts.Expect, opts.Reason, opts.DryRun)
 	var ce *store.ConflictError
 	if errors.As(err, &ce) {
-		return conflictRefusal(ce)
+		return registry.ConflictRefusal(ce)
 	} else if err != nil && res.Meta == nil {
 		return err
 	}
@@ -121,16 +119,6 @@ func runRegistryPush(ctx context.Context, env *Env, opts registryPushOptions) er
 		return perr
 	}
 	return err // written, but its history entry was not
-}
-
-func conflictRefusal(ce *store.ConflictError) error {
-	return &Refusal{
-		Code:    "conflict",
-		Message: fmt.Sprintf("the store holds registry revision %d, not the expected %d", ce.Got, ce.Want),
-		Hint:    "pull the current revision, reapply the change and push with --expect-revision",
-		Details: map[string]int64{"expected_revision": ce.Want, "store_revision": ce.Got},
-		Err:     ce,
-	}
 }
 
 // --- pull ---
@@ -170,27 +158,15 @@ type registryPullResult struct {
 	Document *registry.Document `json:"document"`
 }
 
-// loadAt loads the current registry (rev 0) or revision rev; a store
-// without it is refused not_found with the command that helps.
+// loadAt loads the current registry (rev 0) or revision rev
+// (registry.LoadAt) from the store the globals name.
 func loadAt(ctx context.Context, env *Env, rev int64) (*registry.Document, store.Meta, error) {
 	st, err := openStore(ctx, env)
 	if err != nil {
 		return nil, store.Meta{}, err
 	}
 	defer st.Close()
-	var d *registry.Document
-	var m store.Meta
-	msg, hint := "the store holds no registry yet", "push one: stado registry push FILE"
-	if rev == 0 {
-		d, m, err = registry.Load(ctx, st)
-	} else {
-		d, m, err = registry.LoadRevision(ctx, st, rev)
-		msg, hint = fmt.Sprintf("registry revision %d is not retained", rev), "list the retained revisions: stado registry history"
-	}
-	if errors.Is(err, store.ErrNotFound) {
-		return nil, m, &Refusal{Code: refusal.NotFound, Message: msg, Hint: hint, Err: err}
-	}
-	return d, m, err
+	return registry.LoadAt(ctx, st, rev)
 }
 
 func runRegistryPull(ctx context.Context, env *Env, rev int64, format string) error {

@@ -2,19 +2,14 @@ package cli
 
 import (
 	"context"
-	"errors"
-	"fmt"
 
 	ucli "github.com/urfave/cli/v2"
 
-	"github.com/wisent/stado/catalog"
 	"github.com/wisent/stado/channel"
 	"github.com/wisent/stado/fleet"
 	"github.com/wisent/stado/refusal"
 	"github.com/wisent/stado/register"
-	"github.com/wisent/stado/registry"
 	"github.com/wisent/stado/repair"
-	"github.com/wisent/stado/store"
 )
 
 // repairOptions are the flags of stado repair.
@@ -59,15 +54,7 @@ func runRepair(ctx context.Context, env *Env, o repairOptions) error {
 		return err
 	}
 	defer st.Close()
-	doc, _, err := registry.Load(ctx, st)
-	if err != nil && !errors.Is(err, store.ErrNotFound) {
-		return err
-	}
-	cat, err := catalog.Load(ctx, st)
-	if err != nil {
-		return err
-	}
-	plan, err := repair.PlanStep(doc, cat, o.Service, o.Target, o.Step)
+	plan, err := repair.PlanStepIn(ctx, st, o.Service, o.Target, o.Step)
 	if err != nil {
 		return err
 	}
@@ -76,8 +63,7 @@ func runRepair(ctx context.Context, env *Env, o repairOptions) error {
 		if o.Connect == nil {
 			return refuse(refusal.NoManager, "no host channel to reach %s", o.Target)
 		}
-		t, _ := doc.Target(o.Target) // PlanStep refused a target the registry does not declare
-		kind, applied = "stado.repair", plan.Apply(ctx, o.Connect(*t))
+		kind, applied = "stado.repair", plan.ApplyVia(ctx, o.Connect)
 	}
 	if err := emit(env, kind, plan, func(t *text) { t.lines(plan.Lines()) }); err != nil {
 		return err
@@ -118,23 +104,7 @@ func runHostRecoveries(ctx context.Context, env *Env, f *fleet.Fleet, host, serv
 	if res.Error == nil && err != nil { // refused before any host
 		return err
 	}
-	return report(env, "stado.service.recoveries", res, err, func() []string {
-		if len(res.Recoveries) == 0 {
-			return []string{fmt.Sprintf("no recoveries in %s on %s", res.File, host)}
-		}
-		var out []string
-		for _, r := range res.Recoveries {
-			out = append(out, r.RegisterLines()...)
-		}
-		return out
-	})
-}
-
-// recoveriesDoc is the JSON form of service recoveries.
-type recoveriesDoc struct {
-	File       string              `json:"file"`
-	Service    string              `json:"service,omitempty"`
-	Recoveries []register.Recovery `json:"recoveries"`
+	return report(env, "stado.service.recoveries", res, err, res.Lines)
 }
 
 // runServiceRecoveries reads this machine's register through its own end
@@ -144,18 +114,6 @@ func runServiceRecoveries(ctx context.Context, env *Env, service string) error {
 	if err != nil {
 		return err
 	}
-	doc := recoveriesDoc{File: res.File, Service: service, Recoveries: []register.Recovery{}}
-	for _, r := range res.Recoveries {
-		if service == "" || r.Service == service {
-			doc.Recoveries = append(doc.Recoveries, r)
-		}
-	}
-	return emit(env, "stado.service.recoveries", doc, func(t *text) {
-		if len(doc.Recoveries) == 0 {
-			t.f("no recoveries in %s\n", doc.File)
-		}
-		for _, r := range doc.Recoveries {
-			t.lines(r.RegisterLines())
-		}
-	})
+	doc := register.Select(res.File, service, res.Recoveries)
+	return emit(env, "stado.service.recoveries", doc, func(t *text) { t.lines(doc.Lines()) })
 }

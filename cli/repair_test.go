@@ -135,7 +135,7 @@ func TestServiceRecoveriesReadsThisMachinesRegister(t *testing.T) {
 		}
 	}
 	code, out, _ = runRegistryCLI(t, home, "service", "recoveries", "--service", "brama", "--json")
-	var d recoveriesDoc
+	var d register.Listing
 	if decodeDoc(t, out, "stado.service.recoveries", &d); code != 0 || len(d.Recoveries) != 1 || d.Recoveries[0].Service != "brama" {
 		t.Fatalf("exit %d: %s", code, out)
 	}

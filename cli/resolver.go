@@ -3,9 +3,7 @@ package cli
 import (
 	"context"
 	"errors"
-	"fmt"
 	"net/netip"
-	"os"
 
 	ucli "github.com/urfave/cli/v2"
 
@@ -32,26 +30,10 @@ func callerFlag() ucli.Flag {
 	return &ucli.StringFlag{Name: "host", Usage: "the registry target calling (default: the hostname)", EnvVars: []string{"STADO_HOST"}}
 }
 
-// callerHost is the registry target this process acts as: name, or the
-// hostname; refused when it is not a valid target name.
-func callerHost(name string) (string, error) {
-	if name == "" {
-		h, err := os.Hostname()
-		if err != nil {
-			return "", fmt.Errorf("read hostname: %w", err)
-		}
-		name = h
-	}
-	if !registry.ValidTargetName(name) {
-		return "", refuse("validation", "host name %q is not a valid target name", name)
-	}
-	return name, nil
-}
-
 // storeResolver is a resolver for caller over the directory of the store
 // the globals name; close closes the store.
 func storeResolver(ctx context.Context, env *Env, caller string) (r *resolver.Resolver, close func() error, err error) {
-	if caller, err = callerHost(caller); err != nil {
+	if caller, err = registry.ThisTarget(caller); err != nil {
 		return nil, nil, err
 	}
 	st, err := openStore(ctx, env)
@@ -94,13 +76,6 @@ func newResolverResolveCommand(env *Env) *ucli.Command {
 	}, true)
 }
 
-// choiceWords say why the resolver chose an entry.
-var choiceWords = map[string]string{
-	resolver.ChoiceOwnHost:   "this host's own copy",
-	resolver.ChoiceAnswering: "its beacon is fresh and it answers its question",
-	resolver.ChoiceDirectory: "first in the directory",
-}
-
 // resolvedDoc is the --json output of resolver resolve.
 type resolvedDoc struct {
 	resolver.Endpoint
@@ -121,7 +96,7 @@ func runResolverResolve(ctx context.Context, env *Env, service, caller string) e
 		return err
 	}
 	return emit(env, "stado.resolver.endpoint", resolvedDoc{Endpoint: ep, Caller: r.Caller, EndpointAddr: ep.String()}, func(t *text) {
-		t.f("%s on %s at %s (%s)\n", ep.Service, ep.Host, ep, choiceWords[ep.Choice])
+		t.lines([]string{ep.Line()})
 	})
 }
 

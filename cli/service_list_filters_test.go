@@ -119,7 +119,7 @@ func TestReadCommandsKeepTheValidatedRegistryInTheUserCacheDir(t *testing.T) {
 	}
 	// a second read uses it and reads the same rows
 	code, out, _ := runReadCLI(t, dir, now, "service", "list", "--json")
-	var doc serviceListDoc
+	var doc beacon.ListResult
 	if decodeDoc(t, out, "stado.service.list", &doc); code != 0 || len(doc.Services) != 4 {
 		t.Errorf("second read: exit %d, %d rows", code, len(doc.Services))
 	}

@@ -3,20 +3,15 @@ package cli
 import (
 	"cmp"
 	"context"
-	"fmt"
-	"path/filepath"
-	"runtime"
 	"slices"
 	"time"
-
-	"github.com/wisent/stado/refusal"
 
 	ucli "github.com/urfave/cli/v2"
 
 	"github.com/wisent/stado/beacon"
-	"github.com/wisent/stado/catalog"
 	"github.com/wisent/stado/register"
-	"github.com/wisent/stado/registry"
+	"github.com/wisent/stado/store"
+	"github.com/wisent/stado/store/etcdstore"
 )
 
 func serviceReadCommands(env *Env) []*ucli.Command {
@@ -31,138 +26,21 @@ func staleFlag() ucli.Flag {
 	return &ucli.DurationFlag{Name: "stale-after", Usage: "distrust beacons older than this (default: each beacon's own bound, 3 × its interval)"}
 }
 
-// loadView joins the registry of the store the globals name with its
-// beacons, judged at env.Now.
-// With host set, it reads that host's beacon alone.
-func loadView(ctx context.Context, env *Env, stale time.Duration, host string) (*beacon.View, error) {
-	v, _, err := loadViewCatalog(ctx, env, beacon.Selection{Host: host}, stale, nil)
-	return v, err
+// reading is how the read commands read: at env's clock, with the user's
+// validated-registry cache, distrusting beacons older than stale.
+func reading(env *Env, stale time.Duration) beacon.Reading {
+	return beacon.Reading{Now: env.Now(), StaleAfter: stale, Cache: beacon.UserRegistryCache(env.Getenv, env.StoreURL), Store: etcdstore.Redact(env.StoreURL)}
 }
 
-// loadViewCatalog is loadView with the store's catalog (the shipped one
-// when the store holds none), which says each row's source. sel says which
-// beacons to read; targets, when not nil, is given the catalog and says
-// which declared targets' beacons to read (beacon.Selection.Targets), and
-// the catalog is then read first.
-func loadViewCatalog(ctx context.Context, env *Env, sel beacon.Selection, stale time.Duration, targets func(*catalog.Catalog) func(*registry.Target) bool) (*beacon.View, *catalog.Catalog, error) {
+// readStore opens the store the globals name and runs query on it.
+func readStore[T any](ctx context.Context, env *Env, query func(store.Store) (T, error)) (T, error) {
 	st, err := openStore(ctx, env)
 	if err != nil {
-		return nil, nil, err
+		var zero T
+		return zero, err
 	}
 	defer st.Close()
-	sel.Cache = registryCache(env)
-	var cat *catalog.Catalog
-	if targets != nil {
-		if cat, err = catalog.LoadOrShipped(ctx, st); err != nil {
-			return nil, nil, err
-		}
-		sel.Targets = targets(cat)
-	}
-	v, err := beacon.LoadSelected(ctx, st, env.Now(), stale, sel)
-	if err != nil {
-		return nil, nil, viewRefusal(env, err)
-	}
-	if cat == nil {
-		if cat, err = catalog.LoadOrShipped(ctx, st); err != nil {
-			return nil, nil, err
-		}
-	}
-	return v, cat, nil
-}
-
-// registryCache is where the read commands remember the registry they
-// validated (beacon.RegistryCache, which says why the file is trusted):
-// stado/ in the user's cache directory ($XDG_CACHE_HOME, else ~/.cache, or
-// ~/Library/Caches on macOS); none when neither names an absolute path.
-func registryCache(env *Env) *beacon.RegistryCache {
-	dir := env.Getenv("XDG_CACHE_HOME")
-	if !filepath.IsAbs(dir) {
-		home := env.Getenv("HOME")
-		if !filepath.IsAbs(home) {
-			return nil
-		}
-		dir = filepath.Join(home, ".cache")
-		if runtime.GOOS == "darwin" {
-			dir = filepath.Join(home, "Library", "Caches")
-		}
-	}
-	return &beacon.RegistryCache{Dir: filepath.Join(dir, "stado"), Store: env.StoreURL}
-}
-
-// sourcedRow is a row with the source its unit is managed from: registry,
-// recovery (the fixed list the host repair step restarts, declared or not)
-// or product (an undeclared unit a catalog product names); empty for an
-// undeclared unit nothing names.
-// It points at its row, so a fleet's rows are not copied again.
-type sourcedRow struct {
-	*beacon.Row
-	Source string `json:"source,omitempty"`
-}
-
-// withSources says each row's source, asking the catalog once per unit
-// name (a fleet repeats a few units on every host).
-func withSources(cat *catalog.Catalog, rows []beacon.Row, declared bool) []sourcedRow {
-	out := make([]sourcedRow, len(rows))
-	sources := map[string]string{}
-	for i := range rows {
-		src, ok := sources[rows[i].Unit]
-		if !ok {
-			src = cat.SourceOf(rows[i].Unit, declared)
-			sources[rows[i].Unit] = src
-		}
-		out[i] = sourcedRow{Row: &rows[i], Source: src}
-	}
-	return out
-}
-
-// sourcedTable is beacon.RowsTable with a SOURCE column before DETAIL.
-func sourcedTable(rs []sourcedRow, undeclared bool) ([]string, [][]string) {
-	plain := make([]beacon.Row, len(rs))
-	for i, r := range rs {
-		plain[i] = *r.Row
-	}
-	header, rows := beacon.RowsTable(plain, undeclared)
-	at := len(header) - 1 // before DETAIL
-	header = slices.Insert(header, at, "SOURCE")
-	for i := range rows {
-		rows[i] = slices.Insert(rows[i], at, cmp.Or(rs[i].Source, "-"))
-	}
-	return header, rows
-}
-
-// addresses reports whether name addresses the row: its declaration's name
-// or unit, or the catalog entry name selects (a product by its name or any
-// of its unit identities, else a recovery list entry), so `stado`,
-// `stado.service` and `com.wisent.stado` read the same rows.
-func addresses(cat *catalog.Catalog, name string, r beacon.Row) bool {
-	if r.Unit == name || (r.Service != "" && r.Service == name) {
-		return true
-	}
-	p, ok := cat.Entry(name)
-	if !ok {
-		return false
-	}
-	return (r.Product != "" && r.Product == p.Name) || (r.Service != "" && r.Service == p.Name) ||
-		(r.Unit != "" && (r.Unit == p.Units.Systemd || r.Unit == p.Units.Launchd))
-}
-
-// listOptions are the flags of service list.
-type listOptions struct {
-	Host       string
-	Service    string
-	Problems   bool
-	Undeclared bool
-	StaleAfter time.Duration
-}
-
-// declares reports whether t declares a service name addresses.
-func declares(cat *catalog.Catalog, name string, t *registry.Target) bool {
-	for _, s := range t.Services {
-		if addresses(cat, name, beacon.Row{Host: t.Name, Service: s.Name, Unit: s.Unit, Product: s.Product}) {
-			return true
-		}
-	}
-	return false
+	return query(st)
 }
 
 func newServiceListCommand(env *Env) *ucli.Command {
@@ -184,71 +62,23 @@ func newServiceListCommand(env *Env) *ucli.Command {
 			if c.NArg() > 0 {
 				return usagef("service list takes no arguments")
 			}
-			return runServiceList(c.Context, env, listOptions{Host: c.String("host"), Service: c.String("service"), Problems: c.Bool("problems"),
-				Undeclared: c.Bool("undeclared"), StaleAfter: c.Duration("stale-after")})
+			return runServiceList(c.Context, env, beacon.ListQuery{Reading: beacon.Reading{StaleAfter: c.Duration("stale-after")}, Host: c.String("host"),
+				Service: c.String("service"), Problems: c.Bool("problems"), Undeclared: c.Bool("undeclared")})
 		},
 	}, true)
 }
 
-// serviceListDoc is the --json form of service list.
-type serviceListDoc struct {
-	RegistryRevision int64        `json:"registry_revision"`
-	At               time.Time    `json:"at"`
-	Services         []sourcedRow `json:"services"`
-}
-
-// runServiceList lists rows. Its filters choose the beacons to read before
-// any is decoded: --host reads that host's beacon alone, and --service
-// (without --undeclared) only the beacons of hosts declaring the service.
-// --problems needs each row's verdict, so it filters after the join.
-func runServiceList(ctx context.Context, env *Env, o listOptions) error {
-	selected := false
-	var targets func(*catalog.Catalog) func(*registry.Target) bool
-	if o.Service != "" && !o.Undeclared {
-		targets = func(cat *catalog.Catalog) func(*registry.Target) bool {
-			return func(t *registry.Target) bool {
-				ok := declares(cat, o.Service, t)
-				selected = selected || ok
-				return ok
-			}
-		}
-	}
-	// a list joins declarations with beacons and reads nothing else of
-	// the registry: with the registry's validation cached, only that is
-	// decoded
-	v, cat, err := loadViewCatalog(ctx, env, beacon.Selection{Host: o.Host, RowsOnly: targets == nil}, o.StaleAfter, targets)
+func runServiceList(ctx context.Context, env *Env, q beacon.ListQuery) error {
+	q.Reading = reading(env, q.StaleAfter)
+	res, err := readStore(ctx, env, func(st store.Store) (*beacon.ListResult, error) { return beacon.List(ctx, st, q) })
 	if err != nil {
 		return err
 	}
-	if o.Host != "" && !v.Declares(o.Host) && v.Beacons[o.Host] == nil {
-		return refuse(refusal.NotFound, "no host %q in the registry or the beacons", o.Host)
+	kind := "stado.service.list"
+	if q.Undeclared {
+		kind = "stado.service.undeclared"
 	}
-	if o.Service != "" && !o.Undeclared && !selected {
-		return &Refusal{Code: refusal.NotFound, Message: fmt.Sprintf("no declaration of %s on %s", o.Service, cmp.Or(o.Host, "any host")),
-			Hint: "stado service list --undeclared shows loaded units no declaration covers"}
-	}
-	rows, declared, kind := v.Rows(o.Host), true, "stado.service.list"
-	if o.Undeclared {
-		rows, declared, kind = v.Undeclared(o.Host), false, "stado.service.undeclared"
-	}
-	if o.Service != "" || o.Problems {
-		rows = slices.DeleteFunc(rows, func(r beacon.Row) bool {
-			return (o.Service != "" && !addresses(cat, o.Service, r)) || (o.Problems && !r.Problem())
-		})
-	}
-	doc := serviceListDoc{RegistryRevision: v.Meta.Revision, At: v.Now.UTC(), Services: withSources(cat, rows, declared)}
-	return emit(env, kind, doc, func(t *text) { t.table(sourcedTable(doc.Services, o.Undeclared)) })
-}
-
-// statusOptions are the flags of service status.
-type statusOptions struct {
-	Name       string
-	Host       string
-	Lines      int
-	StaleAfter time.Duration
-	// Logs reads a declaration's last log lines over its host's channel
-	// (logsReader); nil when --lines is not given.
-	Logs func(ctx context.Context, t registry.Target, s registry.Service, lines int) ([]string, error)
+	return emit(env, kind, res, func(t *text) { t.table(beacon.SourcedTable(res.Services, q.Undeclared)) })
 }
 
 func newServiceStatusCommand(env *Env) *ucli.Command {
@@ -270,77 +100,34 @@ func newServiceStatusCommand(env *Env) *ucli.Command {
 			}
 			logs, done := logsReader(c, env)
 			defer done()
-			return runServiceStatus(c.Context, env, statusOptions{Name: c.Args().First(), Host: c.String("host"), Lines: c.Int("lines"), StaleAfter: c.Duration("stale-after"), Logs: logs})
+			return runServiceStatus(c.Context, env, beacon.StatusQuery{Reading: beacon.Reading{StaleAfter: c.Duration("stale-after")},
+				Name: c.Args().First(), Host: c.String("host"), Lines: c.Int("lines"), Logs: logs})
 		},
 	}, true)
 }
 
-// statusEntry is one host's status of the service.
-type statusEntry struct {
-	sourcedRow
-	Logs     []string `json:"logs,omitempty"`
-	LogsRead string   `json:"logs_refusal,omitempty"`
-	LogsHint string   `json:"logs_command,omitempty"`
-}
-
-// serviceStatusDoc is the --json form of service status.
-type serviceStatusDoc struct {
-	Service string        `json:"service"`
-	Hosts   []statusEntry `json:"hosts"`
-}
-
-func runServiceStatus(ctx context.Context, env *Env, o statusOptions) error {
-	if o.Lines < 0 || o.Lines > 10000 {
+func runServiceStatus(ctx context.Context, env *Env, q beacon.StatusQuery) error {
+	if q.Lines < 0 || q.Lines > 10000 {
 		return usagef("--lines must be between 1 and 10000")
 	}
-	v, cat, err := loadViewCatalog(ctx, env, beacon.Selection{Host: o.Host}, o.StaleAfter, nil)
+	q.Reading = reading(env, q.StaleAfter)
+	res, err := readStore(ctx, env, func(st store.Store) (*beacon.StatusResult, error) { return beacon.Status(ctx, st, q) })
 	if err != nil {
 		return err
 	}
-	doc := serviceStatusDoc{Service: o.Name}
-	for _, r := range withSources(cat, v.Rows(o.Host), true) {
-		if !addresses(cat, o.Name, *r.Row) {
-			continue
-		}
-		e := statusEntry{sourcedRow: r, LogsHint: fmt.Sprintf("stado service logs %s --host %s --lines 100", r.Service, r.Host)}
-		if o.Lines > 0 { // the row comes from this declaration
-			t, _ := v.Document.Target(r.Host)
-			s, _ := t.Service(r.Service)
-			if e.Logs, err = o.Logs(ctx, *t, *s, o.Lines); err != nil {
-				e.LogsRead = err.Error()
-			}
-		}
-		doc.Hosts = append(doc.Hosts, e)
-	}
-	if len(doc.Hosts) == 0 {
-		// no declaration: a catalog entry's unit the beacons see loaded
-		// (source product or recovery), addressable without a record
-		for _, r := range withSources(cat, v.Undeclared(o.Host), false) {
-			if r.Source != "" && addresses(cat, o.Name, *r.Row) {
-				if p, ok := cat.Entry(o.Name); ok {
-					r.Service = p.Name
-				}
-				doc.Hosts = append(doc.Hosts, statusEntry{sourcedRow: r, LogsHint: fmt.Sprintf("stado service logs %s --host %s --lines 100", o.Name, r.Host)})
-			}
-		}
-	}
-	if len(doc.Hosts) == 0 {
-		return &Refusal{Code: refusal.NotFound, Message: fmt.Sprintf("%s is not a registry-managed service on %s", o.Name, cmp.Or(o.Host, "any host")),
-			Hint: "stado service list --undeclared shows loaded units no declaration covers"}
-	}
-	return emit(env, "stado.service.status", doc, func(t *text) {
-		for i, e := range doc.Hosts {
+	return emit(env, "stado.service.status", res, func(t *text) {
+		for i, e := range res.Hosts {
 			if i > 0 {
 				t.f("\n")
 			}
-			statusText(t, e, o.Lines)
+			statusText(t, e, q.Lines)
 		}
 	})
 }
 
 // statusText writes one host's status: the row, the recovery its answering
 // carries, then its log lines or the command that reads them.
-func statusText(t *text, e statusEntry, lines int) {
+func statusText(t *text, e beacon.StatusEntry, lines int) {
 	rowLines := e.Row.Lines()
 	rowLines = slices.Insert(rowLines, 1, "  source: "+cmp.Or(e.Source, "-"))
 	t.lines(rowLines)
@@ -358,11 +145,6 @@ func statusText(t *text, e statusEntry, lines int) {
 	}
 }
 
-type healthOptions struct {
-	Host       string
-	StaleAfter time.Duration
-}
-
 func newHostHealthCommand(env *Env) *ucli.Command {
 	return withShared(env, &ucli.Command{
 		Name:  "health",
@@ -378,32 +160,21 @@ func newHostHealthCommand(env *Env) *ucli.Command {
 			if c.NArg() > 0 {
 				return usagef("host health takes no arguments")
 			}
-			return runHostHealth(c.Context, env, healthOptions{Host: c.String("host"), StaleAfter: c.Duration("stale-after")})
+			return runHostHealth(c.Context, env, c.String("host"), c.Duration("stale-after"))
 		},
 	}, true)
 }
 
-// hostHealthDoc is the --json form of host health.
-type hostHealthDoc struct {
-	At    time.Time           `json:"at"`
-	Hosts []beacon.HostHealth `json:"hosts"`
-}
-
-func runHostHealth(ctx context.Context, env *Env, o healthOptions) error {
-	v, err := loadView(ctx, env, o.StaleAfter, o.Host)
+func runHostHealth(ctx context.Context, env *Env, host string, staleAfter time.Duration) error {
+	res, err := readStore(ctx, env, func(st store.Store) (*beacon.HealthResult, error) {
+		return beacon.HealthOf(ctx, st, reading(env, staleAfter), host)
+	})
 	if err != nil {
 		return err
 	}
-	doc := hostHealthDoc{At: v.Now.UTC(), Hosts: v.Health(o.Host)}
-	if o.Host != "" && len(doc.Hosts) == 0 {
-		return refuse(refusal.NotFound, "no host %q in the registry or the beacons", o.Host)
-	}
-	if doc.Hosts == nil {
-		doc.Hosts = []beacon.HostHealth{}
-	}
-	return emit(env, "stado.host.health", doc, func(t *text) {
-		t.table(beacon.HealthTable(doc.Hosts))
-		for _, h := range doc.Hosts {
+	return emit(env, "stado.host.health", res, func(t *text) {
+		t.table(beacon.HealthTable(res.Hosts))
+		for _, h := range res.Hosts {
 			for _, pr := range h.PeerRecoveries {
 				t.f("%s saw %s\n", h.Host, pr.Summary())
 				t.indented("  ", register.BeaconLines(pr.Recovery))
@@ -433,32 +204,21 @@ func newRegistryDoctorCommand(env *Env) *ucli.Command {
 // errNeedsAttention makes doctor exit 3 after printing its findings.
 var errNeedsAttention = &Refusal{Code: "needs_attention", Message: "the fleet needs attention"}
 
-// doctorDoc is the --json form of registry doctor.
-type doctorDoc struct {
-	RegistryRevision int64            `json:"registry_revision"`
-	At               time.Time        `json:"at"`
-	OK               bool             `json:"ok"`
-	Findings         []beacon.Finding `json:"findings"`
-}
-
 func runRegistryDoctor(ctx context.Context, env *Env, staleAfter time.Duration) error {
-	v, err := loadView(ctx, env, staleAfter, "")
+	res, err := readStore(ctx, env, func(st store.Store) (*beacon.DoctorResult, error) {
+		return beacon.DoctorOf(ctx, st, reading(env, staleAfter))
+	})
 	if err != nil {
 		return err
 	}
-	doc := doctorDoc{RegistryRevision: v.Meta.Revision, At: v.Now.UTC(), Findings: v.Doctor()}
-	doc.OK = len(doc.Findings) == 0
-	if doc.OK {
-		doc.Findings = []beacon.Finding{}
-	}
-	err = emit(env, "stado.registry.doctor", doc, func(t *text) {
-		if doc.OK {
+	err = emit(env, "stado.registry.doctor", res, func(t *text) {
+		if res.OK {
 			t.f("ok: every declaration matches its host's fresh beacon\n")
 			return
 		}
-		t.table(beacon.FindingsTable(doc.Findings))
+		t.table(beacon.FindingsTable(res.Findings))
 	})
-	if err == nil && !doc.OK {
+	if err == nil && !res.OK {
 		err = errNeedsAttention
 	}
 	return err

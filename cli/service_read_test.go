@@ -78,7 +78,7 @@ func TestServiceStatusShowsTheRecoveryAsLinesNeverAsJSON(t *testing.T) {
 	}
 	// --json is one document that carries the recovery itself
 	code, out, _ = runReadCLI(t, dir, now, "service", "status", "skarbiec", "--json")
-	var doc serviceStatusDoc
+	var doc beacon.StatusResult
 	if decodeDoc(t, out, "stado.service.status", &doc); code != 0 || len(doc.Hosts) != 1 || len(doc.Hosts[0].Answering.Recovery) == 0 {
 		t.Fatalf("exit %d: %s", code, out)
 	}
@@ -99,7 +99,7 @@ func TestHostHealthPrintsTextOnlyWithoutJSON(t *testing.T) {
 		t.Errorf("health text holds JSON:\n%s", out)
 	}
 	code, out, _ = runReadCLI(t, dir, now, "host", "health", "--host", "h1", "--json")
-	var doc hostHealthDoc
+	var doc beacon.HealthResult
 	if decodeDoc(t, out, "stado.host.health", &doc); code != 0 || len(doc.Hosts) != 1 || doc.Hosts[0].Host != "h1" {
 		t.Fatalf("exit %d: %s", code, out)
 	}
@@ -116,7 +116,7 @@ func TestServiceListAndDoctorReadTheSameBeacons(t *testing.T) {
 	}
 	// the stood question needs attention: findings, then exit 3
 	code, out, _ = runReadCLI(t, dir, now, "registry", "doctor", "--json")
-	var doc doctorDoc
+	var doc beacon.DoctorResult
 	if decodeDoc(t, out, "stado.registry.doctor", &doc); code != ExitRefused || doc.OK || doc.Findings[0].Code != "answering_stood" {
 		t.Errorf("doctor: exit %d %+v", code, doc)
 	}
@@ -150,7 +150,7 @@ func TestServiceStatusLinesReadTheLogThroughTheCommandsConnector(t *testing.T) {
 	logs := func(ctx context.Context, t registry.Target, s registry.Service, n int) ([]string, error) {
 		return fleet.ServiceLogs(ctx, connect, t, s, n)
 	}
-	if err := runServiceStatus(context.Background(), env, statusOptions{Name: "skarbiec", Host: "h1", Lines: 5, Logs: logs}); err != nil {
+	if err := runServiceStatus(context.Background(), env, beacon.StatusQuery{Name: "skarbiec", Host: "h1", Lines: 5, Logs: logs}); err != nil {
 		t.Fatal(err)
 	}
 	if h.got.Unit != "skarbiec.service" || h.got.Scope != registry.ScopeSystem || h.got.Lines != 5 {

@@ -2,12 +2,10 @@ package cli
 
 import (
 	"context"
-	"fmt"
 
 	ucli "github.com/urfave/cli/v2"
 
 	"github.com/wisent/stado/fleet"
-	"github.com/wisent/stado/refusal"
 )
 
 // ---------------------------------------------------------------- verify
@@ -45,17 +43,10 @@ func runServiceVerify(ctx context.Context, env *Env, f *fleet.Fleet, o fleet.Ver
 	if err != nil {
 		return err
 	}
-	services, unreachable := res.Findings()
 	if perr := emit(env, "stado.service.verify", res, func(*text) {}); perr != nil {
 		return perr
 	}
-	switch {
-	case unreachable > 0:
-		return fmt.Errorf("service verify: %d of %d host(s) could not be read", unreachable, len(res.Hosts))
-	case services > 0:
-		return refusal.New(refusal.NeedsAttention, "service verify: %d service(s) need attention", services)
-	}
-	return nil
+	return res.Outcome()
 }
 
 // ---------------------------------------------------------------- serving

@@ -64,7 +64,7 @@ func TestListAndStatusShowEachServicesSource(t *testing.T) {
 			t.Errorf("list line without its source: %q", line)
 		}
 	}
-	var list serviceListDoc
+	var list beacon.ListResult
 	code, out, _ = runReadCLI(t, dir, now, "service", "list", "--json")
 	decodeDoc(t, out, "stado.service.list", &list)
 	got := map[string]string{}
@@ -74,7 +74,7 @@ func TestListAndStatusShowEachServicesSource(t *testing.T) {
 	if code != 0 || got["stado.service"] != "recovery" || got["files.service"] != "registry" {
 		t.Errorf("list --json sources %v", got)
 	}
-	var undeclared serviceListDoc
+	var undeclared beacon.ListResult
 	code, out, _ = runReadCLI(t, dir, now, "service", "list", "--undeclared", "--json")
 	decodeDoc(t, out, "stado.service.undeclared", &undeclared)
 	got = map[string]string{}
@@ -87,7 +87,7 @@ func TestListAndStatusShowEachServicesSource(t *testing.T) {
 
 	// stado's name and both unit identities read the same declaration
 	for _, name := range []string{"stado", "stado.service", "com.wisent.stado"} {
-		var st serviceStatusDoc
+		var st beacon.StatusResult
 		code, out, errOut = runReadCLI(t, dir, now, "service", "status", name, "--json")
 		if decodeDoc(t, out, "stado.service.status", &st); code != 0 || len(st.Hosts) != 1 || st.Hosts[0].Service != "stado" || st.Hosts[0].Source != "recovery" {
 			t.Errorf("status %s: exit %d %s %+v", name, code, errOut, st.Hosts)
@@ -98,7 +98,7 @@ func TestListAndStatusShowEachServicesSource(t *testing.T) {
 		t.Errorf("status text: exit %d\n%s", code, out)
 	}
 	// an undeclared product is addressable by its name, source product
-	var st serviceStatusDoc
+	var st beacon.StatusResult
 	code, out, _ = runReadCLI(t, dir, now, "service", "status", "brama", "--json")
 	if decodeDoc(t, out, "stado.service.status", &st); code != 0 || len(st.Hosts) != 1 || st.Hosts[0].Unit != "brama.service" || st.Hosts[0].Source != "product" {
 		t.Errorf("status brama: exit %d %+v", code, st.Hosts)

@@ -3,7 +3,6 @@ package cli
 import (
 	"context"
 	"fmt"
-	"strings"
 
 	ucli "github.com/urfave/cli/v2"
 
@@ -52,13 +51,6 @@ func newStoreMigrateCommand(env *Env) *ucli.Command {
 	}, true)
 }
 
-// storeMigrateResult is what store migrate reports (kind stado.store.migrate).
-type storeMigrateResult struct {
-	From string `json:"from"`
-	To   string `json:"to"`
-	store.Migration
-}
-
 func runStoreMigrate(ctx context.Context, env *Env, opts storeMigrateOptions) error {
 	switch {
 	case opts.From == "" || opts.To == "":
@@ -80,16 +72,6 @@ func runStoreMigrate(ctx context.Context, env *Env, opts storeMigrateOptions) er
 	if err != nil {
 		return err
 	}
-	res := storeMigrateResult{From: etcdstore.Redact(opts.From), To: etcdstore.Redact(opts.To), Migration: m}
-	return emit(env, "stado.store.migrate", res, func(t *text) {
-		c := res.Copied
-		t.f("migrated %s -> %s\n", res.From, res.To)
-		t.f("  registry: %d document (revision %d -> %d), %d history entries, %d other keys\n",
-			c.Registry, res.RegistryRevision.From, res.RegistryRevision.To, c.History, c.RegistryOther)
-		t.f("  catalog: %d, releases: %d, autonomy: %d\n", c.Catalog, c.Releases, c.Autonomy)
-		if res.Replaced > 0 {
-			t.f("  replaced %d keys the target held (--force)\n", res.Replaced)
-		}
-		t.f("  not copied: %s\n", strings.Join(res.NotCopied, ", "))
-	})
+	res := store.Migrated{From: etcdstore.Redact(opts.From), To: etcdstore.Redact(opts.To), Migration: m}
+	return emit(env, "stado.store.migrate", res, func(t *text) { t.lines(res.Lines()) })
 }

@@ -50,7 +50,7 @@ func TestStoreMigratePrintsWhatRegistryMigrateCopied(t *testing.T) {
 		}
 	}
 	code, out, errs := runStoreCLI(t, "store", "migrate", "--from", src, "--to", dst, "--json")
-	var res storeMigrateResult
+	var res store.Migrated
 	decodeDoc(t, out, "stado.store.migrate", &res)
 	if code != 0 || res.Copied.History != 2 || res.RegistryRevision.From != 2 || res.From != src || len(res.NotCopied) != 1 {
 		t.Fatalf("exit %d %+v: %s", code, res, errs)

@@ -2,6 +2,7 @@ package fleet
 
 import (
 	"context"
+	"fmt"
 
 	"github.com/wisent/stado/channel"
 	"github.com/wisent/stado/register"
@@ -46,4 +47,17 @@ func (f *Fleet) Recoveries(ctx context.Context, host, service string) (Recoverie
 		res.Error = DescribeHostError(t.Name, err)
 	}
 	return res, err
+}
+
+// Lines are the text form: each recovery as the register shows it, or
+// that the register holds none.
+func (r RecoveriesResult) Lines() []string {
+	if len(r.Recoveries) == 0 {
+		return []string{fmt.Sprintf("no recoveries in %s on %s", r.File, r.Host)}
+	}
+	var out []string
+	for _, rec := range r.Recoveries {
+		out = append(out, rec.RegisterLines()...)
+	}
+	return out
 }

@@ -37,13 +37,16 @@ type HostProcess struct {
 	// recovers a peer's service: in `stado host run` the SSH client, over
 	// a pool the caller owns and closes. nil refuses every peer recovery
 	// (Peer.Connect).
-	Peers  channel.Connector
-	Now    func() time.Time
-	Logger *slog.Logger
+	Peers channel.Connector
+	// PeerConcurrency caps the peer recoveries running at once, off the
+	// pass (Peer.Concurrency; 0: DefaultPeerConcurrency).
+	PeerConcurrency int
+	Now             func() time.Time
+	Logger          *slog.Logger
 }
 
 // Contributors returns the pass contributors of a host process, and the
-// func that stops them: the Answerer of this host's own services (the
+// func that stops them (the peer's running recoveries end first): the Answerer of this host's own services (the
 // store's catalog, or the shipped one when the store cannot be read; this
 // host's end of the channel, Self; the register under Home) and the Peer
 // of other hosts' services this host's resolvers see standing (the waiting
@@ -64,10 +67,21 @@ func (h HostProcess) Contributors(ctx context.Context) ([]beacon.Contributor, fu
 	peer := &Peer{
 		ListPath:    resolver.ListPath(h.Home),
 		LoadCatalog: func(ctx context.Context) (*catalog.Catalog, error) { return catalog.Load(ctx, h.Store) },
-		Connect:     h.Peers,
-		Register:    register.Home(h.Home), Now: h.Now, Logger: h.Logger,
+		Connect:     h.Peers, Concurrency: h.PeerConcurrency,
+		Register: register.Home(h.Home), Now: h.Now, Logger: h.Logger,
 	}
-	return []beacon.Contributor{answerer, peer}, func() { answerer.Close() }, nil
+	return []beacon.Contributor{answerer, peer}, func() { peer.Close(); answerer.Close() }, nil
+}
+
+// WaitPeers waits for the peer recoveries the contributors cs started
+// (Peer.Wait): a bounded run lets those of one pass end before the next,
+// so that the next pass reports their outcomes.
+func WaitPeers(cs []beacon.Contributor) {
+	for _, c := range cs {
+		if p, ok := c.(*Peer); ok {
+			p.Wait()
+		}
+	}
 }
 
 // Self is this host's end of the channel as its own recoveries use it: the

@@ -30,6 +30,7 @@ type StepPlan struct {
 
 	inputs map[string]string
 	cat    *catalog.Catalog
+	target *registry.Target
 }
 
 // PlanStep resolves step for service on target from the registry document
@@ -63,7 +64,7 @@ func PlanStep(doc *registry.Document, cat *catalog.Catalog, service, target, ste
 		return nil, err
 	}
 	return &StepPlan{Service: service, Target: target, Step: step, OS: goos, Argv: cmd.Argv,
-		Env: MaskSecrets(cmd.Env), Timeout: cmd.TimeoutSeconds, inputs: inputs, cat: cat}, nil
+		Env: MaskSecrets(cmd.Env), Timeout: cmd.TimeoutSeconds, inputs: inputs, cat: cat, target: t}, nil
 }
 
 // Apply runs the planned step on its target through h, the target's
