@@ -78,7 +78,25 @@ func Parse(data []byte, source string) (d *Document, err error) {
 		return nil, err
 	}
 	if DetectFormat(data) == FormatJSON {
+		// The parse budget (budget.go) is checked on the bytes before any
+		// decoder builds a tree.
+		if err := checkJSONBudget(data, source); err != nil {
+			return nil, err
+		}
 		return parseJSON(data, source)
+	}
+	aliases, err := checkYAMLBudget(data, source)
+	if err != nil {
+		return nil, err
+	}
+	if aliases > 0 {
+		// An alias is decoded once per use: count the tree as it expands.
+		var root yaml.Node
+		if yaml.Unmarshal(data, &root) == nil {
+			if err := checkYAMLAliases(&root, data, source); err != nil {
+				return nil, err
+			}
+		}
 	}
 	return parseYAML(data, source)
 }

@@ -50,6 +50,9 @@ func decodeEnvelope(obj store.Object) (*Document, store.Meta, error) {
 	if len(obj.Value) > MaxDocumentBytes+64<<10 {
 		return nil, store.Meta{}, fmt.Errorf("read %s at revision %d: %w", obj.Key, obj.Revision, &ParseError{Source: obj.Key, Msg: fmt.Sprintf("stored document is %d bytes, the limit is %d (docs/limits.md)", len(obj.Value), MaxDocumentBytes)})
 	}
+	if err := checkJSONBudget(obj.Value, obj.Key); err != nil {
+		return nil, store.Meta{}, fmt.Errorf("read %s at revision %d: %w", obj.Key, obj.Revision, err)
+	}
 	env := envelope{Document: presizedDocument(obj.Value)}
 	if err := DecodeStored(obj.Value, &env, true); err != nil {
 		return nil, store.Meta{}, fmt.Errorf("read %s at revision %d: %w", obj.Key, obj.Revision, &ParseError{Source: obj.Key, Msg: err.Error()})
