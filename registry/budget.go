@@ -457,3 +457,27 @@ func offsetOfLine(data []byte, line int) int {
 	}
 	return off
 }
+
+// CheckParseBudget refuses data, a YAML or JSON document named source,
+// when it is larger than MaxDocumentBytes (a *ParseError) or past the
+// parse budget (a *BudgetError), before anything decodes it. Parse runs it
+// itself; other documents a store writer can write and stado parses with
+// yaml.v3 (the site catalog) call it first. Both errors unwrap to
+// ErrInvalid. It is safe for concurrent use and touches nothing.
+func CheckParseBudget(data []byte, source string) error {
+	if err := CheckDocumentSize(data, source); err != nil {
+		return err
+	}
+	if DetectFormat(data) == FormatJSON {
+		return checkJSONBudget(data, source)
+	}
+	aliases, err := checkYAMLBudget(data, source)
+	if err != nil || aliases == 0 {
+		return err
+	}
+	var root yaml.Node
+	if yaml.Unmarshal(data, &root) != nil {
+		return nil // the caller's decoder reports it
+	}
+	return checkYAMLAliases(&root, data, source)
+}

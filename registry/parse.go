@@ -59,7 +59,8 @@ func DetectFormat(data []byte) string {
 // Parse reads one registry document from data, YAML or JSON (detected by
 // DetectFormat). Unknown fields, values of the wrong type, an empty input
 // and more than one document are refused: unknown fields and wrong types
-// as a *ValidationError naming each field path, the rest as a *ParseError.
+// as a *ValidationError naming each field path, a document past the parse
+// budget as a *BudgetError (before any decoding), the rest as a *ParseError.
 // Both unwrap to ErrInvalid. Parse does not validate; call Validate.
 // source names the input in errors and may be empty.
 func Parse(data []byte, source string) (d *Document, err error) {
@@ -74,29 +75,13 @@ func Parse(data []byte, source string) (d *Document, err error) {
 	// read as nothing (editors on some systems write one); anywhere else it
 	// is part of the text and refused by the decoder.
 	data = bytes.TrimPrefix(data, utf8BOM)
-	if err := CheckDocumentSize(data, source); err != nil {
+	// The size and the parse budget (budget.go) are checked on the bytes
+	// before any decoder builds a tree.
+	if err := CheckParseBudget(data, source); err != nil {
 		return nil, err
 	}
 	if DetectFormat(data) == FormatJSON {
-		// The parse budget (budget.go) is checked on the bytes before any
-		// decoder builds a tree.
-		if err := checkJSONBudget(data, source); err != nil {
-			return nil, err
-		}
 		return parseJSON(data, source)
-	}
-	aliases, err := checkYAMLBudget(data, source)
-	if err != nil {
-		return nil, err
-	}
-	if aliases > 0 {
-		// An alias is decoded once per use: count the tree as it expands.
-		var root yaml.Node
-		if yaml.Unmarshal(data, &root) == nil {
-			if err := checkYAMLAliases(&root, data, source); err != nil {
-				return nil, err
-			}
-		}
 	}
 	return parseYAML(data, source)
 }
