@@ -158,7 +158,7 @@ func scanJSON(b *budget) *budget {
 // checkYAMLBudget scans YAML text without parsing it and returns how many
 // alias uses (*name) it saw. It counts at least one node wherever yaml.v3
 // can begin one: a scalar, a "- " entry, a ": " value, a flow bracket or
-// ",". A block mapping is counted at its first key on a new indentation
+// ",". A block mapping is counted at the first key of its indentation
 // level or after "- ", a flow mapping at "{". Depth is the indentation
 // levels open below the first, plus each "- " and the first key on the
 // same line, plus open flow brackets: exact for flow collections, within
@@ -179,7 +179,7 @@ func scanYAML(b *budget) *budget {
 		lineIndent  int
 		lineStart   int    // offset of the current line
 		flowKinds   []byte // the open flow brackets, innermost last
-		newLevel    bool   // the line opened an indentation level
+		mapped      []bool // per open level: a mapping was counted there
 		keyed       bool   // a ':' indicator was counted on this line
 		dashed      bool   // a "- " was seen on this line before its first key
 		nodeStart   = true
@@ -193,7 +193,7 @@ func scanYAML(b *budget) *budget {
 		return i < len(data) && (data[i] == ',' || data[i] == '[' || data[i] == ']' || data[i] == '{' || data[i] == '}')
 	}
 	toEOL := func(i int) int {
-		for i < len(data) && data[i] != '\n' {
+		for i < len(data) && data[i] != '\n' && data[i] != '\r' { // YAML breaks lines at either
 			i++
 		}
 		return i
@@ -220,11 +220,10 @@ func scanYAML(b *budget) *budget {
 			atLineStart, lineStart, i = false, i, j
 			if flow == 0 {
 				for len(indents) > 0 && indents[len(indents)-1] > indent {
-					indents = indents[:len(indents)-1]
+					indents, mapped = indents[:len(indents)-1], mapped[:len(mapped)-1]
 				}
-				newLevel = len(indents) == 0 || indents[len(indents)-1] != indent
-				if newLevel {
-					indents = append(indents, indent)
+				if len(indents) == 0 || indents[len(indents)-1] != indent {
+					indents, mapped = append(indents, indent), append(mapped, false)
 				}
 				lineIndent, lineDepth, keyed, dashed = indent, len(indents)-1, false, false
 				b.nest(lineDepth, i)
@@ -238,7 +237,11 @@ func scanYAML(b *budget) *budget {
 			atLineStart = true
 			i++
 			continue
-		case c == ' ' || c == '\t' || c == '\r':
+		case c == '\r':
+			atLineStart = i+1 >= len(data) || data[i+1] != '\n' // a lone CR breaks the line
+			i++
+			continue
+		case c == ' ' || c == '\t':
 			i++
 			continue
 		case c == '#' && (i == 0 || space(i-1)):
@@ -263,7 +266,12 @@ func scanYAML(b *budget) *budget {
 				}
 				i, nodeStart = j+1, false
 				continue
-			case c == '&' || c == '!': // anchor or tag: the node follows
+			case c == '&': // an anchor: the node follows, or is empty
+				b.node(i)
+				i = nameEnd(data, i+1) // anything after the name counts as what it is
+				continue
+			case c == '!': // a tag: the node follows, or is empty
+				b.node(i)
 				for i < len(data) && !space(i) && !(flow > 0 && flowIndicator(i)) {
 					i++
 				}
@@ -271,9 +279,7 @@ func scanYAML(b *budget) *budget {
 			case c == '*':
 				b.aliases++
 				b.node(i)
-				for i < len(data) && !space(i) && !(flow > 0 && flowIndicator(i)) {
-					i++
-				}
+				i = nameEnd(data, i+1)
 				nodeStart = false
 				continue
 			case (c == '|' || c == '>') && flow == 0:
@@ -283,6 +289,11 @@ func scanYAML(b *budget) *budget {
 				continue
 			case (c == '-' || c == '?') && flow == 0 && space(i+1):
 				b.node(i)
+				if c == '?' {
+					b.node(i) // "? key" opens a mapping entry: the mapping,
+					b.node(i) // a key and a value that may both be empty
+					b.mapping(i)
+				}
 				i++
 				if c == '-' && !keyed {
 					dashed = true
@@ -296,7 +307,9 @@ func scanYAML(b *budget) *budget {
 						j++
 					}
 					if col := j - lineStart; j < len(data) && !space(j) && data[j] != '#' && indents[len(indents)-1] < col {
-						indents = append(indents, col)
+						indents, mapped = append(indents, col), append(mapped, false)
+					} else {
+						b.node(i) // the entry may be empty (null): count it here
 					}
 				}
 				continue
@@ -304,9 +317,15 @@ func scanYAML(b *budget) *budget {
 		}
 		if c == ':' && (space(i+1) || (flow > 0 && flowIndicator(i+1))) {
 			b.node(i)
+			if flow > 0 && flowKinds[flow-1] == '[' {
+				b.node(i)
+				b.mapping(i) // [a: 1] holds a one-pair mapping
+			}
 			if flow == 0 && !keyed {
 				keyed = true
-				if newLevel || dashed {
+				if top := len(mapped) - 1; !mapped[top] || dashed {
+					mapped[top] = true
+					b.node(i) // the mapping itself
 					b.mapping(i)
 				}
 				lineDepth++
@@ -321,6 +340,7 @@ func scanYAML(b *budget) *budget {
 			case '[', '{':
 				b.node(i)
 				if c == '{' {
+					b.node(i) // the first entry's value, which may be left out
 					b.mapping(i)
 				}
 				flow++
@@ -355,6 +375,20 @@ func scanYAML(b *budget) *budget {
 		i++
 	}
 	return b
+}
+
+// nameEnd returns the end of an anchor, alias or tag name starting at i:
+// yaml.v3 reads letters, digits, '_' and '-'; stopping
+// early only makes the scan count more.
+func nameEnd(data []byte, i int) int {
+	for i < len(data) {
+		c := data[i]
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '-') {
+			break
+		}
+		i++
+	}
+	return i
 }
 
 func (b *budget) errOrNil() error {

@@ -16,8 +16,9 @@ func padJSON(elems []string, size int) []byte {
 	return []byte(head + strings.Repeat("p", pad) + `"}`)
 }
 
-// padYAML builds "x: [<elems>]\np: ppp...\n" of size bytes: 6 nodes and 1
-// mapping beside the elements.
+// padYAML builds "x: [<elems>]\np: ppp...\n" of size bytes: 7 nodes (the
+// mapping, two keys, two ':' values, the list, ppp) and 1 mapping beside
+// the elements.
 func padYAML(elems []string, size int) []byte {
 	head := "x: [" + strings.Join(elems, ",") + "]\np: "
 	pad := max(1, size-len(head)-1)
@@ -60,10 +61,10 @@ func TestParseBudget(t *testing.T) {
 	}{
 		// The absolute node limit, in a document of the largest size.
 		{"json nodes", padJSON(repeat("1", MaxDocumentNodes-5), big), padJSON(repeat("1", MaxDocumentNodes-4), big), "nodes", 1, 2 * (MaxDocumentNodes - 5)},
-		{"yaml nodes", padYAML(repeat("a", MaxDocumentNodes-6), big), padYAML(repeat("a", MaxDocumentNodes-5), big), "nodes", 2, 2 * (MaxDocumentNodes - 6)},
+		{"yaml nodes", padYAML(repeat("a", MaxDocumentNodes-7), big), padYAML(repeat("a", MaxDocumentNodes-6), big), "nodes", 2, 2 * (MaxDocumentNodes - 7)},
 		// The node limit proportional to size, in a small document.
 		{"json nodes per byte", padJSON(repeat("1", smallNodes-5), small), padJSON(repeat("1", smallNodes-4), small), "nodes", 1, 2 * (smallNodes - 5)},
-		{"yaml nodes per byte", padYAML(repeat("a", smallNodes-6), small), padYAML(repeat("a", smallNodes-5), small), "nodes", 2, 2 * (smallNodes - 6)},
+		{"yaml nodes per byte", padYAML(repeat("a", smallNodes-7), small), padYAML(repeat("a", smallNodes-6), small), "nodes", 2, 2 * (smallNodes - 7)},
 		// Mappings: {} counts one node and one mapping.
 		{"json mappings", padJSON(repeat("{}", MaxDocumentMappings-1), big), padJSON(repeat("{}", MaxDocumentMappings), big), "mappings", 1, 3 * (MaxDocumentMappings - 1)},
 		{"yaml mappings", padYAML(repeat("{}", MaxDocumentMappings-1), big), padYAML(repeat("{}", MaxDocumentMappings), big), "mappings", 1, 3 * (MaxDocumentMappings - 1)},
