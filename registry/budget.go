@@ -76,12 +76,12 @@ func budgetFor(n int) (nodes, mappings int) {
 
 // budget counts as a scan goes and reports the first limit passed.
 type budget struct {
-	data               []byte
-	source             string
-	maxNodes, maxMaps  int
-	nodes, maps, depth int
-	aliases            int // YAML alias uses (*name) seen
-	err                *BudgetError
+	data              []byte
+	source            string
+	maxNodes, maxMaps int
+	nodes, maps       int
+	aliases           int // YAML alias uses (*name) seen
+	err               *BudgetError
 }
 
 func newBudget(data []byte, source string) *budget {
