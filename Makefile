@@ -50,6 +50,7 @@ lint:
 
 fuzz:
 	$(GO) test ./registry -run '^$$' -fuzz FuzzParseDocument -fuzztime 60s
+	$(GO) test ./registry -run '^$$' -fuzz FuzzParseBudget -fuzztime 60s
 	$(GO) test ./beacon -run '^$$' -fuzz FuzzBeaconDecodingAndStaleness -fuzztime 60s
 	$(GO) test ./beacon -run '^$$' -fuzz FuzzFreshnessIsJudgedWithoutOverflow -fuzztime 60s
 

@@ -199,6 +199,13 @@ func contains(list []string, s string) bool {
 // document parses data as YAML (JSON is YAML) and returns its root
 // mapping node, or a violation.
 func parseNode(data []byte, c *checker) *yaml.Node {
+	// A site catalog is written by whoever can write the store: the same
+	// size limit and parse budget as a registry document, before yaml.v3
+	// builds its tree.
+	if err := registry.CheckParseBudget(data, ""); err != nil {
+		c.out = append(c.out, registry.Violation{Path: "(document)", Message: err.Error()})
+		return nil
+	}
 	var doc yaml.Node
 	if err := yaml.Unmarshal(data, &doc); err != nil {
 		msg := strings.TrimPrefix(err.Error(), "yaml: ")

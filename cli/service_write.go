@@ -53,7 +53,7 @@ func userFlag() ucli.Flag {
 }
 
 func showValuesFlag() ucli.Flag {
-	return &ucli.BoolFlag{Name: "show-values", Usage: "print environment values instead of a mask"}
+	return &ucli.BoolFlag{Name: "show-values", Usage: "print environment values and secret arguments instead of a mask"}
 }
 
 func scopeOf(user bool) string {
@@ -126,8 +126,8 @@ func newServiceShowCommand(env *Env) *ucli.Command {
 		Name:  "show",
 		Usage: "show a service's declarations and its catalog entry (no SSH); --host adds the host's unit file, drop-ins and state",
 		UsageText: "stado service show NAME [--host H] [--show-values] [--json]\n\n" +
-			"NAME is a declaration's name or unit, or a catalog product. Environment values are masked\n" +
-			"unless --show-values is given. With --host, one channel call reads the unit as host H holds\n" +
+			"NAME is a declaration's name or unit, or a catalog product. Environment values and secret\n" +
+			"arguments (secret_args) are masked unless --show-values is given. With --host, one channel call reads the unit as host H holds\n" +
 			"it (the file the init system loaded, its drop-ins, its state) and how adopt reads it now,\n" +
 			"with every blocker: what an incomplete declaration needs to be completed.\n\n" +
 			"example:\n   stado service show brama --json\n   stado service show legacy-api --host host2",

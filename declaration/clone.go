@@ -8,6 +8,7 @@ import (
 // Clone returns a deep copy of s: changing the copy never changes s.
 func (s Service) Clone() Service {
 	s.Args = slices.Clone(s.Args)
+	s.SecretArgs = slices.Clone(s.SecretArgs)
 	if s.Env != nil {
 		s.Env = maps.Clone(s.Env)
 	}

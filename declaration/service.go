@@ -24,9 +24,13 @@ type Service struct {
 	UnitPath string `yaml:"unit_path,omitempty" json:"unit_path,omitempty"`
 	// Program is the absolute executable path. Without it the declaration
 	// is incomplete: it cannot be rendered or reinstalled.
-	Program string            `yaml:"program,omitempty" json:"program,omitempty"`
-	Args    []string          `yaml:"args,omitempty" json:"args,omitempty"`
-	Env     map[string]string `yaml:"env,omitempty" json:"env,omitempty"`
+	Program string   `yaml:"program,omitempty" json:"program,omitempty"`
+	Args    []string `yaml:"args,omitempty" json:"args,omitempty"`
+	// SecretArgs are indexes into Args (0-based) of arguments shown
+	// masked, as env values are (Masked). They change nothing rendered:
+	// the unit carries every argument as declared.
+	SecretArgs []int             `yaml:"secret_args,omitempty" json:"secret_args,omitempty"`
+	Env        map[string]string `yaml:"env,omitempty" json:"env,omitempty"`
 	// Scope is "system" (default) or "user".
 	Scope string `yaml:"scope,omitempty" json:"scope,omitempty"`
 	// Product names the catalog entry the service is an instance of.
@@ -58,4 +62,34 @@ func (s Service) EffectiveScope() string {
 		return ScopeSystem
 	}
 	return s.Scope
+}
+
+// Mask is what a masked environment value or secret argument reads as.
+const Mask = "********"
+
+// Masked returns a copy of s to show: unless show is set, every env value
+// and every argument named by SecretArgs reads as Mask. s is not changed
+// (Args and Env are copied when masked); nil stays nil. Rendering must
+// use the declaration itself, never this copy.
+func (s Service) Masked(show bool) Service {
+	if show {
+		return s
+	}
+	if s.Env != nil {
+		env := make(map[string]string, len(s.Env))
+		for k := range s.Env {
+			env[k] = Mask
+		}
+		s.Env = env
+	}
+	if len(s.SecretArgs) > 0 && len(s.Args) > 0 {
+		args := append([]string(nil), s.Args...)
+		for _, i := range s.SecretArgs {
+			if i >= 0 && i < len(args) {
+				args[i] = Mask
+			}
+		}
+		s.Args = args
+	}
+	return s
 }

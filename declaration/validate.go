@@ -175,6 +175,16 @@ func (v *validator) service(s *Service, os, p string) {
 			v.add(fmt.Sprintf("%s.args[%d]", p, i), "%s", msg)
 		}
 	}
+	secret := make(map[int]bool, len(s.SecretArgs))
+	for k, i := range s.SecretArgs {
+		switch {
+		case i < 0 || i >= len(s.Args):
+			v.add(fmt.Sprintf("%s.secret_args[%d]", p, k), "index %d is not an argument (args has %d; indexes start at 0)", i, len(s.Args))
+		case secret[i]:
+			v.add(fmt.Sprintf("%s.secret_args[%d]", p, k), "index %d is named twice", i)
+		}
+		secret[i] = true
+	}
 	var names []string
 	if len(s.Env) > 0 {
 		names = make([]string, 0, len(s.Env))

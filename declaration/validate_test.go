@@ -30,6 +30,12 @@ func TestValidateServiceReportsPathsRelativeToTheService(t *testing.T) {
 		{"NUL in an argument", declaration.OSLinux, func(s *declaration.Service) { s.Args[1] = "8\x000" }, []string{"args[1]"}},
 		{"line break in a pre-start command", declaration.OSLinux, func(s *declaration.Service) { s.ExecStartPre = []string{"/bin/true", "/bin/a\nb"} }, []string{"exec_start_pre[1]"}},
 		{"bad env name", declaration.OSLinux, func(s *declaration.Service) { s.Env = map[string]string{"1X": "v"} }, []string{`env["1X"]`}},
+		// Secret arguments name arguments that exist, once each.
+		{"secret args in range", declaration.OSLinux, func(s *declaration.Service) { s.SecretArgs = []int{1, 0} }, nil},
+		{"secret arg past the last", declaration.OSLinux, func(s *declaration.Service) { s.SecretArgs = []int{1, 2} }, []string{"secret_args[1]"}},
+		{"negative secret arg", declaration.OSLinux, func(s *declaration.Service) { s.SecretArgs = []int{-1} }, []string{"secret_args[0]"}},
+		{"secret arg named twice", declaration.OSLinux, func(s *declaration.Service) { s.SecretArgs = []int{1, 1} }, []string{"secret_args[1]"}},
+		{"secret arg without args", declaration.OSLinux, func(s *declaration.Service) { s.Args = nil; s.SecretArgs = []int{0} }, []string{"secret_args[0]"}},
 		// A systemd-only setting is refused on darwin at its own field.
 		{"systemd setting on darwin", declaration.OSDarwin, func(s *declaration.Service) { s.Unit = "com.example.web"; s.ExecStartPre = []string{"/bin/true"} }, []string{"exec_start_pre"}},
 		// The command's size is a limit of the service as a whole.
@@ -63,5 +69,26 @@ func TestValidateServiceIsItsRulesThenItsLimits(t *testing.T) {
 	}
 	if got[0].Path != "name" || got[len(got)-1].Path != "args" {
 		t.Fatalf("first %q last %q, want name then args", got[0].Path, got[len(got)-1].Path)
+	}
+}
+
+// TestMaskedHidesSecretArgsAndEnvValues: Masked replaces env values and the
+// arguments SecretArgs names, leaves the others, and never changes the
+// declaration it was called on (the render reads that one).
+func TestMaskedHidesSecretArgsAndEnvValues(t *testing.T) {
+	s := declaration.Service{Name: "web", Unit: "web.service", Program: "/usr/bin/web",
+		Args: []string{"serve", "--token", "s3cret"}, SecretArgs: []int{2}, Env: map[string]string{"K": "v"}}
+	m := s.Masked(false)
+	if want := []string{"serve", "--token", declaration.Mask}; !reflect.DeepEqual(m.Args, want) {
+		t.Fatalf("masked args %q, want %q", m.Args, want)
+	}
+	if m.Env["K"] != declaration.Mask {
+		t.Fatalf("masked env %v", m.Env)
+	}
+	if s.Args[2] != "s3cret" || s.Env["K"] != "v" {
+		t.Fatalf("Masked changed its receiver: %v %v", s.Args, s.Env)
+	}
+	if shown := s.Masked(true); !reflect.DeepEqual(shown, s) {
+		t.Fatalf("Masked(true) = %+v, want the declaration as it is", shown)
 	}
 }

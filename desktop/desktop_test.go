@@ -266,7 +266,10 @@ func TestTheInspectorSaysMissingEvidenceAndMasksTheEnvironment(t *testing.T) {
 		}
 	}
 	if strings.Contains(body, "hunter2") {
-		t.Error("the inspector carries a declared environment value")
+		t.Error("the inspector carries a declared environment value or secret argument")
+	}
+	if !strings.Contains(body, "--token") {
+		t.Error("the inspector hides an argument not marked secret")
 	}
 	_, body = p.get(t, "/inspect?host=host0000&service=nope")
 	if !strings.Contains(body, `data-code="not_found"`) {

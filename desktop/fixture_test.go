@@ -28,7 +28,8 @@ func fleetFixture(tb testing.TB, hosts, services int, now time.Time, edit func(b
 		t := registry.Target{Name: hostName(h), SSH: registry.SSH{Address: fmt.Sprintf("127.0.2.%d", h%250+1), Port: 22, User: "root"}, OS: "linux"}
 		for s := range services {
 			t.Services = append(t.Services, registry.Service{Name: fmt.Sprintf("s%d", s), Unit: fmt.Sprintf("s%d.service", s),
-				Program: "/usr/bin/sleep", Args: []string{"infinity"}, Env: map[string]string{"API_TOKEN": "hunter2-secret"}})
+				Program: "/usr/bin/sleep", Args: []string{"infinity", "--token", "hunter2-arg"}, SecretArgs: []int{2},
+				Env: map[string]string{"API_TOKEN": "hunter2-secret"}})
 		}
 		doc.Targets = append(doc.Targets, t)
 	}

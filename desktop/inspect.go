@@ -65,8 +65,7 @@ func (sn *snapshot) Inspect(host, service string, now time.Time) (Inspection, bo
 	}
 	if t, ok := sn.view.Document.Target(host); ok {
 		if s, ok := t.Service(service); ok {
-			d := *s
-			d.Env = fleet.MaskEnv(s.Env, false) // never a secret to the browser
+			d := s.Masked(false) // never a secret to the browser: env values and secret args masked
 			in.Declaration, in.DeclJSON = &d, indent(d)
 		}
 	}

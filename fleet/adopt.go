@@ -105,7 +105,7 @@ func (f *Fleet) Adopt(ctx context.Context, o AdoptOptions) (AdoptResult, error) 
 	}
 	res.Path, res.Service, res.Complete, res.Reason = file.Path, s, parsed.Complete, parsed.Reason
 	res.Blockers, res.ScopeGuess = parsed.Blockers, parsed.ScopeGuess
-	res.Service.Env = MaskEnv(s.Env, false)
+	res.Service = res.Service.Masked(false)
 	if o.DryRun {
 		return res, nil
 	}

@@ -239,8 +239,7 @@ func (f *Fleet) ensureOne(ctx context.Context, p ensurePlan, reason string, o En
 		case err != nil:
 			return r, &stagedError{host: t.Name, stage: StageRegistry, err: err}
 		default:
-			shown := rec
-			shown.Env = MaskEnv(rec.Env, false)
+			shown := rec.Masked(false)
 			r.Recorded, r.Revision, r.Service = true, meta.Revision, &shown
 		}
 	}

@@ -19,6 +19,8 @@
 package fleet
 
 import (
+	"github.com/wisent/stado/declaration"
+
 	"context"
 	"errors"
 	"fmt"
@@ -194,8 +196,8 @@ func Reason(reason, format string, args ...any) string {
 	return fmt.Sprintf(format, args...)
 }
 
-// Mask is what a masked environment value reads as.
-const Mask = "********"
+// Mask is what a masked environment value or secret argument reads as.
+const Mask = declaration.Mask
 
 // MaskEnv is the one rule for showing a declaration's environment: every
 // value is replaced by Mask unless show is set. nil stays nil.

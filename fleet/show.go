@@ -33,8 +33,7 @@ func (f *Fleet) Show(name string, showValues bool) (ShowResult, error) {
 	res := ShowResult{Name: name, Revision: f.Meta.Revision, Declarations: []ShownDeclaration{}}
 	for _, t := range f.Doc.Targets {
 		if s, ok := t.Service(name); ok {
-			d := *s
-			d.Env = MaskEnv(d.Env, showValues)
+			d := s.Masked(showValues)
 			res.Declarations = append(res.Declarations, ShownDeclaration{Host: t.Name, Service: d, Incomplete: s.Incomplete()})
 		}
 	}
@@ -67,7 +66,8 @@ type HostTruth struct {
 // ShowOnHost reads name's declaration on host together with the host's
 // truth about its unit (one channel call: verdict, file and drop-ins), so
 // an incomplete declaration can be completed from what actually runs. The
-// file's environment values are masked unless showValues.
+// file is masked as a whole unless showValues when it sets environment
+// values or the declaration marks arguments secret.
 func (f *Fleet) ShowOnHost(ctx context.Context, name, host string, showValues bool) (ShowResult, error) {
 	res, err := f.Show(name, showValues)
 	if err != nil {
@@ -93,10 +93,11 @@ func (f *Fleet) ShowOnHost(ctx context.Context, name, host string, showValues bo
 		truth.File = fr.File
 		if p, perr := units.ParseUnit(fr.File.Path, fr.File.Unit, []byte(fr.File.Content), fr.File.DropIns); perr == nil {
 			truth.Complete, truth.Blockers = p.Complete, p.Blockers
-			if !showValues && len(p.Env) > 0 {
-				// The file's text holds the values: mask it as a whole.
+			if !showValues && (len(p.Env) > 0 || len(s.SecretArgs) > 0) {
+				// The file's text holds the values (and the command line
+				// the secret arguments): mask it as a whole.
 				truth.File = &units.UnitFile{Unit: fr.File.Unit, Path: fr.File.Path, Home: fr.File.Home, Read: fr.File.Read,
-					Content: "(masked: it sets environment values; --show-values prints it)"}
+					Content: "(masked: it sets environment values or secret arguments; --show-values prints it)"}
 				for _, d := range fr.File.DropIns {
 					truth.File.DropIns = append(truth.File.DropIns, units.DropIn{Path: d.Path, Content: "(masked)"})
 				}

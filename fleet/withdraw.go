@@ -42,8 +42,7 @@ func (f *Fleet) Retire(ctx context.Context, o WithdrawOptions) (WithdrawResult, 
 	if err := refuseRecoveryUnit(f.Catalog, "retire", o.Name, s); err != nil {
 		return res, err
 	}
-	res.Service = s
-	res.Service.Env = MaskEnv(s.Env, false)
+	res.Service = s.Masked(false)
 	where := s.UnitPath
 	if where == "" {
 		where = "its " + s.EffectiveScope() + " unit directory"
@@ -82,8 +81,7 @@ func (f *Fleet) Remove(ctx context.Context, o WithdrawOptions) (WithdrawResult, 
 	if err := refuseRecoveryUnit(f.Catalog, "remove", o.Name, s); err != nil {
 		return res, err
 	}
-	res.Service = s
-	res.Service.Env = MaskEnv(s.Env, false)
+	res.Service = s.Masked(false)
 	res.Plan = []string{withdrawWords(f.Doc, t, s) + " (the host keeps its unit)"}
 	if o.DryRun {
 		return res, nil

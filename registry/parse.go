@@ -59,7 +59,8 @@ func DetectFormat(data []byte) string {
 // Parse reads one registry document from data, YAML or JSON (detected by
 // DetectFormat). Unknown fields, values of the wrong type, an empty input
 // and more than one document are refused: unknown fields and wrong types
-// as a *ValidationError naming each field path, the rest as a *ParseError.
+// as a *ValidationError naming each field path, a document past the parse
+// budget as a *BudgetError (before any decoding), the rest as a *ParseError.
 // Both unwrap to ErrInvalid. Parse does not validate; call Validate.
 // source names the input in errors and may be empty.
 func Parse(data []byte, source string) (d *Document, err error) {
@@ -74,7 +75,9 @@ func Parse(data []byte, source string) (d *Document, err error) {
 	// read as nothing (editors on some systems write one); anywhere else it
 	// is part of the text and refused by the decoder.
 	data = bytes.TrimPrefix(data, utf8BOM)
-	if err := CheckDocumentSize(data, source); err != nil {
+	// The size and the parse budget (budget.go) are checked on the bytes
+	// before any decoder builds a tree.
+	if err := CheckParseBudget(data, source); err != nil {
 		return nil, err
 	}
 	if DetectFormat(data) == FormatJSON {
@@ -84,18 +87,18 @@ func Parse(data []byte, source string) (d *Document, err error) {
 }
 
 func parseYAML(data []byte, source string) (*Document, error) {
+	// One parse into the node tree, then two readings of it: the walk
+	// against the Document type names every unknown field and every value
+	// of the wrong type (a number with a fraction where an integer is
+	// expected included: yaml.v3 would truncate 1.5 to 1), then the typed
+	// decode.
 	dec := yaml.NewDecoder(bytes.NewReader(data))
-	dec.KnownFields(true)
-	var d Document
-	err := dec.Decode(&d)
+	var root yaml.Node
+	err := dec.Decode(&root)
 	if errors.Is(err, io.EOF) {
 		return nil, &ParseError{Source: source, Msg: "empty document"}
 	}
 	if err != nil {
-		var te *yaml.TypeError
-		if errors.As(err, &te) {
-			return nil, yamlShapeError(data, source, te)
-		}
 		return nil, &ParseError{Source: source, Line: yamlLine(err.Error()), Msg: stripYAMLPrefix(err.Error())}
 	}
 	var rest yaml.Node
@@ -105,6 +108,23 @@ func parseYAML(data []byte, source string) (*Document, error) {
 			line = yamlLine(err.Error())
 		}
 		return nil, &ParseError{Source: source, Line: line, Msg: "more than one document; a registry is exactly one"}
+	}
+	if len(root.Content) == 0 {
+		return nil, &ParseError{Source: source, Msg: "empty document"}
+	}
+	var vs []Violation
+	walkYAML(root.Content[0], reflect.TypeOf(Document{}), "", &vs)
+	if len(vs) > 0 {
+		return nil, &ValidationError{Source: source, Violations: vs}
+	}
+	var d Document
+	if err := root.Decode(&d); err != nil {
+		var te *yaml.TypeError
+		if errors.As(err, &te) {
+			msg := strings.Join(te.Errors, "; ")
+			return nil, &ParseError{Source: source, Line: yamlLine(msg), Msg: stripYAMLPrefix(msg)}
+		}
+		return nil, &ParseError{Source: source, Line: yamlLine(err.Error()), Msg: stripYAMLPrefix(err.Error())}
 	}
 	return &d, nil
 }
@@ -145,28 +165,20 @@ func parseJSON(data []byte, source string) (*Document, error) {
 	return &d, nil
 }
 
-// yamlShapeError turns a yaml TypeError (unknown field, wrong type) into
-// violations at exact field paths by walking the node tree against the
-// Document type.
-func yamlShapeError(data []byte, source string, te *yaml.TypeError) error {
-	var root yaml.Node
-	if err := yaml.Unmarshal(data, &root); err == nil && len(root.Content) > 0 {
-		var vs []Violation
-		walkYAML(root.Content[0], reflect.TypeOf(Document{}), "", &vs)
-		if len(vs) > 0 {
-			return &ValidationError{Source: source, Violations: vs}
-		}
-	}
-	msg := strings.Join(te.Errors, "; ")
-	return &ParseError{Source: source, Line: yamlLine(msg), Msg: stripYAMLPrefix(msg)}
-}
-
 // fieldsOf maps the tag names (yaml or json) of a struct type to fields.
 func fieldsOf(t reflect.Type, tag string) map[string]reflect.StructField {
 	out := map[string]reflect.StructField{}
 	for i := 0; i < t.NumField(); i++ {
 		f := t.Field(i)
 		name, _, _ := strings.Cut(f.Tag.Get(tag), ",")
+		if name == "" && f.Anonymous && f.Type.Kind() == reflect.Struct {
+			// An embedded struct (yaml ",inline"; promoted in JSON): its
+			// fields sit beside the others.
+			for k, v := range fieldsOf(f.Type, tag) {
+				out[k] = v
+			}
+			continue
+		}
 		if name == "" || name == "-" {
 			continue
 		}
@@ -226,6 +238,21 @@ func walkYAML(n *yaml.Node, t reflect.Type, path string, vs *[]Violation) {
 		fields := fieldsOf(t, "yaml")
 		for i := 0; i+1 < len(n.Content); i += 2 {
 			k, v := n.Content[i], n.Content[i+1]
+			if k.Kind == yaml.ScalarNode && k.Tag == "!!merge" {
+				// "<<: *defaults" merges a mapping (or a list of them)
+				// into this one: its fields are this struct's.
+				for v.Kind == yaml.AliasNode && v.Alias != nil {
+					v = v.Alias
+				}
+				if v.Kind == yaml.SequenceNode {
+					for _, m := range v.Content {
+						walkYAML(m, t, path, vs)
+					}
+				} else {
+					walkYAML(v, t, path, vs)
+				}
+				continue
+			}
 			f, ok := fields[k.Value]
 			if !ok {
 				*vs = append(*vs, Violation{Path: joinPath(path, k.Value), Message: fmt.Sprintf("unknown field (line %d)", k.Line)})
@@ -258,8 +285,10 @@ func walkYAML(n *yaml.Node, t reflect.Type, path string, vs *[]Violation) {
 			at("want an integer")
 			return
 		}
+		// yaml.v3 would store 1.5 in an int as 1; JSON refuses it, and so
+		// does this reading: only an integer (in range) is one.
 		var x int64
-		if err := n.Decode(&x); err != nil {
+		if err := n.Decode(&x); err != nil || n.ShortTag() != "!!int" {
 			at(fmt.Sprintf("want an integer, got %q", n.Value))
 		}
 	case reflect.Bool:

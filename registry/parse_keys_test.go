@@ -52,3 +52,21 @@ func TestJSONAndYAMLAgreeOnKeysAndTheByteOrderMark(t *testing.T) {
 		})
 	}
 }
+
+// TestYAMLMergeKeysAndInlineFieldsAreKnown: "<<: *defaults" and the unit
+// settings beside a service's own fields are read as fields, while an
+// unknown key inside a merged mapping is still refused at its path.
+func TestYAMLMergeKeysAndInlineFieldsAreKnown(t *testing.T) {
+	ok := "version: 1\nx-defaults: &d {program: /bin/a, description: web}\ntargets:\n- name: h\n  os: linux\n  services:\n  - <<: *d\n    name: a\n    unit: a.service\n"
+	if _, err := registry.Parse([]byte(ok), "merge"); err == nil || !strings.Contains(err.Error(), "x-defaults") {
+		t.Fatalf("Parse = %v, want only the unknown top-level x-defaults refused", err)
+	}
+	ok = "version: 1\ntargets:\n- name: h\n  os: linux\n  services:\n  - &s {name: a, unit: a.service, program: /bin/a, description: web}\n  - <<: *s\n    name: b\n    unit: b.service\n"
+	d, err := registry.Parse([]byte(ok), "merge")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := d.Targets[0].Services[1]; got.Program != "/bin/a" || got.Description != "web" || got.Name != "b" {
+		t.Fatalf("merged service = %+v", got)
+	}
+}

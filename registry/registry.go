@@ -55,6 +55,9 @@ func decodeEnvelopeAs(obj store.Object, strict bool) (*Document, store.Meta, err
 	if len(obj.Value) > MaxDocumentBytes+64<<10 {
 		return nil, store.Meta{}, fmt.Errorf("read %s at revision %d: %w", obj.Key, obj.Revision, &ParseError{Source: obj.Key, Msg: fmt.Sprintf("stored document is %d bytes, the limit is %d (docs/limits.md)", len(obj.Value), MaxDocumentBytes)})
 	}
+	if err := checkJSONBudget(obj.Value, obj.Key); err != nil {
+		return nil, store.Meta{}, fmt.Errorf("read %s at revision %d: %w", obj.Key, obj.Revision, err)
+	}
 	env := envelope{Document: presizedDocument(obj.Value)}
 	if err := DecodeStored(obj.Value, &env, strict); err != nil {
 		return nil, store.Meta{}, fmt.Errorf("read %s at revision %d: %w", obj.Key, obj.Revision, &ParseError{Source: obj.Key, Msg: err.Error()})

@@ -21,6 +21,17 @@ const (
 	DefaultRequestTimeout = 30 * time.Second
 )
 
+// Upper bounds of the URL's numeric options (docs/limits.md). A larger
+// value is refused naming the option: dial_timeout=1000h would leave a
+// command waiting for an unreachable member for weeks.
+const (
+	MaxDialTimeout    = time.Minute
+	MaxRequestTimeout = 10 * time.Minute
+	// MaxCompactRetain keeps etcd's history within its default 2 GiB
+	// quota for a fleet's beacon rewrites.
+	MaxCompactRetain = 1_000_000
+)
+
 // Config says how to reach an etcd cluster and which part of its key space
 // stado owns.
 type Config struct {
@@ -71,10 +82,11 @@ func (c Config) String() string {
 //	etcd://[USER[:PASSWORD]@]HOST:PORT[,HOST:PORT...]/PREFIX[?OPTIONS]
 //
 // OPTIONS are cacert=FILE, cert=FILE, key=FILE, tls=true, user=NAME,
-// timeout=DURATION (each call, default 30s) and dial_timeout=DURATION
-// (connecting and authenticating, default 5s) and compact_retain=N
-// (revisions kept behind the newest when stado compacts, default 10000;
-// 0 leaves compaction to etcd). The password comes from the userinfo or, when absent,
+// timeout=DURATION (each call, default 30s, at most MaxRequestTimeout) and
+// dial_timeout=DURATION (connecting and authenticating, default 5s, at
+// most MaxDialTimeout) and compact_retain=N (revisions kept behind the
+// newest when stado compacts, default 10000, at most MaxCompactRetain; 0
+// leaves compaction to etcd). The password comes from the userinfo or, when absent,
 // from getenv(PasswordEnv); a password= option is refused so that it cannot
 // end up in shell history or process listings by way of a query string it
 // would be mistaken for. Errors name the part of the URL at fault and never
@@ -158,17 +170,26 @@ func ParseURL(raw string, getenv func(string) string) (Config, error) {
 			if err != nil || d <= 0 {
 				return Config{}, fmt.Errorf("etcd store url: option timeout=%q: want a positive duration such as 10s", v)
 			}
+			if d > MaxRequestTimeout {
+				return Config{}, fmt.Errorf("etcd store url: option timeout=%q: longer than the limit of %s", v, MaxRequestTimeout)
+			}
 			cfg.RequestTimeout = d
 		case "dial_timeout":
 			d, err := time.ParseDuration(v)
 			if err != nil || d <= 0 {
 				return Config{}, fmt.Errorf("etcd store url: option dial_timeout=%q: want a positive duration such as 5s", v)
 			}
+			if d > MaxDialTimeout {
+				return Config{}, fmt.Errorf("etcd store url: option dial_timeout=%q: longer than the limit of %s", v, MaxDialTimeout)
+			}
 			cfg.DialTimeout = d
 		case "compact_retain":
 			n, err := strconv.ParseInt(v, 10, 64)
 			if err != nil || n < 0 {
 				return Config{}, fmt.Errorf("etcd store url: option compact_retain=%q: want a revision count, 0 to leave compaction to etcd", v)
+			}
+			if n > MaxCompactRetain {
+				return Config{}, fmt.Errorf("etcd store url: option compact_retain=%q: more than the limit of %d", v, MaxCompactRetain)
 			}
 			cfg.CompactRetain = n
 		case "password":

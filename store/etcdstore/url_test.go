@@ -95,6 +95,31 @@ func TestParseURLRefusesBadFormsNamingThePart(t *testing.T) {
 	}
 }
 
+// TestParseURLBoundsEveryNumericOption: each duration or count option is
+// accepted at its limit and refused one step past it, naming the option.
+func TestParseURLBoundsEveryNumericOption(t *testing.T) {
+	const base = "etcd://127.0.0.1:2379/stado?"
+	for _, tc := range []struct {
+		option   string
+		at, past string
+		check    func(Config) bool
+	}{
+		{"dial_timeout", "1m", "1m0.000000001s", func(c Config) bool { return c.DialTimeout == MaxDialTimeout }},
+		{"dial_timeout", "1m", "1000h", func(c Config) bool { return c.DialTimeout == MaxDialTimeout }},
+		{"timeout", "10m", "601s", func(c Config) bool { return c.RequestTimeout == MaxRequestTimeout }},
+		{"compact_retain", "1000000", "1000001", func(c Config) bool { return c.CompactRetain == MaxCompactRetain }},
+	} {
+		c, err := ParseURL(base+tc.option+"="+tc.at, env(nil))
+		if err != nil || !tc.check(c) {
+			t.Errorf("%s=%s: %+v, %v; want accepted at the limit", tc.option, tc.at, c, err)
+		}
+		_, err = ParseURL(base+tc.option+"="+tc.past, env(nil))
+		if err == nil || !strings.Contains(err.Error(), "option "+tc.option+"=") || !strings.Contains(err.Error(), "limit") {
+			t.Errorf("%s=%s: %v; want refused naming the option and its limit", tc.option, tc.past, err)
+		}
+	}
+}
+
 func TestRedactHidesOnlyThePassword(t *testing.T) {
 	for in, want := range map[string]string{
 		"etcd://ops:secret@127.0.0.1:2379/stado?user=ops": "etcd://ops:***@127.0.0.1:2379/stado?user=ops", // password hidden
