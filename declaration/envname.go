@@ -11,7 +11,7 @@ const MaxEnvNameBytes = 128
 // letters, digits and '_', at most MaxEnvNameBytes. Lower-case letters are
 // allowed (http_proxy is a real name). The error is a *NameError.
 func CheckEnvName(name string) error {
-	if !grammar(name, envFirst, envRest, MaxEnvNameBytes) {
+	if !Grammar(name, envFirst, envRest, MaxEnvNameBytes) {
 		return nameErrorf(name, "%q is not an environment variable name (a letter or '_' first, then letters, digits and '_'; at most %d bytes)", name, MaxEnvNameBytes)
 	}
 	return nil

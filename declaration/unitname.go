@@ -37,10 +37,10 @@ func nameErrorf(name, format string, args ...any) error {
 }
 
 var (
-	systemdFirst = chars("A-Za-z0-9_")
-	systemdRest  = chars("A-Za-z0-9:_.\\@-")
-	launchdFirst = chars("A-Za-z0-9")
-	launchdRest  = chars("A-Za-z0-9_@-")
+	systemdFirst = Chars("A-Za-z0-9_")
+	systemdRest  = Chars("A-Za-z0-9:_.\\@-")
+	launchdFirst = Chars("A-Za-z0-9")
+	launchdRest  = Chars("A-Za-z0-9_@-")
 )
 
 // CheckUnitName reports whether unit is a unit identity stado may name on a
@@ -75,7 +75,7 @@ func checkSystemdName(u string) error {
 		return nameErrorf(u, "systemd unit name is %d bytes, at most %d", len(u), MaxUnitNameBytes)
 	case u[0] == '-':
 		return nameErrorf(u, "%q starts with '-'", u)
-	case !grammar(u, systemdFirst, systemdRest, MaxUnitNameBytes):
+	case !Grammar(u, systemdFirst, systemdRest, MaxUnitNameBytes):
 		return nameErrorf(u, "%q is not a systemd unit name (a letter, digit or '_' first, then letters, digits, ':', '_', '.', '\\', '@', '-')", u)
 	}
 	suffix := unitType(u)
@@ -109,7 +109,7 @@ func checkLaunchdLabel(l string) error {
 	case len(l) > MaxUnitNameBytes:
 		return nameErrorf(l, "launchd label is %d bytes, at most %d", len(l), MaxUnitNameBytes)
 	case !strings.Contains(l, ".") ||
-		!dotted(l, func(part string) bool { return grammar(part, launchdFirst, launchdRest, MaxUnitNameBytes) }):
+		!Dotted(l, func(part string) bool { return Grammar(part, launchdFirst, launchdRest, MaxUnitNameBytes) }):
 		return nameErrorf(l, "%q is not a reverse-DNS launchd label (such as com.example.name: dot-separated parts of letters, digits, '_', '-' and '@', each starting with a letter or digit)", l)
 	case strings.Contains(l, "@") && unitType(l) != "":
 		// '@' is inert in argv, paths and launchctl's domain/label targets;

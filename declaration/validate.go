@@ -56,72 +56,22 @@ func (v *validator) add(path, format string, args ...any) {
 	v.out = append(v.out, Violation{Path: strings.TrimPrefix(path, "."), Message: fmt.Sprintf(format, args...)})
 }
 
-// charset is a set of bytes; names are checked against charsets rather
-// than regular expressions because validation runs over every declaration of
-// a large fleet on every read-modify-write.
-type charset [256]bool
-
-// chars builds a charset from ranges such as "a-z0-9-" (a '-' that ends
-// the spec is literal).
-func chars(spec string) *charset {
-	var c charset
-	for i := 0; i < len(spec); i++ {
-		if i+2 < len(spec) && spec[i+1] == '-' {
-			for b := int(spec[i]); b <= int(spec[i+2]); b++ {
-				c[b] = true
-			}
-			i += 2
-			continue
-		}
-		c[spec[i]] = true
-	}
-	return &c
-}
-
-// grammar reports whether s is 1..max bytes, its first byte in first and
-// every other byte in rest.
-func grammar(s string, first, rest *charset, max int) bool {
-	if len(s) == 0 || len(s) > max || !first[s[0]] {
-		return false
-	}
-	for i := 1; i < len(s); i++ {
-		if !rest[s[i]] {
-			return false
-		}
-	}
-	return true
-}
-
 var (
-	lowerAlnum  = chars("a-z0-9")
-	anyAlnum    = chars("A-Za-z0-9")
-	serviceRest = chars("A-Za-z0-9_.@-")
-	productRest = chars("a-z0-9_.-")
-	envFirst    = chars("A-Za-z_")
-	envRest     = chars("A-Za-z0-9_")
-	anyAlnumDsh = chars("A-Za-z0-9-")
-	userFirst   = chars("A-Za-z_")
-	userRest    = chars("A-Za-z0-9_.-")
-	digits      = chars("0-9")
+	lowerAlnum  = Chars("a-z0-9")
+	anyAlnum    = Chars("A-Za-z0-9")
+	serviceRest = Chars("A-Za-z0-9_.@-")
+	productRest = Chars("a-z0-9_.-")
+	envFirst    = Chars("A-Za-z_")
+	envRest     = Chars("A-Za-z0-9_")
+	anyAlnumDsh = Chars("A-Za-z0-9-")
+	userFirst   = Chars("A-Za-z_")
+	userRest    = Chars("A-Za-z0-9_.-")
+	digits      = Chars("0-9")
 )
-
-// dotted calls ok on each '.'-separated part of s, without allocating.
-func dotted(s string, ok func(string) bool) bool {
-	for {
-		part, rest, more := strings.Cut(s, ".")
-		if !ok(part) {
-			return false
-		}
-		if !more {
-			return true
-		}
-		s = rest
-	}
-}
 
 // ValidServiceName reports whether s is a service name: a letter or digit
 // first, then letters, digits, '_', '.', '@' and '-', at most 128 bytes.
-func ValidServiceName(s string) bool { return grammar(s, anyAlnum, serviceRest, 128) }
+func ValidServiceName(s string) bool { return Grammar(s, anyAlnum, serviceRest, 128) }
 
 func at(base, field string, i int) string { return base + "." + field + "[" + strconv.Itoa(i) + "]" }
 
@@ -206,7 +156,7 @@ func (v *validator) service(s *Service, os, p string) {
 			v.add(p+".env."+k, "value is not valid UTF-8")
 		}
 	}
-	if s.Product != "" && !grammar(s.Product, lowerAlnum, productRest, 64) {
+	if s.Product != "" && !Grammar(s.Product, lowerAlnum, productRest, 64) {
 		v.add(p+".product", "%q is not a product name (lowercase letters, digits, '_', '.', '-')", s.Product)
 	}
 	v.protocol(s.Protocol, p)

@@ -43,7 +43,7 @@ func (v *validator) unitSettings(s *Service, os, p string) {
 	}
 	linuxOnly("pid_file", u.PIDFile != "")
 	for _, f := range []struct{ name, val string }{{"user", u.User}, {"group", u.Group}} {
-		if f.val != "" && !grammar(f.val, userFirst, userRest, 32) && !grammar(f.val, digits, digits, 10) {
+		if f.val != "" && !Grammar(f.val, userFirst, userRest, 32) && !Grammar(f.val, digits, digits, 10) {
 			v.add(p+"."+f.name, "%q is neither a user or group name (letter or '_' first, then letters, digits, '_', '.', '-'; at most 32) nor a number", f.val)
 		}
 	}
@@ -112,7 +112,7 @@ func (v *validator) unitSettings(s *Service, os, p string) {
 	} {
 		linuxOnly(f.name, len(f.names) > 0)
 		for i, n := range f.names {
-			if !grammar(n, systemdFirst, systemdRest, MaxUnitNameBytes) || dependencyType(n) == "" {
+			if !Grammar(n, systemdFirst, systemdRest, MaxUnitNameBytes) || dependencyType(n) == "" {
 				v.add(at(p, f.name, i), "%q is not a systemd unit name", n)
 			}
 		}
@@ -159,7 +159,7 @@ func (v *validator) unitSettings(s *Service, os, p string) {
 	for _, k := range keys {
 		kp := fmt.Sprintf("%s.launchd_keys[%q]", p, k)
 		switch {
-		case !grammar(k, anyAlnum, anyAlnum, 128):
+		case !Grammar(k, anyAlnum, anyAlnum, 128):
 			v.add(kp, "%q is not a launchd key (letters and digits)", k)
 		case LaunchdKeyNames[k] != "" && fieldSet(s, LaunchdKeyNames[k], k):
 			v.add(kp, "is also rendered from field %s; keep one of them", LaunchdKeyNames[k])
@@ -204,7 +204,7 @@ func (v *validator) systemdKey(s *Service, k UnitKey, p string) {
 		v.add(p+".section", "must be Unit, Service or Install, got %q", k.Section)
 	}
 	switch {
-	case !grammar(k.Key, anyAlnum, anyAlnumDsh, 128):
+	case !Grammar(k.Key, anyAlnum, anyAlnumDsh, 128):
 		v.add(p+".key", "%q is not a systemd directive (letters, digits, '-')", k.Key)
 	case k.Key == "ExecStart":
 		v.add(p+".key", "%s is rendered from field %s; set that field instead", k.Key, SystemdKeyNames[k.Key])

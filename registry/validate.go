@@ -12,57 +12,21 @@ import (
 	"github.com/wisent/stado/declaration"
 )
 
-// charset is a set of bytes; names are checked against charsets rather
-// than regular expressions because Validate runs over every declaration of
-// a large fleet on every read-modify-write.
-type charset [256]bool
-
-// chars builds a charset from ranges such as "a-z0-9-" (a '-' that ends
-// the spec is literal).
-func chars(spec string) *charset {
-	var c charset
-	for i := 0; i < len(spec); i++ {
-		if i+2 < len(spec) && spec[i+1] == '-' {
-			for b := int(spec[i]); b <= int(spec[i+2]); b++ {
-				c[b] = true
-			}
-			i += 2
-			continue
-		}
-		c[spec[i]] = true
-	}
-	return &c
-}
-
-// grammar reports whether s is 1..max bytes, its first byte in first and
-// every other byte in rest.
-func grammar(s string, first, rest *charset, max int) bool {
-	if len(s) == 0 || len(s) > max || !first[s[0]] {
-		return false
-	}
-	for i := 1; i < len(s); i++ {
-		if !rest[s[i]] {
-			return false
-		}
-	}
-	return true
-}
-
 var (
-	lowerAlnum    = chars("a-z0-9")
-	lowerAlnumDsh = chars("a-z0-9-")
-	anyAlnum      = chars("A-Za-z0-9")
-	anyAlnumDsh   = chars("A-Za-z0-9-")
-	userFirst     = chars("A-Za-z_")
-	userRest      = chars("A-Za-z0-9_.-")
-	alertRest     = chars("A-Za-z0-9_.-")
-	digits        = chars("0-9")
+	lowerAlnum    = declaration.Chars("a-z0-9")
+	lowerAlnumDsh = declaration.Chars("a-z0-9-")
+	anyAlnum      = declaration.Chars("A-Za-z0-9")
+	anyAlnumDsh   = declaration.Chars("A-Za-z0-9-")
+	userFirst     = declaration.Chars("A-Za-z_")
+	userRest      = declaration.Chars("A-Za-z0-9_.-")
+	alertRest     = declaration.Chars("A-Za-z0-9_.-")
+	digits        = declaration.Chars("0-9")
 )
 
 // label reports whether l is a DNS label of 1-63 bytes: inner bytes from
 // inner, first and last from edge.
-func label(l string, edge, inner *charset) bool {
-	return grammar(l, edge, inner, 63) && edge[l[len(l)-1]]
+func label(l string, edge, inner *declaration.Charset) bool {
+	return declaration.Grammar(l, edge, inner, 63) && edge[l[len(l)-1]]
 }
 
 func validDomain(d string) bool {
@@ -70,21 +34,7 @@ func validDomain(d string) bool {
 		return true
 	}
 	_, uid, ok := strings.Cut(d, "/")
-	return ok && (strings.HasPrefix(d, "gui/") || strings.HasPrefix(d, "user/")) && grammar(uid, digits, digits, 10)
-}
-
-// dotted calls ok on each '.'-separated part of s, without allocating.
-func dotted(s string, ok func(string) bool) bool {
-	for {
-		part, rest, more := strings.Cut(s, ".")
-		if !ok(part) {
-			return false
-		}
-		if !more {
-			return true
-		}
-		s = rest
-	}
+	return ok && (strings.HasPrefix(d, "gui/") || strings.HasPrefix(d, "user/")) && declaration.Grammar(uid, digits, digits, 10)
 }
 
 func at(base, field string, i int) string { return base + "." + field + "[" + strconv.Itoa(i) + "]" }
@@ -266,7 +216,7 @@ func ValidTargetName(name string) bool {
 	if name == "" || len(name) > 253 {
 		return false
 	}
-	return dotted(name, func(l string) bool { return label(l, lowerAlnum, lowerAlnumDsh) })
+	return declaration.Dotted(name, func(l string) bool { return label(l, lowerAlnum, lowerAlnumDsh) })
 }
 
 func validAddress(a string) bool {
@@ -276,7 +226,7 @@ func validAddress(a string) bool {
 	if len(a) > 253 {
 		return false
 	}
-	return dotted(a, func(l string) bool { return label(l, anyAlnum, anyAlnumDsh) })
+	return declaration.Dotted(a, func(l string) bool { return label(l, anyAlnum, anyAlnumDsh) })
 }
 
 func (v *validator) target(t *Target, p string) {
@@ -292,7 +242,7 @@ func (v *validator) target(t *Target, p string) {
 	if t.SSH.Port < 0 || t.SSH.Port > 65535 {
 		v.add(p+".ssh.port", "must be 1-65535, got %d", t.SSH.Port)
 	}
-	if t.SSH.User != "" && !grammar(t.SSH.User, userFirst, userRest, 32) {
+	if t.SSH.User != "" && !declaration.Grammar(t.SSH.User, userFirst, userRest, 32) {
 		v.add(p+".ssh.user", "%q is not a user name (letter or '_' first, then letters, digits, '_', '.', '-'; at most 32)", t.SSH.User)
 	}
 	switch t.OS {
@@ -341,7 +291,7 @@ func (v *validator) alert(a *AlertChannel, p string, names map[string]int, i int
 	switch {
 	case a.Name == "":
 		v.add(p+".name", "missing")
-	case !grammar(a.Name, anyAlnum, alertRest, 64):
+	case !declaration.Grammar(a.Name, anyAlnum, alertRest, 64):
 		v.add(p+".name", "%q is not a channel name (letters, digits, '_', '.', '-'; at most 64)", a.Name)
 	default:
 		if j, dup := names[a.Name]; dup {
