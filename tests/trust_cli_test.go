@@ -388,3 +388,90 @@ targets:
 		t.Fatalf("the cycle does not record the command alert as not run:\n%s", out)
 	}
 }
+
+// Issue 24's document and URL cases, replayed through the binary: each is
+// refused before it costs more than its bytes, naming what is wrong.
+func TestHostileDocumentsAndURLsAreRefusedThroughTheBinary(t *testing.T) {
+	bin := testbed.BuildStado(t)
+	home, work := t.TempDir(), t.TempDir()
+	// a flow sequence of 16 M scalars inside the 32 MiB size limit
+	flow := append([]byte("version: 1\ntargets: ["), bytes.Repeat([]byte("1,"), 16<<20-16)...)
+	flow = append(flow, "1]\n"...)
+	for _, tc := range []struct {
+		name string
+		doc  []byte
+		want string
+	}{
+		// a fraction where an integer is expected, as JSON refuses it
+		{"fraction", []byte("version: 1.5\ntargets: []\n"), "version"},
+		// expands without bound when parsed: refused by the parse budget
+		{"flow of 16M scalars", flow, "limit"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			file := filepath.Join(work, strings.ReplaceAll(tc.name, " ", "-")+".yaml")
+			if err := os.WriteFile(file, tc.doc, 0o600); err != nil {
+				t.Fatal(err)
+			}
+			code, out, errOut := stadoRun(t, bin, home, nil, "registry", "validate", file, "--json")
+			if code != 3 || !strings.Contains(out+errOut, tc.want) {
+				t.Fatalf("registry validate: exit %d, want 3 naming %q:\n%s%s", code, tc.want, out, errOut)
+			}
+		})
+	}
+	// an etcd URL whose dial timeout would hang the command
+	code, out, errOut := stadoRun(t, bin, home, nil, "service", "list", "--json", "--store", "etcd://127.0.0.1:1/x?dial_timeout=1000h")
+	if code == 0 || !strings.Contains(out+errOut, "dial_timeout") {
+		t.Fatalf("a 1000h dial timeout: exit %d:\n%s%s", code, out, errOut)
+	}
+}
+
+// stado desktop --open starts the browser with an address every user can
+// read through ps (issue 24): it carries a one-time code, never the token
+// the command prints.
+func TestDesktopOpenHandsTheBrowserNoToken(t *testing.T) {
+	bin := testbed.BuildStado(t)
+	home, dir, tools := t.TempDir(), t.TempDir(), t.TempDir()
+	fleet := filepath.Join(t.TempDir(), "fleet.yaml")
+	if err := os.WriteFile(fleet, []byte(trustFleet), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if code, _, errOut := stadoRun(t, bin, home, nil, "registry", "push", fleet, "--store", "file://"+dir); code != 0 {
+		t.Fatalf("push: exit %d: %s", code, errOut)
+	}
+	argvFile := filepath.Join(tools, "argv")
+	opener := "#!/bin/sh\nprintf '%s\\n' \"$@\" > " + argvFile + "\n"
+	if err := os.WriteFile(filepath.Join(tools, "xdg-open"), []byte(opener), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, bin, "desktop", "--open", "--listen", "127.0.0.1:0", "--json", "--store", "file://"+dir)
+	cmd.Env = []string{"HOME=" + home, "PATH=" + tools + ":/usr/bin:/bin"}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = cmd.Process.Kill(); _ = cmd.Wait() }()
+	var announced struct {
+		URL string `json:"url"`
+	}
+	if err := json.NewDecoder(stdout).Decode(&announced); err != nil || !strings.Contains(announced.URL, "token=") {
+		t.Fatalf("desktop announced %+v: %v", announced, err)
+	}
+	token := announced.URL[strings.Index(announced.URL, "token=")+len("token="):]
+	var argv []byte
+	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+		if argv, err = os.ReadFile(argvFile); err == nil && len(argv) > 0 {
+			break
+		}
+	}
+	if len(argv) == 0 {
+		t.Fatal("the browser opener was never started")
+	}
+	if strings.Contains(string(argv), token) || strings.Contains(string(argv), "token=") || !strings.Contains(string(argv), "once=") {
+		t.Fatalf("the browser's argv %q carries the token, or no one-time code", argv)
+	}
+}
