@@ -90,3 +90,30 @@ func TestUnknownCommandIsUsageError(t *testing.T) {
 		t.Fatalf("exit %d, want %d (stderr %q)", code, ExitUsage, errOut.String())
 	}
 }
+
+// TestHelpShowsOneDefaultPerFlag walks every command's help and refuses a flag
+// line that states its default twice, or urfave's "(default: 0…)" beside a
+// usage that gives 0 a meaning of its own: the help must tell one true default.
+func TestHelpShowsOneDefaultPerFlag(t *testing.T) {
+	env := NewEnv(strings.NewReader(""), &bytes.Buffer{}, &bytes.Buffer{})
+	paths := []string{"stado"}
+	walk("stado", NewApp(env).Commands, func(path string, c *ucli.Command) { paths = append(paths, path) })
+	for _, path := range paths {
+		var out, errOut bytes.Buffer
+		e := NewEnv(strings.NewReader(""), &out, &errOut)
+		if code := Run(t.Context(), e, append(strings.Fields(path), "--help")); code != 0 {
+			t.Fatalf("%s --help: exit %d: %s", path, code, errOut.String())
+		}
+		for _, line := range strings.Split(out.String(), "\n") {
+			if !strings.HasPrefix(strings.TrimSpace(line), "-") {
+				continue
+			}
+			if n := strings.Count(line, "default"); n > 1 {
+				t.Errorf("%s: flag line names %d defaults: %s", path, n, strings.TrimSpace(line))
+			} else if strings.Contains(line, "0:") && (strings.Contains(line, "(default: 0") || strings.Contains(line, "(default: -1")) {
+				// the usage gives 0 its own meaning, so urfave's zero is not the default
+				t.Errorf("%s: flag line shows urfave's zero as its default: %s", path, strings.TrimSpace(line))
+			}
+		}
+	}
+}

@@ -23,7 +23,7 @@ func serviceReadCommands(env *Env) []*ucli.Command {
 }
 
 func staleFlag() ucli.Flag {
-	return &ucli.DurationFlag{Name: "stale-after", Usage: "distrust beacons older than this (default: each beacon's own bound, 3 × its interval)"}
+	return &ucli.DurationFlag{Name: "stale-after", Usage: "distrust beacons older than this", DefaultText: "each beacon's own bound, 3 × its interval"}
 }
 
 // reading is how the read commands read: at env's clock, with the user's
