@@ -6,6 +6,8 @@ import (
 	"testing"
 
 	ucli "github.com/urfave/cli/v2"
+
+	"github.com/wisent/stado/channel"
 )
 
 // reportingExempt lists leaf commands that print nothing a script would
@@ -114,6 +116,24 @@ func TestHelpShowsOneDefaultPerFlag(t *testing.T) {
 				// the usage gives 0 its own meaning, so urfave's zero is not the default
 				t.Errorf("%s: flag line shows urfave's zero as its default: %s", path, strings.TrimSpace(line))
 			}
+		}
+	}
+}
+
+// TestHostChannelHelpListsEveryVerbTheGrammarAccepts compares `host channel
+// --help` with the grammar's verb list, so a new verb cannot go unlisted.
+func TestHostChannelHelpListsEveryVerbTheGrammarAccepts(t *testing.T) {
+	var out, errOut bytes.Buffer
+	if code := Run(t.Context(), NewEnv(strings.NewReader(""), &out, &errOut), []string{"stado", "host", "channel", "--help"}); code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut.String())
+	}
+	words := map[string]bool{}
+	for _, w := range strings.FieldsFunc(out.String(), func(r rune) bool { return r == ' ' || r == '\n' || r == '.' || r == ':' }) {
+		words[w] = true
+	}
+	for _, v := range channel.Verbs {
+		if !words[string(v)] {
+			t.Errorf("host channel --help does not list the verb %q", v)
 		}
 	}
 }
