@@ -137,3 +137,24 @@ func TestHostChannelHelpListsEveryVerbTheGrammarAccepts(t *testing.T) {
 		}
 	}
 }
+
+// printsUnitDiff lists the commands whose dry run prints a unit diff
+// (fleet.EnsureResult.Diff); no other --dry-run may promise one.
+var printsUnitDiff = map[string]bool{"stado service ensure": true}
+
+// TestDryRunHelpPromisesADiffOnlyWhereTheDryRunPrintsOne walks every command
+// with --dry-run and refuses a usage that promises a diff it never prints.
+func TestDryRunHelpPromisesADiffOnlyWhereTheDryRunPrintsOne(t *testing.T) {
+	env := NewEnv(strings.NewReader(""), &bytes.Buffer{}, &bytes.Buffer{})
+	walk("stado", NewApp(env).Commands, func(path string, c *ucli.Command) {
+		for _, f := range c.Flags {
+			if f.Names()[0] != "dry-run" {
+				continue
+			}
+			usage := f.(*ucli.BoolFlag).Usage
+			if strings.Contains(usage, "unit diff") != printsUnitDiff[path] {
+				t.Errorf("%s: --dry-run says %q, but its dry run prints a unit diff: %v", path, usage, printsUnitDiff[path])
+			}
+		}
+	})
+}
