@@ -78,7 +78,11 @@ func runServiceList(ctx context.Context, env *Env, q beacon.ListQuery) error {
 	if q.Undeclared {
 		kind = "stado.service.undeclared"
 	}
-	return emit(env, kind, res, func(t *text) { t.table(beacon.SourcedTable(res.Services, q.Undeclared)) })
+	return emit(env, kind, res, func(t *text) {
+		if t.lines(res.Unlisted()); res.Unlisted() == nil {
+			t.table(beacon.SourcedTable(res.Services, q.Undeclared))
+		}
+	})
 }
 
 func newServiceStatusCommand(env *Env) *ucli.Command {
