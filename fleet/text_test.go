@@ -74,3 +74,12 @@ func TestARefusedHostReadsAsRefusedNotFailed(t *testing.T) {
 		}
 	}
 }
+
+// TestRecoveriesOfAHostNameTheServiceFilterWhenNoneMatch: the remote read of
+// a register with no row of the asked service names the filter and the host.
+func TestRecoveriesOfAHostNameTheServiceFilterWhenNoneMatch(t *testing.T) {
+	got := RecoveriesResult{Host: "h2", File: "/r.jsonl", Service: "nosuch"}.Lines()
+	if want := `no recoveries of service "nosuch" in /r.jsonl on h2`; len(got) != 1 || got[0] != want {
+		t.Errorf("%q, want %q", got, want)
+	}
+}
