@@ -69,11 +69,9 @@ func runHostRun(ctx context.Context, env *Env, o hostRunOptions) error {
 		return err
 	}
 	defer st.Close()
-	mgr, adminDirs, closeMgr, err := units.OpenHostManager(ctx, homeDir(env))
-	if err != nil {
-		return err
-	}
-	defer closeMgr()
+	// an init system out of reach is each pass's units_unreadable refusal, never an exit
+	mgr, adminDirs := beacon.OpenInitSystem(ctx, units.OpenHostManager, homeDir(env))
+	defer mgr.Close()
 	// the user managers of user-scope declarations, one per user, kept
 	// across passes; the observer and the restarts share them
 	users := &units.UserManagers{}
