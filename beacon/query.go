@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/wisent/stado/catalog"
@@ -175,6 +176,19 @@ type ListResult struct {
 	RegistryRevision int64        `json:"registry_revision"`
 	At               time.Time    `json:"at"`
 	Services         []SourcedRow `json:"services"`
+	// StaleHosts (undeclared only) are the hosts whose units could not be
+	// listed because they have no fresh beacon.
+	StaleHosts []string `json:"stale_hosts,omitempty"`
+}
+
+// Unlisted is what the text form prints instead of an empty table when
+// nothing was listed because beacons are stale; nil otherwise.
+func (r *ListResult) Unlisted() []string {
+	if len(r.Services) > 0 || len(r.StaleHosts) == 0 {
+		return nil
+	}
+	return []string{fmt.Sprintf("nothing to list: %d host(s) have no fresh beacon (%s)", len(r.StaleHosts), strings.Join(r.StaleHosts, ", ")),
+		"hint: stado host health shows each beacon's age"}
 }
 
 // List answers q. Its filters choose the beacons to read before any is
@@ -208,16 +222,16 @@ func List(ctx context.Context, st store.Store, q ListQuery) (*ListResult, error)
 		return nil, &refusal.Error{Code: refusal.NotFound, Message: fmt.Sprintf("no declaration of %s on %s", q.Service, cmp.Or(q.Host, "any host")),
 			Hint: hintUndeclared}
 	}
-	rows, declared := v.Rows(q.Host), true
+	rows, declared, stale := v.Rows(q.Host), true, []string(nil)
 	if q.Undeclared {
-		rows, declared = v.Undeclared(q.Host), false
+		rows, declared, stale = v.Undeclared(q.Host), false, v.unfresh(q.Host)
 	}
 	if q.Service != "" || q.Problems {
 		rows = slices.DeleteFunc(rows, func(r Row) bool {
 			return (q.Service != "" && !Addresses(cat, q.Service, r)) || (q.Problems && !r.Problem())
 		})
 	}
-	return &ListResult{RegistryRevision: v.Meta.Revision, At: v.Now.UTC(), Services: WithSources(cat, rows, declared)}, nil
+	return &ListResult{RegistryRevision: v.Meta.Revision, At: v.Now.UTC(), Services: WithSources(cat, rows, declared), StaleHosts: stale}, nil
 }
 
 // StatusQuery is what `service status` asks: the rows Name addresses, on

@@ -604,6 +604,18 @@ func (v *View) Undeclared(host string) []Row {
 	return rows
 }
 
+// unfresh lists the hosts (host, or every one) Undeclared skips because
+// their beacon is missing or not fresh.
+func (v *View) unfresh(host string) []string {
+	var names []string
+	for _, name := range v.hostNames() {
+		if (host == "" || name == host) && (v.Beacons[name] == nil || v.Freshness(name).Kind != FreshnessFresh) {
+			names = append(names, name)
+		}
+	}
+	return names
+}
+
 // hostNames lists declared targets and every host that published, sorted
 // with declared targets first in document order.
 func (v *View) hostNames() []string {

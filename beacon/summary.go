@@ -85,14 +85,19 @@ func (r Row) Lines() []string {
 }
 
 // RowsTable is `service list` as a table, one row per Row; undeclared
-// rows (View.Undeclared) have no service, and their column says so.
+// rows (View.Undeclared) have no service, so their table has no SERVICE
+// column.
 func RowsTable(rs []Row, undeclared bool) (header []string, rows [][]string) {
 	header = []string{"HOST", "SERVICE", "UNIT", "STATE", "PID", "DETAIL"}
 	if undeclared {
-		header[1] = "-"
+		header = slices.Delete(header, 1, 2)
 	}
 	for _, r := range rs {
-		rows = append(rows, []string{r.Host, r.Service, r.Unit, r.State, orDashNum(r.PID), r.Detail()})
+		row := []string{r.Host, r.Service, r.Unit, r.State, orDashNum(r.PID), r.Detail()}
+		if undeclared {
+			row = slices.Delete(row, 1, 2)
+		}
+		rows = append(rows, row)
 	}
 	return header, rows
 }

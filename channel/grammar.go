@@ -43,6 +43,16 @@ var Verbs = []Verb{
 	VerbRecoveries,
 }
 
+// VerbNames is every verb of Verbs, space separated in that order: the list
+// help text prints, so it cannot drift from the grammar.
+func VerbNames() string {
+	names := make([]string, len(Verbs))
+	for i, v := range Verbs {
+		names[i] = string(v)
+	}
+	return strings.Join(names, " ")
+}
+
 // Bounds of verb arguments.
 const (
 	MaxLogLines      = 10000   // unit-logs LINES upper bound

@@ -22,6 +22,9 @@ func interspersed(app *ucli.App, args []string) []string {
 	// Walk the command path, keeping flags written between its words.
 	for ; i < len(args) && args[i] != "--"; i++ {
 		tok := args[i]
+		if tok == "--version" && findCommand(cmds, "version") != nil { // `stado --version` is `stado version`
+			tok = "version"
+		}
 		if isDash(tok) {
 			out = append(out, tok)
 			if takesValue(flags, tok) && i+1 < len(args) {

@@ -90,3 +90,24 @@ func TestStoreURLFileNamesTheDefaultStore(t *testing.T) {
 		t.Fatalf("store %q, want the one in store-url", e.StoreURL)
 	}
 }
+
+// TestVersionFlagPrintsWhatTheVersionCommandPrints: `stado --version` (also
+// with --json, before or after it) is `stado version`, never a flag error.
+func TestVersionFlagPrintsWhatTheVersionCommandPrints(t *testing.T) {
+	run := func(args ...string) (int, string) {
+		var out, errOut bytes.Buffer
+		code := Run(t.Context(), NewEnv(strings.NewReader(""), &out, &errOut), append([]string{"stado"}, args...))
+		return code, out.String() + errOut.String()
+	}
+	for _, c := range [][2][]string{
+		{{"--version"}, {"version"}},
+		{{"--version", "--json"}, {"version", "--json"}},
+		{{"--json", "--version"}, {"version", "--json"}},
+	} {
+		code, got := run(c[0]...)
+		wantCode, want := run(c[1]...)
+		if code != 0 || code != wantCode || got != want || got == "" {
+			t.Errorf("stado %v: exit %d %q, want exit %d %q", c[0], code, got, wantCode, want)
+		}
+	}
+}

@@ -124,7 +124,7 @@ func newCatalogPushCommand(env *Env) *ucli.Command {
 			"with every violation and nothing is written.\n\n" +
 			"example:\n   stado catalog push site-catalog.yaml --expect-revision 0",
 		Flags: []ucli.Flag{
-			&ucli.Int64Flag{Name: "expect-revision", Value: -1, Usage: "write only if the stored site catalog is at this revision (0: none yet)"},
+			&ucli.Int64Flag{Name: "expect-revision", Value: -1, Usage: "write only if the stored site catalog is at this revision (0: none yet)", DefaultText: "no revision check"},
 			&ucli.BoolFlag{Name: "dry-run", Usage: "validate and print what would be written, write nothing"},
 		},
 		Action: func(c *ucli.Context) error {

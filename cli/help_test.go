@@ -6,6 +6,8 @@ import (
 	"testing"
 
 	ucli "github.com/urfave/cli/v2"
+
+	"github.com/wisent/stado/channel"
 )
 
 // reportingExempt lists leaf commands that print nothing a script would
@@ -89,4 +91,70 @@ func TestUnknownCommandIsUsageError(t *testing.T) {
 	if code := Run(t.Context(), e, []string{"stado", "no-such-command"}); code != ExitUsage {
 		t.Fatalf("exit %d, want %d (stderr %q)", code, ExitUsage, errOut.String())
 	}
+}
+
+// TestHelpShowsOneDefaultPerFlag walks every command's help and refuses a flag
+// line that states its default twice, or urfave's "(default: 0…)" beside a
+// usage that gives 0 a meaning of its own: the help must tell one true default.
+func TestHelpShowsOneDefaultPerFlag(t *testing.T) {
+	env := NewEnv(strings.NewReader(""), &bytes.Buffer{}, &bytes.Buffer{})
+	paths := []string{"stado"}
+	walk("stado", NewApp(env).Commands, func(path string, c *ucli.Command) { paths = append(paths, path) })
+	for _, path := range paths {
+		var out, errOut bytes.Buffer
+		e := NewEnv(strings.NewReader(""), &out, &errOut)
+		if code := Run(t.Context(), e, append(strings.Fields(path), "--help")); code != 0 {
+			t.Fatalf("%s --help: exit %d: %s", path, code, errOut.String())
+		}
+		for _, line := range strings.Split(out.String(), "\n") {
+			if !strings.HasPrefix(strings.TrimSpace(line), "-") {
+				continue
+			}
+			if n := strings.Count(line, "default"); n > 1 {
+				t.Errorf("%s: flag line names %d defaults: %s", path, n, strings.TrimSpace(line))
+			} else if strings.Contains(line, "0:") && (strings.Contains(line, "(default: 0") || strings.Contains(line, "(default: -1")) {
+				// the usage gives 0 its own meaning, so urfave's zero is not the default
+				t.Errorf("%s: flag line shows urfave's zero as its default: %s", path, strings.TrimSpace(line))
+			}
+		}
+	}
+}
+
+// TestHostChannelHelpListsEveryVerbTheGrammarAccepts compares `host channel
+// --help` with the grammar's verb list, so a new verb cannot go unlisted.
+func TestHostChannelHelpListsEveryVerbTheGrammarAccepts(t *testing.T) {
+	var out, errOut bytes.Buffer
+	if code := Run(t.Context(), NewEnv(strings.NewReader(""), &out, &errOut), []string{"stado", "host", "channel", "--help"}); code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut.String())
+	}
+	words := map[string]bool{}
+	for _, w := range strings.FieldsFunc(out.String(), func(r rune) bool { return r == ' ' || r == '\n' || r == '.' || r == ':' }) {
+		words[w] = true
+	}
+	for _, v := range channel.Verbs {
+		if !words[string(v)] {
+			t.Errorf("host channel --help does not list the verb %q", v)
+		}
+	}
+}
+
+// printsUnitDiff lists the commands whose dry run prints a unit diff
+// (fleet.EnsureResult.Diff); no other --dry-run may promise one.
+var printsUnitDiff = map[string]bool{"stado service ensure": true}
+
+// TestDryRunHelpPromisesADiffOnlyWhereTheDryRunPrintsOne walks every command
+// with --dry-run and refuses a usage that promises a diff it never prints.
+func TestDryRunHelpPromisesADiffOnlyWhereTheDryRunPrintsOne(t *testing.T) {
+	env := NewEnv(strings.NewReader(""), &bytes.Buffer{}, &bytes.Buffer{})
+	walk("stado", NewApp(env).Commands, func(path string, c *ucli.Command) {
+		for _, f := range c.Flags {
+			if f.Names()[0] != "dry-run" {
+				continue
+			}
+			usage := f.(*ucli.BoolFlag).Usage
+			if strings.Contains(usage, "unit diff") != printsUnitDiff[path] {
+				t.Errorf("%s: --dry-run says %q, but its dry run prints a unit diff: %v", path, usage, printsUnitDiff[path])
+			}
+		}
+	})
 }

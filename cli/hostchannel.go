@@ -26,8 +26,7 @@ func newHostChannelCommand(env *Env) *ucli.Command {
 			"Without arguments it serves $SSH_ORIGINAL_COMMAND, as sshd runs it for a key\n" +
 			"restricted in authorized_keys with\n" +
 			"   command=\"/usr/local/bin/stado host channel\",restrict ssh-ed25519 AAAA... operator\n" +
-			"Verbs: ensure unit-install unit-remove unit-start unit-stop unit-restart unit-show\n" +
-			"unit-file unit-logs unit-env unit-list port-owner repair-step version (docs/channel.md).\n" +
+			"Verbs (docs/channel.md): " + channel.VerbNames() + ".\n" +
 			"Anything else is refused with exit 3 having run nothing.\n\n" +
 			"example:\n   stado host channel unit-show system brama.service",
 		SkipFlagParsing: true,

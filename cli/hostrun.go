@@ -38,7 +38,7 @@ func newHostRunCommand(env *Env) *ucli.Command {
 		Flags: []ucli.Flag{
 			&ucli.StringFlag{Name: "host", Usage: "the registry target this process runs as (default: the hostname)", EnvVars: []string{"STADO_HOST"}},
 			&ucli.DurationFlag{Name: "interval", Value: 15 * time.Second, Usage: "time between passes", EnvVars: []string{"STADO_INTERVAL"}},
-			&ucli.DurationFlag{Name: "stale-after", Usage: "age after which readers distrust a beacon (default 3 × interval)"},
+			&ucli.DurationFlag{Name: "stale-after", Usage: "age after which readers distrust a beacon", DefaultText: "3 × interval"},
 			&ucli.StringFlag{Name: "listen", Usage: "HTTP address (default: the directory's port for stado on this host, at the target's address)"},
 			&ucli.IntFlag{Name: "passes", Usage: "stop after this many passes (0: run until SIGTERM); before each pass after the first, wait for the peer recoveries the previous one started", Hidden: true},
 			&ucli.IntFlag{Name: "peer-recoveries", Value: repair.DefaultPeerConcurrency, Usage: "at most this many recoveries of other hosts' services run at once, off the pass", EnvVars: []string{"STADO_PEER_RECOVERIES"}},
@@ -69,11 +69,9 @@ func runHostRun(ctx context.Context, env *Env, o hostRunOptions) error {
 		return err
 	}
 	defer st.Close()
-	mgr, adminDirs, closeMgr, err := units.OpenHostManager(ctx, homeDir(env))
-	if err != nil {
-		return err
-	}
-	defer closeMgr()
+	// an init system out of reach is each pass's units_unreadable refusal, never an exit
+	mgr, adminDirs := beacon.OpenInitSystem(ctx, units.OpenHostManager, homeDir(env))
+	defer mgr.Close()
 	// the user managers of user-scope declarations, one per user, kept
 	// across passes; the observer and the restarts share them
 	users := &units.UserManagers{}

@@ -79,7 +79,7 @@ func newRegistryPushCommand(env *Env) *ucli.Command {
 			"example:\n   stado registry push examples/fleet.yaml --reason \"add host3\"\n" +
 			"   stado registry push fleet.yaml --expect-revision 4 --json",
 		Flags: []ucli.Flag{
-			&ucli.Int64Flag{Name: "expect-revision", Usage: "write only if the store holds revision `N` (0: none yet)"},
+			&ucli.Int64Flag{Name: "expect-revision", Usage: "write only if the store holds revision `N` (0: none yet)", DefaultText: "no revision check"},
 			&ucli.StringFlag{Name: "reason", Usage: "why this change is made, kept in the history"},
 			&ucli.BoolFlag{Name: "dry-run", Usage: "validate and show the change without writing"},
 		},

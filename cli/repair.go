@@ -35,7 +35,7 @@ func newRepairCommand(env *Env) *ucli.Command {
 		Flags: append([]ucli.Flag{
 			&ucli.StringFlag{Name: "step", Usage: "the repair-catalog step to run", Required: true},
 			&ucli.StringFlag{Name: "target", Usage: "the registry target (host) to run it on", Required: true},
-			&ucli.BoolFlag{Name: "apply", Usage: "run the step (default: only show it)"},
+			&ucli.BoolFlag{Name: "apply", Usage: "run the step (without it: only show it)"},
 		}, sshFlags()...),
 		Action: func(c *ucli.Context) error {
 			if c.NArg() != 1 {

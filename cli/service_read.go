@@ -23,7 +23,7 @@ func serviceReadCommands(env *Env) []*ucli.Command {
 }
 
 func staleFlag() ucli.Flag {
-	return &ucli.DurationFlag{Name: "stale-after", Usage: "distrust beacons older than this (default: each beacon's own bound, 3 × its interval)"}
+	return &ucli.DurationFlag{Name: "stale-after", Usage: "distrust beacons older than this", DefaultText: "each beacon's own bound, 3 × its interval"}
 }
 
 // reading is how the read commands read: at env's clock, with the user's
@@ -78,7 +78,11 @@ func runServiceList(ctx context.Context, env *Env, q beacon.ListQuery) error {
 	if q.Undeclared {
 		kind = "stado.service.undeclared"
 	}
-	return emit(env, kind, res, func(t *text) { t.table(beacon.SourcedTable(res.Services, q.Undeclared)) })
+	return emit(env, kind, res, func(t *text) {
+		if t.lines(res.Unlisted()); res.Unlisted() == nil {
+			t.table(beacon.SourcedTable(res.Services, q.Undeclared))
+		}
+	})
 }
 
 func newServiceStatusCommand(env *Env) *ucli.Command {

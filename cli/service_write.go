@@ -36,8 +36,8 @@ func reasonFlag() ucli.Flag {
 	return &ucli.StringFlag{Name: "reason", Usage: "why: recorded with the registry revision this produces"}
 }
 
-func dryRunFlag() ucli.Flag {
-	return &ucli.BoolFlag{Name: "dry-run", Usage: "print the plan (and the unit diff) and change nothing"}
+func dryRunFlag(shows string) ucli.Flag {
+	return &ucli.BoolFlag{Name: "dry-run", Usage: "print " + shows + " and change nothing"}
 }
 
 func hostFlag(usage string) ucli.Flag { return &ucli.StringFlag{Name: "host", Usage: usage} }
@@ -170,7 +170,7 @@ func newServiceEnsureCommand(env *Env) *ucli.Command {
 			&ucli.BoolFlag{Name: "all", Usage: "every target that declares NAME (a catalog product nobody declares: every target it supports)"},
 			&ucli.GenericFlag{Name: "env", Value: &assignments{}, Usage: "KEY=VALUE to record in the declaration (repeatable; commas are kept)"},
 			&ucli.BoolFlag{Name: "as-launch-agent", Usage: "a catalog product as a per-user unit (launchd agent, systemd --user)"},
-			reasonFlag(), dryRunFlag(), parallelFlag(),
+			reasonFlag(), dryRunFlag("the plan and the unit diff"), parallelFlag(),
 			&ucli.DurationFlag{Name: "wait", Value: 30 * time.Second, Usage: "bound on confirming the unit runs"},
 			&ucli.DurationFlag{Name: "settle", Value: time.Second, Usage: "how long a newly started process must keep its pid to count as running"},
 		}, sshFlags()...),
@@ -229,7 +229,7 @@ func newServiceAdoptCommand(env *Env) *ucli.Command {
 		Flags: append([]ucli.Flag{
 			hostFlag("the target running the unit"),
 			&ucli.StringFlag{Name: "name", Usage: "the declaration's name (default: from the unit)"},
-			userFlag(), reasonFlag(), dryRunFlag(),
+			userFlag(), reasonFlag(), dryRunFlag("the declaration it would record"),
 		}, sshFlags()...),
 		Action: writeAction(env, "UNIT", func(ctx context.Context, f *fleet.Fleet, c *ucli.Context, unit string) error {
 			o := fleet.AdoptOptions{Unit: unit, Host: c.String("host"), Name: c.String("name"), User: c.Bool("user"), Reason: c.String("reason"), DryRun: c.Bool("dry-run")}
@@ -252,7 +252,7 @@ func newServiceRetireCommand(env *Env) *ucli.Command {
 		UsageText: "stado service retire UNIT --host HOST [--reason TEXT] [--dry-run] [--json]\n\n" +
 			"UNIT is the declaration's name or unit. A unit no declaration covers is refused with not_found.\n\n" +
 			"example:\n   stado service retire legacy-api --host host2 --reason \"replaced by brama\"",
-		Flags: append([]ucli.Flag{hostFlag("the target declaring it"), reasonFlag(), dryRunFlag()}, sshFlags()...),
+		Flags: append([]ucli.Flag{hostFlag("the target declaring it"), reasonFlag(), dryRunFlag("the unit it would remove and the declaration it would withdraw")}, sshFlags()...),
 		Action: writeAction(env, "UNIT", func(ctx context.Context, f *fleet.Fleet, c *ucli.Context, name string) error {
 			res, err := f.Retire(ctx, fleet.WithdrawOptions{Name: name, Host: c.String("host"), Reason: c.String("reason"), DryRun: c.Bool("dry-run")})
 			return reportWithdraw(env, "stado.service.retire", res, err, true)
@@ -269,7 +269,7 @@ func newServiceRemoveCommand(env *Env) *ucli.Command {
 			"example:\n   stado service remove legacy-api --host host2 --reason \"host rebuilt without it\"",
 		// the ssh flags are accepted so every write command takes the same
 		// flags; remove opens no connection
-		Flags: append([]ucli.Flag{hostFlag("the target declaring it"), reasonFlag(), dryRunFlag()}, sshFlags()...),
+		Flags: append([]ucli.Flag{hostFlag("the target declaring it"), reasonFlag(), dryRunFlag("the declaration it would withdraw (the host is not touched)")}, sshFlags()...),
 		Action: writeAction(env, "NAME", func(ctx context.Context, f *fleet.Fleet, c *ucli.Context, name string) error {
 			res, err := f.Remove(ctx, fleet.WithdrawOptions{Name: name, Host: c.String("host"), Reason: c.String("reason"), DryRun: c.Bool("dry-run")})
 			return reportWithdraw(env, "stado.service.remove", res, err, false)
@@ -295,7 +295,7 @@ func newServiceRestartCommand(env *Env) *ucli.Command {
 			"A failed state is cleared first. One result line per host as it completes; a host that cannot\n" +
 			"be reached reports its stage and the others carry on.\n\n" +
 			"example:\n   stado service restart brama --host host1 --host host3",
-		Flags: append([]ucli.Flag{hostsFlag("only this target (repeatable; default every target declaring it)"), dryRunFlag(), parallelFlag()}, sshFlags()...),
+		Flags: append([]ucli.Flag{hostsFlag("only this target (repeatable; default every target declaring it)"), dryRunFlag("each host it would restart the unit on"), parallelFlag()}, sshFlags()...),
 		Action: writeAction(env, "NAME", func(ctx context.Context, f *fleet.Fleet, c *ucli.Context, name string) error {
 			o := fleet.RestartOptions{Name: name, Hosts: c.StringSlice("host"), DryRun: c.Bool("dry-run")}
 			list, err := f.Restart(ctx, o, func(r fleet.RestartOutcome) { streamLines(env, r.Lines()) })

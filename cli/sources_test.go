@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"encoding/json"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -106,5 +107,29 @@ func TestListAndStatusShowEachServicesSource(t *testing.T) {
 	// an undeclared unit no product names is still not a managed service
 	if code, _, _ = runReadCLI(t, dir, now, "service", "status", "other.service"); code != ExitRefused {
 		t.Errorf("status other.service: exit %d, want refused", code)
+	}
+}
+
+// TestUndeclaredListNamesStaleHostsInsteadOfAnEmptyTable: when every beacon is
+// stale, `service list --undeclared` says that nothing could be listed and
+// how many hosts are stale (text and --json), and its table never has a
+// bare "-" header when beacons are fresh.
+func TestUndeclaredListNamesStaleHostsInsteadOfAnEmptyTable(t *testing.T) {
+	dir, now := sourcesFleet(t)
+	code, out, errOut := runReadCLI(t, dir, now, "service", "list", "--undeclared")
+	header := strings.Fields(strings.SplitN(out, "\n", 2)[0])
+	if code != 0 || slices.Contains(header, "-") || slices.Contains(header, "SERVICE") || !strings.Contains(out, "other.service") {
+		t.Fatalf("fresh: exit %d %s\n%s", code, errOut, out)
+	}
+	late := now.Add(time.Hour) // h1's beacon is long stale
+	code, out, errOut = runReadCLI(t, dir, late, "service", "list", "--undeclared")
+	if code != 0 || !strings.Contains(out, "1 host(s) have no fresh beacon (h1)") || strings.Contains(out, "HOST") {
+		t.Fatalf("stale: exit %d %s\n%s", code, errOut, out)
+	}
+	var res beacon.ListResult
+	code, out, _ = runReadCLI(t, dir, late, "service", "list", "--undeclared", "--json")
+	decodeDoc(t, out, "stado.service.undeclared", &res)
+	if code != 0 || len(res.Services) != 0 || !slices.Equal(res.StaleHosts, []string{"h1"}) {
+		t.Fatalf("stale --json: exit %d %+v", code, res)
 	}
 }

@@ -19,7 +19,7 @@ func sshFlags() []ucli.Flag {
 		&ucli.StringSliceFlag{Name: "identity", Usage: "private key file to try (repeatable)", EnvVars: []string{"STADO_SSH_IDENTITY"}},
 		&ucli.StringFlag{Name: "ssh-config", Usage: "ssh_config read for target names (default ~/.ssh/config)", EnvVars: []string{"STADO_SSH_CONFIG"}},
 		&ucli.BoolFlag{Name: "accept-new-host-key", Usage: "record an unknown host key instead of refusing it (a changed key is always refused)"},
-		&ucli.DurationFlag{Name: "connect-timeout", Usage: "bound on connect, handshake and authentication (default 10s)"},
+		&ucli.DurationFlag{Name: "connect-timeout", Usage: "bound on connect, handshake and authentication", DefaultText: "10s"},
 		&ucli.BoolFlag{Name: "no-keeper", Usage: "dial fresh connections instead of reusing the ones a per-user keeper holds", EnvVars: []string{"STADO_NO_KEEPER"}},
 	}
 }

@@ -49,6 +49,15 @@ type HostError struct {
 	Message    string `json:"message"`
 }
 
+// Outcome is the word a host's line says it ended with: "refused" for a
+// refusal (exit 3, nothing changed), else "failed".
+func (e *HostError) Outcome() string {
+	if e.Refused {
+		return "refused"
+	}
+	return "failed"
+}
+
 // stagedError is a failure on this side with the stage it happened at.
 type stagedError struct {
 	host  string

@@ -2,7 +2,6 @@ package fleet
 
 import (
 	"context"
-	"fmt"
 
 	"github.com/wisent/stado/channel"
 	"github.com/wisent/stado/register"
@@ -53,7 +52,7 @@ func (f *Fleet) Recoveries(ctx context.Context, host, service string) (Recoverie
 // that the register holds none.
 func (r RecoveriesResult) Lines() []string {
 	if len(r.Recoveries) == 0 {
-		return []string{fmt.Sprintf("no recoveries in %s on %s", r.File, r.Host)}
+		return []string{register.None(r.File, r.Service) + " on " + r.Host}
 	}
 	var out []string
 	for _, rec := range r.Recoveries {

@@ -84,10 +84,10 @@ func (r ShowResult) Lines() []string {
 }
 
 // Lines of one host's ensure: what it did, or would do with the diff, or
-// why it failed with the unit's last lines.
+// why it was refused or failed, with the unit's last lines.
 func (r EnsureOutcome) Lines() []string {
 	if r.Error != nil {
-		out := []string{fmt.Sprintf("%s: failed: %s", r.Host, strings.TrimPrefix(r.Error.Message, r.Host+": "))}
+		out := []string{fmt.Sprintf("%s: %s: %s", r.Host, r.Error.Outcome(), strings.TrimPrefix(r.Error.Message, r.Host+": "))}
 		for _, l := range r.Logs {
 			out = append(out, "  "+l)
 		}
@@ -121,7 +121,7 @@ func (r EnsureOutcome) Lines() []string {
 func (r RestartOutcome) Lines() []string {
 	switch {
 	case r.Error != nil:
-		return []string{fmt.Sprintf("%s: failed: %s", r.Host, strings.TrimPrefix(r.Error.Message, r.Host+": "))}
+		return []string{fmt.Sprintf("%s: %s: %s", r.Host, r.Error.Outcome(), strings.TrimPrefix(r.Error.Message, r.Host+": "))}
 	case r.DryRun:
 		return []string{fmt.Sprintf("%s: would restart %s", r.Host, r.Unit)}
 	}

@@ -1,11 +1,13 @@
 package fleet
 
 import (
+	"errors"
 	"reflect"
 	"slices"
 	"testing"
 
 	"github.com/wisent/stado/channel"
+	"github.com/wisent/stado/refusal"
 	"github.com/wisent/stado/registry"
 	"github.com/wisent/stado/units"
 )
@@ -49,5 +51,35 @@ func TestVerifyCountsARepeatingDropInAsNotClean(t *testing.T) {
 	want := "    drop-in /etc/systemd/system/web.service.d/override.conf repeats commands the declaration already runs (service ensure sets it aside)"
 	if lines := s.Lines(); !slices.Contains(lines, want) {
 		t.Errorf("verify lines %q lack %q", lines, want)
+	}
+}
+
+// TestARefusedHostReadsAsRefusedNotFailed: a host whose ensure or restart was
+// refused (exit 3, nothing changed) says "refused" on its line; only a
+// failure says "failed".
+func TestARefusedHostReadsAsRefusedNotFailed(t *testing.T) {
+	refused := DescribeHostError("h1", refusal.New(refusal.NotFound, "h1: no unit brama.service"))
+	failed := DescribeHostError("h1", errors.New("h1: the disk is gone"))
+	for _, c := range []struct {
+		name  string
+		lines []string
+		want  string
+	}{
+		{"ensure refused", EnsureOutcome{Host: "h1", Error: refused}.Lines(), "h1: refused: no unit brama.service"},
+		{"restart refused", RestartOutcome{Host: "h1", Error: refused}.Lines(), "h1: refused: no unit brama.service"},
+		{"ensure failed", EnsureOutcome{Host: "h1", Error: failed}.Lines(), "h1: failed: the disk is gone"},
+	} {
+		if len(c.lines) == 0 || c.lines[0] != c.want {
+			t.Errorf("%s: %q, want %q", c.name, c.lines, c.want)
+		}
+	}
+}
+
+// TestRecoveriesOfAHostNameTheServiceFilterWhenNoneMatch: the remote read of
+// a register with no row of the asked service names the filter and the host.
+func TestRecoveriesOfAHostNameTheServiceFilterWhenNoneMatch(t *testing.T) {
+	got := RecoveriesResult{Host: "h2", File: "/r.jsonl", Service: "nosuch"}.Lines()
+	if want := `no recoveries of service "nosuch" in /r.jsonl on h2`; len(got) != 1 || got[0] != want {
+		t.Errorf("%q, want %q", got, want)
 	}
 }

@@ -52,3 +52,15 @@ func TestARecoveryInABeaconSaysItsVerdictOrWhyItCannot(t *testing.T) {
 		}
 	}
 }
+
+// TestAnEmptySelectionNamesTheServiceFilter: `service recoveries --service
+// nosuch` that finds nothing says which service it looked for.
+func TestAnEmptySelectionNamesTheServiceFilter(t *testing.T) {
+	rows := []Recovery{{State: Attempted, Service: "skarbiec"}}
+	if got := Select("/r.jsonl", "nosuch", rows).Lines(); !reflect.DeepEqual(got, []string{`no recoveries of service "nosuch" in /r.jsonl`}) {
+		t.Errorf("filtered: %q", got)
+	}
+	if got := Select("/r.jsonl", "", nil).Lines(); !reflect.DeepEqual(got, []string{"no recoveries in /r.jsonl"}) {
+		t.Errorf("unfiltered: %q", got)
+	}
+}

@@ -1,5 +1,7 @@
 package register
 
+import "fmt"
+
 // Listing is a register as `service recoveries` reads it on this machine:
 // its file and its rows of one service (all when Service is empty),
 // oldest first.
@@ -21,11 +23,20 @@ func Select(file, service string, rs []Recovery) Listing {
 	return l
 }
 
+// None says that file holds no recoveries, naming the service filter when
+// there is one (so an empty answer to a misspelt name says what it asked).
+func None(file, service string) string {
+	if service != "" {
+		return fmt.Sprintf("no recoveries of service %q in %s", service, file)
+	}
+	return "no recoveries in " + file
+}
+
 // Lines are the text form: each row as the register shows it, or that
-// the file holds none.
+// the file holds none (of the service asked for).
 func (l Listing) Lines() []string {
 	if len(l.Recoveries) == 0 {
-		return []string{"no recoveries in " + l.File}
+		return []string{None(l.File, l.Service)}
 	}
 	var out []string
 	for _, r := range l.Recoveries {

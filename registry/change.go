@@ -1,7 +1,9 @@
 package registry
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 
@@ -17,12 +19,16 @@ type Pushed struct {
 	PreviousRevision int64       `json:"previous_revision"`
 	Meta             *store.Meta `json:"meta,omitempty"`
 	Change           Change      `json:"change"`
+	// Unchanged is set when d equals the stored document: nothing was (or,
+	// on a dry run, would be) written and Revision is the current one.
+	Unchanged bool `json:"unchanged,omitempty"`
 }
 
 // PushChange is `registry push`: it diffs d against the current registry
 // and writes it (Push) with a compare-and-swap against expect, or, when
 // expect is negative, against the revision it read. With dryRun it writes
-// nothing and only checks expect. Errors: Push's (*ValidationError, one
+// nothing and only checks expect. A d equal to the stored document is not
+// written either: the result says Unchanged, at the current revision. Errors: Push's (*ValidationError, one
 // wrapping *store.ConflictError), a *store.ConflictError for a dry run against a
 // revision the store does not hold, or store failures. When the document
 // was written but its history entry was not, it returns the result with
@@ -36,7 +42,8 @@ func PushChange(ctx context.Context, st store.Store, d *Document, expect int64, 
 		expect = meta.Revision
 	}
 	res := Pushed{DryRun: dryRun, Revision: meta.Revision, PreviousRevision: meta.Revision, Change: Diff(cur, d)}
-	if dryRun {
+	res.Unchanged = cur != nil && sameDocument(cur, d)
+	if dryRun || res.Unchanged {
 		if expect != meta.Revision {
 			return Pushed{}, fmt.Errorf("push registry: %w", &store.ConflictError{Key: store.RegistryKey, Want: expect, Got: meta.Revision})
 		}
@@ -51,4 +58,12 @@ func PushChange(ctx context.Context, st store.Store, d *Document, expect int64, 
 	}
 	res.Revision, res.Meta = m.Revision, &m
 	return res, err
+}
+
+// sameDocument reports whether a and b encode to the same bytes, the form
+// Push stores.
+func sameDocument(a, b *Document) bool {
+	ja, errA := json.Marshal(a)
+	jb, errB := json.Marshal(b)
+	return errA == nil && errB == nil && bytes.Equal(ja, jb)
 }

@@ -3,6 +3,7 @@ package registry_test
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
 
 	"github.com/wisent/stado/registry"
@@ -41,9 +42,32 @@ func TestPushChangeDiffsWritesAndChecksTheExpectedRevision(t *testing.T) {
 			t.Errorf("dry %v: %v, want a validation error", dry, err)
 		}
 	}
-	// the same document again changes nothing but is a new revision
-	again, err := registry.PushChange(ctx, st, one, res.Revision, "again", false)
-	if err != nil || !again.Change.Empty() || again.Revision <= res.Revision || again.PreviousRevision != res.Revision {
+}
+
+// TestPushingTheSameDocumentWritesNoRevision: a push of the document the
+// store already holds writes nothing, says unchanged, and still checks the
+// expected revision.
+func TestPushingTheSameDocumentWritesNoRevision(t *testing.T) {
+	ctx := context.Background()
+	st := openFileStore(t)
+	one := &registry.Document{Version: 1, Targets: []registry.Target{{Name: "h1", OS: registry.OSLinux}}}
+	same := &registry.Document{Version: 1, Targets: []registry.Target{{Name: "h1", OS: registry.OSLinux}}}
+	res, err := registry.PushChange(ctx, st, one, -1, "first", false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	again, err := registry.PushChange(ctx, st, same, res.Revision, "again", false)
+	if err != nil || !again.Unchanged || again.Meta != nil || again.Revision != res.Revision {
 		t.Fatalf("again: %+v %v", again, err)
+	}
+	if _, meta, err := registry.Load(ctx, st); err != nil || meta.Revision != res.Revision {
+		t.Fatalf("store at %d (%v), want %d", meta.Revision, err, res.Revision)
+	}
+	if lines := again.Lines(); len(lines) != 1 || !strings.Contains(lines[0], "no change") {
+		t.Fatalf("lines %q", lines)
+	}
+	var ce *store.ConflictError
+	if _, err := registry.PushChange(ctx, st, one, res.Revision+1, "stale", false); !errors.As(err, &ce) {
+		t.Fatalf("unchanged against a wrong revision: %v, want a conflict", err)
 	}
 }

@@ -37,13 +37,15 @@ func (p Pushed) Lines() []string {
 	switch {
 	case p.DryRun:
 		add("dry run: valid; registry stays at revision %d", p.Revision)
+	case p.Unchanged:
+		add("no change: registry stays at revision %d, nothing written", p.Revision)
 	case p.PreviousRevision == 0:
 		add("pushed registry revision %d (first revision)", p.Revision)
 	default:
 		add("pushed registry revision %d (was %d)", p.Revision, p.PreviousRevision)
 	}
 	c := p.Change
-	if c.Empty() {
+	if c.Empty() && !p.Unchanged {
 		add("  no change")
 	}
 	for _, l := range []struct {

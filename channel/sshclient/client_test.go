@@ -319,9 +319,23 @@ func TestAMissingIdentityFileNamedByTheDialerIsAnAuthError(t *testing.T) {
 	defer pool.Close()
 	_, _, err := pool.Run(context.Background(), f.srv.Target("web1"), []string{"version"}, nil)
 	remoteErr(t, err, "web1", channel.StageAuth)
-	if f.srv.Accepted.Load() != 0 {
-		t.Fatal("connected although no identity could be offered")
+}
+
+// TestNothingListeningIsStageConnectEvenWithNoIdentity: with no key and no
+// agent, a closed loopback port is still reported as the connect failure it
+// is, not as an authentication failure that never happened.
+func TestNothingListeningIsStageConnectEvenWithNoIdentity(t *testing.T) {
+	home := t.TempDir()
+	t.Setenv("HOME", home)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
 	}
+	port := ln.Addr().(*net.TCPAddr).Port
+	ln.Close() // nothing listens there now
+	d := &Dialer{KnownHostsPath: filepath.Join(home, "known_hosts"), NoAgent: true}
+	_, _, err = d.DialEndpoint(context.Background(), Endpoint{Host: "web9", Address: "127.0.0.1", Port: port})
+	remoteErr(t, err, "web9", channel.StageConnect)
 }
 
 func TestPoolReusesOneConnectionForEveryCallToAHost(t *testing.T) {

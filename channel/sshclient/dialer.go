@@ -336,14 +336,16 @@ func (d *Dialer) DialEndpoint(ctx context.Context, ep Endpoint) (*ssh.Client, *H
 		timeout = 10 * time.Second
 	}
 	addr := ep.HostPort()
-	auth, closeAgent, err := d.authMethod(ep)
-	if err != nil {
-		return nil, nil, fail(channel.StageAuth, err)
-	}
+	// Connect first: a host where nothing listens is a connect failure,
+	// whatever identities this workstation has.
 	conn, err := (&net.Dialer{Timeout: timeout}).DialContext(ctx, "tcp", addr)
 	if err != nil {
-		closeAgent()
 		return nil, nil, fail(channel.StageConnect, err)
+	}
+	auth, closeAgent, err := d.authMethod(ep)
+	if err != nil {
+		conn.Close()
+		return nil, nil, fail(channel.StageAuth, err)
 	}
 	_ = conn.SetDeadline(time.Now().Add(timeout))
 	stop := context.AfterFunc(ctx, func() { conn.Close() })
