@@ -41,6 +41,7 @@ func (h *Host) Verify(ctx context.Context, req channel.VerifyRequest) (channel.V
 			scopes = append(scopes, c.Scope)
 		}
 		byScope[c.Scope] = append(byScope[c.Scope], i)
+		vs.Service = h.withProductSettings(ctx, vs.Service)
 		rendered[i] = h.checkFile(vs, c)
 	}
 	for _, scope := range scopes {
