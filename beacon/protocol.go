@@ -3,13 +3,13 @@ package beacon
 import (
 	"context"
 	"errors"
-	"sort"
 	"sync"
 	"time"
 
 	"github.com/wisent/stado/declaration"
 	"github.com/wisent/stado/registry"
 	"github.com/wisent/stado/svcproto"
+	"github.com/wisent/stado/units"
 )
 
 // ProtocolEvidence is the beacon contributor that reads, for every declared service
@@ -23,9 +23,10 @@ type ProtocolEvidence struct {
 	Run svcproto.Runner
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
-	// Environ is the environment every operation starts from (before the
-	// declaration's own env); nil means only PATH.
-	Environ []string
+	// An operation runs as the agent would run it (svcproto.Invocation):
+	// the protocol's environment with this host as the node (PATH the
+	// units' fixed one), cwd the bundle root, and a user-scope
+	// declaration's operations as the target's SSH user.
 
 	once    sync.Once
 	mu      sync.Mutex
@@ -80,7 +81,7 @@ func (e *ProtocolEvidence) Contribute(_ context.Context, p *Pass) {
 				continue
 			}
 			seen[svc.Name] = true
-			st := e.advance(svc, now)
+			st := e.advance(svc, p.node(), now)
 			if rep := p.Unit(svc.Name); rep != nil {
 				b := *st.last
 				rep.Protocol = &b
@@ -95,7 +96,7 @@ func (e *ProtocolEvidence) Contribute(_ context.Context, p *Pass) {
 }
 
 // advance starts a reading when one is due and returns the state. e.mu is held.
-func (e *ProtocolEvidence) advance(svc *registry.Service, now time.Time) *protocolState {
+func (e *ProtocolEvidence) advance(svc *registry.Service, node svcproto.Node, now time.Time) *protocolState {
 	key := protocolKey(svc.Protocol)
 	st := e.states[svc.Name]
 	if st == nil || st.key != key {
@@ -108,12 +109,22 @@ func (e *ProtocolEvidence) advance(svc *registry.Service, now time.Time) *protoc
 	}
 	st.busy, st.started = true, now
 	argv := append([]string(nil), svc.Protocol.Exec...)
-	env := e.environ(svc)
+	env, opts, err := svcproto.Invocation(*svc, node)
 	probe := svc.Protocol.Probe
 	e.running.Add(1)
 	go func() {
 		defer e.running.Done()
-		b := e.read(argv, env, probe)
+		var b *Protocol
+		if err != nil {
+			at := e.now().UTC()
+			op := svcproto.OpStatus
+			if probe {
+				op = svcproto.OpFingerprint
+			}
+			b = &Protocol{State: ProtocolUnreadable, At: &at, Op: op, Cause: err.Error()}
+		} else {
+			b = e.read(argv, env, opts, probe)
+		}
 		e.mu.Lock()
 		defer e.mu.Unlock()
 		st.busy = false
@@ -125,12 +136,10 @@ func (e *ProtocolEvidence) advance(svc *registry.Service, now time.Time) *protoc
 }
 
 // read runs one reading: status then ready, or fingerprint for a probe.
-func (e *ProtocolEvidence) read(argv, env []string, probe bool) *Protocol {
+func (e *ProtocolEvidence) read(argv, env []string, opts svcproto.Options, probe bool) *Protocol {
 	run := e.Run
 	if run == nil {
-		run = func(ctx context.Context, argv []string, op string, env []string) ([]byte, error) {
-			return svcproto.Run(ctx, argv, op, env)
-		}
+		run = opts.Runner()
 	}
 	at := e.now().UTC()
 	b := &Protocol{State: ProtocolRead, At: &at}
@@ -160,23 +169,19 @@ func (e *ProtocolEvidence) read(argv, env []string, probe bool) *Protocol {
 	return b
 }
 
-// environ is the operation's environment: the base, the declaration's env
-// and OARBANK_SERVICE naming the declaration.
-func (e *ProtocolEvidence) environ(svc *registry.Service) []string {
-	env := e.Environ
-	if env == nil {
-		env = []string{"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"}
+// node is this host as the node its protocol operations run on.
+func (p *Pass) node() svcproto.Node {
+	n := svcproto.Node{ID: p.Host, OS: registry.OSLinux, ScopeUser: "root"}
+	if p.Target != nil {
+		if p.Target.OS != "" {
+			n.OS = p.Target.OS
+		}
+		if p.Target.SSH.User != "" {
+			n.ScopeUser = p.Target.SSH.User
+		}
 	}
-	env = append([]string(nil), env...)
-	names := make([]string, 0, len(svc.Env))
-	for k := range svc.Env {
-		names = append(names, k)
-	}
-	sort.Strings(names)
-	for _, k := range names {
-		env = append(env, k+"="+svc.Env[k])
-	}
-	return append(env, "OARBANK_SERVICE="+svc.Name)
+	n.Path = units.FixedPath(n.OS)
+	return n
 }
 
 // protocolError is err as the operation and cause it names.

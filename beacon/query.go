@@ -339,13 +339,15 @@ type DoctorResult struct {
 	Findings         []Finding `json:"findings"`
 }
 
-// DoctorOf diffs every host's declarations against its beacon.
+// DoctorOf diffs every host's declarations against its beacon, and names
+// each declaration overriding a safety-relevant setting of its product
+// (code product_setting_overridden).
 func DoctorOf(ctx context.Context, st store.Store, r Reading) (*DoctorResult, error) {
-	v, _, err := read(ctx, st, r, Selection{}, nil)
+	v, cat, err := read(ctx, st, r, Selection{}, nil)
 	if err != nil {
 		return nil, err
 	}
-	res := &DoctorResult{RegistryRevision: v.Meta.Revision, At: v.Now.UTC(), Findings: v.Doctor()}
+	res := &DoctorResult{RegistryRevision: v.Meta.Revision, At: v.Now.UTC(), Findings: append(v.Doctor(), overrideFindings(cat, v.Document)...)}
 	res.OK = len(res.Findings) == 0
 	if res.OK {
 		res.Findings = []Finding{}

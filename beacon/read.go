@@ -691,7 +691,8 @@ type Finding struct {
 	Unit    string `json:"unit,omitempty"`
 	// Code: missing, failing, failed, inactive, undeclared,
 	// declaration_incomplete, stale_beacon, no_beacon, unreadable_beacon,
-	// undeclared_host, host_refusal, answering_unsuccessful, answering_stood.
+	// undeclared_host, host_refusal, answering_unsuccessful, answering_stood,
+	// product_setting_overridden.
 	Code    string `json:"code"`
 	Message string `json:"message"`
 }

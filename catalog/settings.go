@@ -19,6 +19,88 @@ import (
 type Settings struct {
 	Systemd *registry.UnitSettings `json:"systemd,omitempty" yaml:"systemd,omitempty"`
 	Launchd *registry.UnitSettings `json:"launchd,omitempty" yaml:"launchd,omitempty"`
+	// Safety names the settings (declaration keys, such as kill_mode)
+	// whose override by a declaration puts what the product runs at risk:
+	// registry doctor reports a declaration that overrides one.
+	Safety []string `json:"safety,omitempty" yaml:"safety,omitempty"`
+}
+
+// WithProductSettings returns s with the unit settings of the product it
+// names (s.Product) for os merged under its own (UnitSettings.Under): what
+// the declaration sets wins, what it leaves out comes from the product. A
+// declaration naming no product, or one the catalog does not know, is
+// returned as it is. Pure; s is not changed.
+func (c *Catalog) WithProductSettings(s registry.Service, os string) registry.Service {
+	if s.Product == "" {
+		return s
+	}
+	p, ok := c.products[s.Product]
+	if !ok {
+		return s
+	}
+	us := p.Settings.For(os)
+	if us == nil {
+		return s
+	}
+	s.UnitSettings = s.UnitSettings.Under(*us)
+	return s
+}
+
+// Override is a declaration setting a safety-relevant setting of its
+// product (Settings.Safety) to another value than the product's.
+type Override struct {
+	Product string `json:"product"`
+	// Setting is the declaration key (kill_mode).
+	Setting string `json:"setting"`
+	// Product's value and the declaration's, as YAML writes them.
+	Want string `json:"want"`
+	Got  string `json:"got"`
+}
+
+// Overrides returns the safety-relevant settings of the product s names
+// that s, declared for a target of os, sets to another value; nil when
+// there is none.
+func (c *Catalog) Overrides(s registry.Service, os string) []Override {
+	if s.Product == "" {
+		return nil
+	}
+	p, ok := c.products[s.Product]
+	if !ok || p.Settings == nil {
+		return nil
+	}
+	us := p.Settings.For(os)
+	if us == nil {
+		return nil
+	}
+	want, got := settingValues(*us), settingValues(s.UnitSettings)
+	var out []Override
+	for _, key := range p.Settings.Safety {
+		w, set := want[key]
+		if g, has := got[key]; set && has && g != w {
+			out = append(out, Override{Product: p.Name, Setting: key, Want: w, Got: g})
+		}
+	}
+	return out
+}
+
+// settingValues maps each declaration key us sets to its value in YAML.
+func settingValues(us registry.UnitSettings) map[string]string {
+	out := map[string]string{}
+	raw, err := yaml.Marshal(us)
+	if err != nil {
+		return out
+	}
+	var m map[string]yaml.Node
+	if yaml.Unmarshal(raw, &m) != nil {
+		return out
+	}
+	for k, n := range m {
+		b, err := yaml.Marshal(&n)
+		if err == nil {
+			out[k] = strings.TrimSpace(string(b))
+		}
+	}
+	return out
 }
 
 // For returns the settings for a target of os, or nil.
@@ -40,7 +122,7 @@ func (s *Settings) For(os string) *registry.UnitSettings {
 // declaration.ValidateService for that init system, so a product cannot
 // carry what a declaration could not.
 func (c *checker) settings(n *yaml.Node, p string) *Settings {
-	f := c.mapping(n, p, "systemd", "launchd")
+	f := c.mapping(n, p, "systemd", "launchd", "safety")
 	if f == nil {
 		return nil
 	}
@@ -83,7 +165,39 @@ func (c *checker) settings(n *yaml.Node, p string) *Settings {
 		}
 		*sys.dst = &us
 	}
+	c.safety(f["safety"], join(p, "safety"), out)
 	return out
+}
+
+// safety reads the safety list: each item a setting the product itself
+// sets for at least one init system, named once.
+func (c *checker) safety(n *yaml.Node, p string, out *Settings) {
+	if n == nil || isNull(n) {
+		return
+	}
+	keys, ok := c.strList(n, p)
+	if !ok {
+		return
+	}
+	sets := map[string]bool{}
+	for _, us := range []*registry.UnitSettings{out.Systemd, out.Launchd} {
+		if us != nil {
+			for k := range settingValues(*us) {
+				sets[k] = true
+			}
+		}
+	}
+	seen := map[string]bool{}
+	for i, k := range keys {
+		switch {
+		case seen[k]:
+			c.add(index(p, i), n.Content[i], "%q is listed twice", k)
+		case !sets[k]:
+			c.add(index(p, i), n.Content[i], "%q is not a setting this product sets (under systemd or launchd)", k)
+		}
+		seen[k] = true
+	}
+	out.Safety = keys
 }
 
 // decodeProblem says a strict decode's failure without yaml's line numbers

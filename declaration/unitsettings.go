@@ -1,5 +1,7 @@
 package declaration
 
+import "reflect"
+
 // UnitSettings are the settings of a unit beyond what it runs: where and as
 // whom, its restart policy, its dependencies, its limits and how it is
 // stopped. Each is rendered for the init system that has the concept (the
@@ -162,4 +164,33 @@ var LimitNames = map[string][2]string{
 	"nofile": {"LimitNOFILE", "NumberOfFiles"}, "as": {"LimitAS", ""}, "nproc": {"LimitNPROC", "NumberOfProcesses"},
 	"memlock": {"LimitMEMLOCK", "MemoryLock"}, "locks": {"LimitLOCKS", ""}, "sigpending": {"LimitSIGPENDING", ""},
 	"msgqueue": {"LimitMSGQUEUE", ""}, "nice": {"LimitNICE", ""}, "rtprio": {"LimitRTPRIO", ""}, "rttime": {"LimitRTTIME", ""},
+}
+
+// Under returns u with every setting it leaves unset taken from base: a
+// field at its zero value gets base's, and a map (limits, launchd keys)
+// gets base's entries for the keys u does not set. What u sets always
+// wins, so a declaration may override a product's setting but never loses
+// one by leaving it out. A plain boolean (expand_env,
+// abandon_process_group) cannot say false explicitly, so base's true
+// stays. The result shares nothing with u or base.
+func (u UnitSettings) Under(base UnitSettings) UnitSettings {
+	out := u.Clone()
+	b := base.Clone()
+	ov, bv := reflect.ValueOf(&out).Elem(), reflect.ValueOf(b)
+	for i := range ov.NumField() {
+		f, g := ov.Field(i), bv.Field(i)
+		switch {
+		case g.IsZero():
+		case f.IsZero():
+			f.Set(g)
+		case f.Kind() == reflect.Map:
+			iter := g.MapRange()
+			for iter.Next() {
+				if !f.MapIndex(iter.Key()).IsValid() {
+					f.SetMapIndex(iter.Key(), iter.Value())
+				}
+			}
+		}
+	}
+	return out
 }

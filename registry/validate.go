@@ -266,6 +266,7 @@ func (v *validator) target(t *Target, p string) {
 	}
 	names := make(map[string]int, len(t.Services))
 	units := make(map[string]int, len(t.Services))
+	products := map[string]int{}
 	for i := range t.Services {
 		s := &t.Services[i]
 		sp := at(p, "services", i)
@@ -282,6 +283,15 @@ func (v *validator) target(t *Target, p string) {
 				v.add(sp+".unit", "unit %q is already declared by %s.services[%d]", s.Unit, p, j)
 			} else {
 				units[s.Unit] = i
+			}
+		}
+		// A product is one process per host: a second declaration of it,
+		// in either scope, would run a second copy beside the first.
+		if s.Product != "" {
+			if j, dup := products[s.Product]; dup {
+				v.add(sp+".product", "product %q is already declared by %s.services[%d]; a product runs once per host", s.Product, p, j)
+			} else {
+				products[s.Product] = i
 			}
 		}
 	}

@@ -4,6 +4,6 @@ package svcproto
 
 import "os/exec"
 
-func ownGroup(*exec.Cmd) {}
+func ownGroup(*exec.Cmd, *Credential) {}
 
 func endGroup(*exec.Cmd) {}

@@ -7,9 +7,13 @@ import (
 	"syscall"
 )
 
-// ownGroup starts cmd as the leader of a new process group.
-func ownGroup(cmd *exec.Cmd) {
+// ownGroup starts cmd as the leader of a new process group, as cred's
+// account when cred is not nil.
+func ownGroup(cmd *exec.Cmd, cred *Credential) {
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if cred != nil {
+		cmd.SysProcAttr.Credential = &syscall.Credential{Uid: cred.UID, Gid: cred.GID, Groups: cred.Groups}
+	}
 }
 
 // endGroup kills what is left of the process group cmd led (its pid is the

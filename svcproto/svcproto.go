@@ -3,6 +3,15 @@
 // operation's timeout and reads the single JSON document it prints. stado
 // uses it only for evidence (status, ready, fingerprint); it never starts,
 // stops or destroys through it.
+//
+// An operation runs as the agent would run it (Invocation): the
+// protocol's environment from the declaration's protocol block and the
+// node, cwd the module bundle's root, the unit's account for a user-scope
+// declaration, in a process group of its own that is ended with it.
+//
+// svcproto imports declaration (the service and protocol block an
+// invocation is made from) and nothing else of stado, so both the read
+// half (beacon) and the host's end (channel/local) use it.
 package svcproto
 
 import (
@@ -12,7 +21,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"os/exec"
+	"os/user"
+	"sort"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -77,8 +90,64 @@ type Runner func(ctx context.Context, argv []string, op string, env []string) ([
 
 // Run runs argv followed by op (and args) with env as its whole
 // environment, bounded by op's timeout, and returns its stdout. A nonzero
-// exit is an *Error carrying the exit code and the last stderr line.
+// exit is an *Error carrying the exit code and the last stderr line. It
+// runs in the caller's cwd and account: see Options.Run.
 func Run(ctx context.Context, argv []string, op string, env []string, args ...string) ([]byte, error) {
+	return Options{}.Run(ctx, argv, op, env, args...)
+}
+
+// Credential is the account an operation runs as.
+type Credential struct {
+	UID, GID uint32
+	Groups   []uint32
+}
+
+// Options are where and as whom an operation runs, as the agent would run
+// it: cwd the module bundle's root, and the account of the unit (a
+// user-scope unit's user) rather than the calling process's.
+type Options struct {
+	// Dir is the operation's cwd; "" means the caller's.
+	Dir string
+	// Credential, when not nil, is the account the operation runs as
+	// (switching needs root; otherwise the start fails and says so).
+	Credential *Credential
+}
+
+// CredentialOf is the account named name, or nil when it is the one this
+// process runs as (nothing to switch). An unknown name is an error.
+func CredentialOf(name string) (*Credential, error) {
+	u, err := user.Lookup(name)
+	if err != nil {
+		return nil, fmt.Errorf("run as %s: %w", name, err)
+	}
+	uid, err1 := strconv.ParseUint(u.Uid, 10, 32)
+	gid, err2 := strconv.ParseUint(u.Gid, 10, 32)
+	if err1 != nil || err2 != nil {
+		return nil, fmt.Errorf("run as %s: uid %q gid %q are not numbers", name, u.Uid, u.Gid)
+	}
+	if uint64(os.Geteuid()) == uid {
+		return nil, nil
+	}
+	c := &Credential{UID: uint32(uid), GID: uint32(gid), Groups: []uint32{}}
+	if ids, err := u.GroupIds(); err == nil {
+		for _, id := range ids {
+			if g, err := strconv.ParseUint(id, 10, 32); err == nil {
+				c.Groups = append(c.Groups, uint32(g))
+			}
+		}
+	}
+	return c, nil
+}
+
+// Runner returns a Runner running every operation with o.
+func (o Options) Runner() Runner {
+	return func(ctx context.Context, argv []string, op string, env []string) ([]byte, error) {
+		return o.Run(ctx, argv, op, env)
+	}
+}
+
+// Run is svcproto.Run in o's cwd and account.
+func (o Options) Run(ctx context.Context, argv []string, op string, env []string, args ...string) ([]byte, error) {
 	if len(argv) == 0 {
 		return nil, &Error{Op: op, Cause: "no executable declared"}
 	}
@@ -87,6 +156,7 @@ func Run(ctx context.Context, argv []string, op string, env []string, args ...st
 	full := append(append(append([]string{}, argv[1:]...), op), args...)
 	cmd := exec.CommandContext(ctx, argv[0], full...)
 	cmd.Env = env
+	cmd.Dir = o.Dir
 	var stdout, stderr bytes.Buffer
 	out := &limited{w: &stdout, n: outputMax}
 	cmd.Stdout = out
@@ -94,7 +164,7 @@ func Run(ctx context.Context, argv []string, op string, env []string, args ...st
 	cmd.WaitDelay = time.Second
 	// The operation runs in a process group of its own, ended whole when it
 	// returns: what it left running in the background dies with it.
-	ownGroup(cmd)
+	ownGroup(cmd, o.Credential)
 	err := cmd.Start()
 	if err == nil {
 		err = cmd.Wait()
@@ -118,6 +188,40 @@ func Run(ctx context.Context, argv []string, op string, env []string, args ...st
 		return nil, &Error{Op: op, Cause: fmt.Sprintf("printed more than %d bytes; one small JSON document was expected", outputMax)}
 	}
 	return stdout.Bytes(), nil
+}
+
+// Environment is what service protocol 1 hands an operation besides the
+// conventional variables: values from the declaration and the node.
+type Environment struct {
+	Service      string // OARBANK_SERVICE: the declaration's name
+	Module       string // OARBANK_MODULE: the module's short name
+	ModuleData   string // OARBANK_MODULE_DATA; HOME and TMPDIR lie inside it
+	NodeID       string // OARBANK_NODE_ID: the node (the registry target)
+	Platform     string // OARBANK_PLATFORM: the node's token, linux-amd64
+	SettingsFile string // OARBANK_SETTINGS_FILE
+	ToolsFile    string // OARBANK_TOOLS_FILE
+	LimitsFile   string // OARBANK_LIMITS_FILE
+}
+
+// Environ is an operation's whole environment: PATH=path, HOME and TMPDIR
+// inside the module's data directory (home/, tmp/), the declaration's env
+// in name order, then the protocol's OARBANK_ variables, which win over a
+// declared variable of the same name (the last assignment counts). Nothing
+// is inherited.
+func (e Environment) Environ(path string, declared map[string]string) []string {
+	env := []string{"PATH=" + path, "HOME=" + e.ModuleData + "/home", "TMPDIR=" + e.ModuleData + "/tmp"}
+	names := make([]string, 0, len(declared))
+	for k := range declared {
+		names = append(names, k)
+	}
+	sort.Strings(names)
+	for _, k := range names {
+		env = append(env, k+"="+declared[k])
+	}
+	return append(env,
+		"OARBANK_SERVICE="+e.Service, "OARBANK_MODULE="+e.Module, "OARBANK_MODULE_DATA="+e.ModuleData,
+		"OARBANK_NODE_ID="+e.NodeID, "OARBANK_PLATFORM="+e.Platform, "OARBANK_SETTINGS_FILE="+e.SettingsFile,
+		"OARBANK_TOOLS_FILE="+e.ToolsFile, "OARBANK_LIMITS_FILE="+e.LimitsFile)
 }
 
 // ReadStatus runs status or ready and decodes its answer strictly: one JSON

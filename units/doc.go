@@ -22,8 +22,10 @@
 // rendered and after it is parsed), registry (a target's SSH user, whose
 // manager a user-scope unit belongs to, and ErrInvalid, which its field
 // errors unwrap to), store (ErrNotFound, which a unit the manager has not
-// loaded unwraps to), refusal (the codes of its refusals) and safefile
-// (atomic unit file writes) and nothing else of stado. It must not import
+// loaded unwraps to), refusal (the codes of its refusals), safefile
+// (atomic unit file writes) and catalog (the unit settings of the product a
+// declaration names, which Render merges under the declaration's) and
+// nothing else of stado. It must not import
 // channel, beacon or repair: the read half (beacon) imports units, and the
 // SSH channel wraps the local commands built on it, never the other way.
 package units

@@ -13,6 +13,7 @@ import (
 	"github.com/coreos/go-systemd/v22/unit"
 	"howett.net/plist"
 
+	"github.com/wisent/stado/catalog"
 	"github.com/wisent/stado/declaration"
 )
 
@@ -48,8 +49,14 @@ func FixedPath(goos string) string {
 
 // Render renders s for goos ("linux" or "darwin"); home is the home
 // directory of the account the unit belongs to (it places launchd log files).
-// Errors are *IncompleteError, *FieldError, or an unknown-OS error.
+// A declaration naming a product (s.Product) renders with the shipped
+// product's unit settings for goos merged under its own
+// (catalog.WithProductSettings), so a hand-written declaration of the
+// Oarbank agent keeps Delegate=yes and KillMode=process unless it
+// overrides them. Errors are *IncompleteError, *FieldError, or an
+// unknown-OS error.
 func Render(s declaration.Service, goos, home string) ([]byte, error) {
+	s = catalog.Shipped().WithProductSettings(s, goos)
 	switch goos {
 	case declaration.OSLinux:
 		return RenderSystemd(s)

@@ -23,7 +23,7 @@ import (
 // and its last log lines — evidence, not an error. Plan mode reads the
 // same and changes nothing, with the file's diff.
 func (h *Host) Ensure(ctx context.Context, req channel.EnsureRequest) (channel.EnsureResult, error) {
-	s := req.Service
+	s := h.withProductSettings(ctx, req.Service)
 	res := channel.EnsureResult{Unit: s.Unit}
 	if req.OS != "" && req.OS != h.OS() {
 		return res, refusal.New(refusal.OSMismatch, "the registry says this host runs %s, and it runs %s", req.OS, h.OS())
@@ -68,6 +68,21 @@ func (h *Host) Ensure(ctx context.Context, req channel.EnsureRequest) (channel.E
 		}
 	}
 	return res, err
+}
+
+// withProductSettings is s with the unit settings of the product it names
+// merged under its own, from this host's catalog (the site's when Catalog
+// loads one; units.Render merges the shipped product's in any case). A
+// catalog that cannot be loaded leaves the shipped settings to Render.
+func (h *Host) withProductSettings(ctx context.Context, s registry.Service) registry.Service {
+	if s.Product == "" || h.Catalog == nil {
+		return s
+	}
+	cat, err := h.Catalog(ctx)
+	if err != nil || cat == nil {
+		return s
+	}
+	return cat.WithProductSettings(s, h.OS())
 }
 
 // plan says what apply would do.

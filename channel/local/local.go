@@ -52,6 +52,9 @@ type Host struct {
 	Home string
 	// User is the login user's name, reported by version.
 	User string
+	// Node is the node id protocol operations get (OARBANK_NODE_ID); ""
+	// means this machine's hostname.
+	Node string
 	// StadoVersion is this stado's version, reported by version.
 	StadoVersion string
 	// ProcRoot is /proc; tests point it at fixtures.
@@ -106,6 +109,14 @@ func (h *Host) after(d time.Duration) <-chan time.Time {
 		return h.After(d)
 	}
 	return time.After(d)
+}
+
+func (h *Host) nodeID() string {
+	if h.Node != "" {
+		return h.Node
+	}
+	name, _ := os.Hostname()
+	return name
 }
 
 func (h *Host) procRoot() string {

@@ -41,6 +41,7 @@ func (h *Host) Verify(ctx context.Context, req channel.VerifyRequest) (channel.V
 			scopes = append(scopes, c.Scope)
 		}
 		byScope[c.Scope] = append(byScope[c.Scope], i)
+		vs.Service = h.withProductSettings(ctx, vs.Service)
 		rendered[i] = h.checkFile(vs, c)
 	}
 	for _, scope := range scopes {
@@ -74,7 +75,7 @@ func (h *Host) Verify(ctx context.Context, req channel.VerifyRequest) (channel.V
 	}
 	for i, vs := range req.Services {
 		if sp := vs.Service.Protocol; sp != nil && !sp.Probe && len(sp.Exec) > 0 {
-			res.Units[i].Protocol = readReady(ctx, h.OS(), vs.Service)
+			res.Units[i].Protocol = h.readReady(ctx, h.nodeID(), vs.Service)
 		}
 	}
 	for i := range res.Units {
@@ -167,15 +168,15 @@ func (h *Host) checkFile(vs channel.VerifyService, c *channel.UnitCheck) []byte 
 }
 
 // readReady runs the declaration's protocol executable's ready operation
-// (read-only, bounded by the protocol's timeout) with the declaration's env.
-func readReady(ctx context.Context, goos string, s registry.Service) *channel.ProtocolReading {
-	env := []string{"PATH=" + units.FixedPath(goos), "OARBANK_SERVICE=" + s.Name}
-	for k, v := range s.Env {
-		env = append(env, k+"="+v)
+// (read-only, bounded by the protocol's timeout) as the agent would run it
+// (svcproto.Invocation): the protocol's environment with this host as the
+// node, cwd the bundle root, a user-scope declaration as the login user.
+func (h *Host) readReady(ctx context.Context, node string, s registry.Service) *channel.ProtocolReading {
+	env, opts, err := svcproto.Invocation(s, svcproto.Node{ID: node, OS: h.OS(), Path: units.FixedPath(h.OS()), ScopeUser: h.User})
+	if err != nil {
+		return &channel.ProtocolReading{Op: svcproto.OpReady, Cause: err.Error()}
 	}
-	st, err := svcproto.ReadStatus(ctx, func(ctx context.Context, argv []string, op string, env []string) ([]byte, error) {
-		return svcproto.Run(ctx, argv, op, env)
-	}, s.Protocol.Exec, svcproto.OpReady, env)
+	st, err := svcproto.ReadStatus(ctx, opts.Runner(), s.Protocol.Exec, svcproto.OpReady, env)
 	if err != nil {
 		var pe *svcproto.Error
 		if errors.As(err, &pe) {
