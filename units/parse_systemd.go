@@ -366,18 +366,17 @@ func limitName(directive string) (string, bool) {
 }
 
 // environment reads one Environment= line into p.Env and the
-// declaration's env; a line with a specifier is kept verbatim instead.
+// declaration's env. A word with a specifier (NAME=%H) is kept verbatim,
+// alone on an Environment= line of its own, so the other words of its line
+// stay typed. Every variable lives in one place only: a later assignment
+// drops the earlier one wherever it was (typed or kept), so the rendering,
+// which writes typed lines before kept ones, gives each variable the value
+// systemd computes from the last assignment.
 func (p *Parsed) environment(e *entry, env map[string]string) {
 	words, err := splitWords(e.value, false)
 	if err != nil {
 		p.block(e, "Environment", fmt.Sprintf("cannot be read: %v", err), "fix its quoting")
 		return
-	}
-	verbatim := false
-	for _, w := range words {
-		if len(w.specifiers) > 0 {
-			verbatim = true
-		}
 	}
 	for _, w := range words {
 		k, v, ok := strings.Cut(w.text, "=")
@@ -386,15 +385,40 @@ func (p *Parsed) environment(e *entry, env map[string]string) {
 			continue
 		}
 		p.Env[k] = v
-		if verbatim {
-			delete(env, k)
+		p.dropKeptEnv(k)
+		delete(env, k)
+		if len(w.specifiers) > 0 {
+			p.Service.SystemdKeys = append(p.Service.SystemdKeys, declaration.UnitKey{Section: e.section, Key: e.key, Value: w.raw})
 		} else {
 			env[k] = v
 		}
 	}
-	if verbatim {
-		p.keepVerbatim(e)
+}
+
+// keptEnvName is the variable a kept Environment= line assigns; "" when
+// it is not one word NAME=VALUE.
+func keptEnvName(k declaration.UnitKey) string {
+	if k.Section != "Service" || k.Key != "Environment" {
+		return ""
 	}
+	words, err := splitWords(k.Value, false)
+	if err != nil || len(words) != 1 {
+		return ""
+	}
+	name, _, _ := strings.Cut(words[0].text, "=")
+	return name
+}
+
+// dropKeptEnv removes the kept Environment= line that assigns name.
+func (p *Parsed) dropKeptEnv(name string) {
+	keys := p.Service.SystemdKeys
+	kept := keys[:0]
+	for _, k := range keys {
+		if keptEnvName(k) != name {
+			kept = append(kept, k)
+		}
+	}
+	p.Service.SystemdKeys = kept
 }
 
 // execStart reads the one ExecStart= command into program and args.
