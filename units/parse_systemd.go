@@ -421,7 +421,9 @@ func (p *Parsed) dropKeptEnv(name string) {
 	p.Service.SystemdKeys = kept
 }
 
-// execStart reads the one ExecStart= command into program and args.
+// execStart reads the one ExecStart= command into program and args. When
+// there are several, each beyond the first is a blocker, and so is every
+// problem of each command, so the whole list comes at once.
 func (p *Parsed) execStart(name string, es []entry) {
 	switch len(es) {
 	case 0:
@@ -429,16 +431,25 @@ func (p *Parsed) execStart(name string, es []entry) {
 		return
 	case 1:
 	default:
-		for _, e := range es[1:] {
-			p.block(&e, "ExecStart", fmt.Sprintf("is one of %d ExecStart= lines; a declaration runs one program", len(es)),
-				"move the other commands to ExecStartPre= or ExecStartPost=")
+		for i := range es {
+			e := es[i]
+			if i > 0 {
+				p.block(&e, "ExecStart", fmt.Sprintf("is one of %d ExecStart= lines; a declaration runs one program", len(es)),
+					"move the other commands to ExecStartPre= or ExecStartPost=")
+			}
+			_, _, _, probs := parseExecStart(e)
+			for _, pr := range probs {
+				p.block(&e, "ExecStart", pr.why, pr.fix)
+			}
 		}
 		return
 	}
 	e := es[0]
-	argv, prefix, expand, why, fix := parseExecStart(e)
-	if why != "" {
-		p.block(&e, "ExecStart", why, fix)
+	argv, prefix, expand, probs := parseExecStart(e)
+	if len(probs) > 0 {
+		for _, pr := range probs {
+			p.block(&e, "ExecStart", pr.why, pr.fix)
+		}
 		return
 	}
 	p.Service.ExecStartPrefix = prefix
@@ -449,21 +460,27 @@ func (p *Parsed) execStart(name string, es []entry) {
 	p.Service.ExpandEnv = expand
 }
 
-// parseExecStart reads one ExecStart= command into its argv, or says why it
-// cannot be a declaration's program and arguments and what would fix it.
+// execProblem is one reason an ExecStart= command cannot be a
+// declaration's program and arguments, and what would fix it.
+type execProblem struct{ why, fix string }
+
+// parseExecStart reads one ExecStart= command into its argv, or returns
+// every reason it cannot be a declaration's program and arguments.
 // ':' turns off variable expansion; the other prefixes change how the
 // supervisor runs or judges the command, which a declaration does not carry.
 // A '$' expansion makes expand true: the args keep their '$' words as
-// written and the rendering leaves them for systemd to expand.
-func parseExecStart(e entry) (argv []string, prefix string, expand bool, why, fix string) {
+// written and the rendering leaves them for systemd to expand. A
+// specifier is a blocker.
+func parseExecStart(e entry) (argv []string, prefix string, expand bool, probs []execProblem) {
 	v := e.value
 	noVars := false
+	bad := func(why, fix string) { probs = append(probs, execProblem{why, fix}) }
 	for len(v) > 0 && strings.ContainsRune("-@+!:|", rune(v[0])) {
 		switch v[0] {
 		case '@':
-			return nil, "", false, "uses prefix '@': the program runs under another argv[0], which a declaration does not carry", "drop the prefix"
+			bad("uses prefix '@': the program runs under another argv[0], which a declaration does not carry", "drop the prefix")
 		case '|':
-			return nil, "", false, "uses prefix '|': the command runs through a shell, which a declaration does not carry", "run the program directly"
+			bad("uses prefix '|': the command runs through a shell, which a declaration does not carry", "run the program directly")
 		case ':':
 			noVars = true
 		default:
@@ -475,14 +492,16 @@ func parseExecStart(e entry) (argv []string, prefix string, expand bool, why, fi
 		prefix = "-" + strings.ReplaceAll(prefix, "-", "")
 	}
 	if p := strings.TrimPrefix(prefix, "-"); p != "" && p != "+" && p != "!" && p != "!!" {
-		return nil, "", false, fmt.Sprintf("combines prefixes %q, which a declaration does not carry", prefix), "keep '-' and one of '+', '!', '!!'"
+		bad(fmt.Sprintf("combines prefixes %q, which a declaration does not carry", prefix), "keep '-' and one of '+', '!', '!!'")
 	}
 	words, err := splitWords(v, !noVars)
 	if err != nil {
-		return nil, "", false, fmt.Sprintf("cannot be read: %v", err), "fix its quoting"
+		bad(fmt.Sprintf("cannot be read: %v", err), "fix its quoting")
+		return nil, "", false, probs
 	}
 	if len(words) == 0 {
-		return nil, "", false, "names no program", "name the program"
+		bad("names no program", "name the program")
+		return nil, "", false, probs
 	}
 	for _, w := range words {
 		if w.variables {
@@ -495,25 +514,33 @@ func parseExecStart(e entry) (argv []string, prefix string, expand bool, why, fi
 	}
 	argv = make([]string, len(words))
 	for i, w := range words {
-		switch {
-		case w.raw == ";":
-			return nil, "", false, "holds several commands separated by ';'", "move the others to ExecStartPre= or ExecStartPost="
-		case len(w.specifiers) > 0:
-			return nil, "", false, fmt.Sprintf("uses specifier %s in %q; a declaration's args are literal", w.specifiers[0], w.raw),
-				"write the value the specifier stands for"
+		text := w.text
+		if len(w.specifiers) > 0 {
+			bad(fmt.Sprintf("uses specifier %s in %q; a declaration's args are literal", w.specifiers[0], w.raw),
+				"write the value the specifier stands for")
+			continue
 		}
-		if err := checkValue("argument", w.text); err != nil {
-			return nil, "", false, fmt.Sprintf("argument %d %s", i, err.(*FieldError).Reason), "remove it"
+		if w.raw == ";" {
+			bad("holds several commands separated by ';'", "move the others to ExecStartPre= or ExecStartPost=")
+			continue
 		}
-		argv[i] = w.text
+		if err := checkValue("argument", text); err != nil {
+			bad(fmt.Sprintf("argument %d %s", i, err.(*FieldError).Reason), "remove it")
+			continue
+		}
+		argv[i] = text
 	}
-	if !strings.HasPrefix(argv[0], "/") {
-		return nil, "", false, fmt.Sprintf("runs %q, which is not an absolute path", argv[0]), "name the program by its absolute path"
+	switch {
+	case len(words[0].specifiers) > 0:
+	case !strings.HasPrefix(words[0].text, "/"):
+		bad(fmt.Sprintf("runs %q, which is not an absolute path", words[0].text), "name the program by its absolute path")
+	case strings.Contains(words[0].text, "$"):
+		bad(fmt.Sprintf("the program %q comes from a variable", words[0].text), "name the program by its absolute path")
 	}
-	if strings.Contains(argv[0], "$") {
-		return nil, "", false, fmt.Sprintf("the program %q comes from a variable", argv[0]), "name the program by its absolute path"
+	if len(probs) > 0 {
+		return nil, "", false, probs
 	}
-	return argv, prefix, expand, "", ""
+	return argv, prefix, expand, nil
 }
 
 // literal returns a typed value unquoted when it holds no specifier, so it
