@@ -204,6 +204,10 @@ func parseSystemd(data []byte, file, unit, path string, dropins []DropIn) (Parse
 			p.Service.Name = e.value
 		case e.section == "Unit" && key == systemdProductKey:
 			p.Service.Product = e.value
+		case strings.HasPrefix(e.section, "X-"):
+			// systemd ignores an X- section; it is kept for the applications
+			// that read it.
+			u.SystemdKeys = append(u.SystemdKeys, declaration.UnitKey{Section: e.section, Key: key, Value: e.value})
 		case e.section != "Unit" && e.section != "Service" && e.section != "Install":
 			p.block(e, "["+e.section+"]", fmt.Sprintf("a [%s] section belongs to another kind of unit", e.section),
 				"adopt the .service unit this one starts")

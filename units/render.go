@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -360,6 +361,21 @@ func RenderSystemd(s declaration.Service) ([]byte, error) {
 	addNames("Install", "WantedBy", wanted)
 	addNames("Install", "RequiredBy", s.RequiredBy)
 	kept("Install")
+	// X- sections, which systemd ignores, after [Install], in the order
+	// they were first kept.
+	var others []string
+	for _, k := range s.SystemdKeys {
+		switch k.Section {
+		case "Unit", "Service", "Install":
+		default:
+			if !slices.Contains(others, k.Section) {
+				others = append(others, k.Section)
+			}
+		}
+	}
+	for _, sec := range others {
+		kept(sec)
+	}
 	return io.ReadAll(unit.Serialize(opts))
 }
 
