@@ -82,15 +82,44 @@ func LaunchdLogPath(home, label string) string {
 
 // DefaultName is the name a parsed unit gets when it carries none of its
 // own: the systemd unit without ".service", or the last dot-separated part
-// of a launchd label.
+// of a launchd label. What a service name cannot hold is written so it
+// can: a systemd escape \xHH becomes the byte it stands for when a name
+// may hold it, and that byte or any other (a space of a launchd label)
+// becomes '_' otherwise.
 func DefaultName(unitID, goos string) string {
+	name := strings.TrimSuffix(unitID, ".service")
 	if goos == declaration.OSDarwin {
+		name = unitID
 		if i := strings.LastIndexByte(unitID, '.'); i >= 0 && i < len(unitID)-1 {
-			return unitID[i+1:]
+			name = unitID[i+1:]
 		}
-		return unitID
 	}
-	return strings.TrimSuffix(unitID, ".service")
+	if declaration.ValidServiceName(name) {
+		return name
+	}
+	var b strings.Builder
+	for i := 0; i < len(name); i++ {
+		c := name[i]
+		if c == '\\' && i+3 < len(name) && name[i+1] == 'x' {
+			if hi, ok1 := unhex(name[i+2]); ok1 {
+				if lo, ok2 := unhex(name[i+3]); ok2 {
+					c = hi<<4 | lo
+					i += 3
+				}
+			}
+		}
+		switch {
+		case c >= 'a' && c <= 'z', c >= 'A' && c <= 'Z', c >= '0' && c <= '9':
+		case c == '_' || c == '.' || c == '@' || c == '-':
+			if b.Len() == 0 {
+				c = '_'
+			}
+		default:
+			c = '_'
+		}
+		b.WriteByte(c)
+	}
+	return b.String()
 }
 
 // checkValue refuses what no unit file can carry faithfully.
