@@ -45,8 +45,8 @@ func (v *validator) serviceLimits(s *Service, os, p string) {
 		switch {
 		case len(a) > MaxArgBytes:
 			v.add(ap(), "%d bytes, at most %d: Linux refuses to start a program with a longer argument", len(a), MaxArgBytes)
-		case controlOtherThanTab(a) != "" && ArgProblem(a) == "":
-			v.add(ap(), "holds the control character %s; no unit format can carry it as it is", controlOtherThanTab(a))
+		case controlFor(a, os) != "" && ArgProblem(a) == "":
+			v.add(ap(), "holds the control character %s; no unit format can carry it as it is", controlFor(a, os))
 		}
 	}
 	if len(s.Env) > MaxEnv {
@@ -58,9 +58,9 @@ func (v *validator) serviceLimits(s *Service, os, p string) {
 		switch {
 		case len(k)+1+len(val) > MaxArgBytes:
 			v.add(p+".env."+k, "%s=VALUE is %d bytes, at most %d: Linux refuses to start a program with a longer variable", k, len(k)+1+len(val), MaxArgBytes)
-		case controlOtherThanTab(val) != "" && !hasControl(val):
+		case controlFor(val, os) != "" && !strings.ContainsAny(val, "\x00\r") && (os == OSDarwin || !hasControl(val)):
 			// NUL and line breaks are reported by the main rules.
-			v.add(p+".env."+k, "value holds the control character %s; no unit format can carry it as it is", controlOtherThanTab(val))
+			v.add(p+".env."+k, "value holds the control character %s; no unit format can carry it as it is", controlFor(val, os))
 		}
 	}
 	if total > MaxCommandBytes {
@@ -100,6 +100,15 @@ func programProblem(prog, os string) string {
 		}
 	}
 	return ""
+}
+
+// controlFor is controlOtherThanTab for a value of a unit of os: a
+// property list (darwin) also carries a line feed as it is.
+func controlFor(s, os string) string {
+	if os == OSDarwin {
+		s = strings.ReplaceAll(s, "\n", "")
+	}
+	return controlOtherThanTab(s)
 }
 
 // controlOtherThanTab returns the first C0 control character (other than

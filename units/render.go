@@ -135,6 +135,13 @@ func checkValue(field, v string) error {
 	return nil
 }
 
+// checkPlistString is checkValue for a string of a property list, which
+// carries a line feed (XML keeps it as written) but not a carriage return
+// (an XML reader turns it into a line feed).
+func checkPlistString(field, v string) error {
+	return checkValue(field, strings.ReplaceAll(v, "\n", ""))
+}
+
 // validate checks a declaration before anything is serialised.
 func validate(s declaration.Service, goos string) error {
 	if s.Program == "" {
@@ -161,8 +168,14 @@ func validate(s declaration.Service, goos string) error {
 	if !strings.HasPrefix(s.Program, "/") {
 		return &FieldError{Field: "program", Reason: fmt.Sprintf("%q is not an absolute path", s.Program)}
 	}
+	// A property list carries a line feed in an argument or a variable;
+	// a systemd unit line never does.
+	check := checkValue
+	if goos == declaration.OSDarwin {
+		check = checkPlistString
+	}
 	for i, a := range s.Args {
-		if err := checkValue(fmt.Sprintf("args[%d]", i), a); err != nil {
+		if err := check(fmt.Sprintf("args[%d]", i), a); err != nil {
 			return err
 		}
 	}
@@ -170,7 +183,7 @@ func validate(s declaration.Service, goos string) error {
 		if err := declaration.CheckEnvName(k); err != nil {
 			return &FieldError{Field: "env." + k, Reason: err.Error()}
 		}
-		if err := checkValue("env."+k, s.Env[k]); err != nil {
+		if err := check("env."+k, s.Env[k]); err != nil {
 			return err
 		}
 	}
