@@ -127,7 +127,7 @@ func ParseSystemd(data []byte, name string, dropins [][]byte) (Parsed, error) {
 // unit adoptable. The error is a *SyntaxError when a file cannot be read as
 // a unit at all.
 func ParseSystemdFiles(data []byte, name string, dropins []DropIn) (Parsed, error) {
-	return parseSystemd(data, name, name, "", dropins)
+	return parseSystemd(data, name, name, "", "", dropins)
 }
 
 // ParseSystemdInstance reads the template file named template
@@ -141,13 +141,13 @@ func ParseSystemdInstance(data []byte, template, unit string, dropins []DropIn) 
 	if !InstanceOf(unit, template) {
 		return Parsed{}, &SyntaxError{File: template, Reason: fmt.Sprintf("%s is not an instance of the template %s", unit, template)}
 	}
-	return parseSystemd(data, template, unit, "", dropins)
+	return parseSystemd(data, template, unit, "", "", dropins)
 }
 
 // parseSystemd reads the file named file (its path when known, for %y) as
 // the unit named unit: the file's own name, or an instance of the template
 // file.
-func parseSystemd(data []byte, file, unit, path string, dropins []DropIn) (Parsed, error) {
+func parseSystemd(data []byte, file, unit, path, hostname string, dropins []DropIn) (Parsed, error) {
 	name := unit
 	entries, err := lexUnit(data, file)
 	if err != nil {
@@ -161,7 +161,7 @@ func parseSystemd(data []byte, file, unit, path string, dropins []DropIn) (Parse
 		entries = append(entries, de...)
 	}
 	f := false
-	p := Parsed{Complete: true, Env: map[string]string{}, Service: declaration.Service{
+	p := Parsed{Complete: true, Env: map[string]string{}, hostname: hostname, Service: declaration.Service{
 		Name:         DefaultName(name, declaration.OSLinux),
 		Unit:         name,
 		Scope:        declaration.ScopeSystem,
@@ -441,7 +441,7 @@ func (p *Parsed) execStart(name string, es []entry) {
 				p.block(&e, "ExecStart", fmt.Sprintf("is one of %d ExecStart= lines; a declaration runs one program", len(es)),
 					"move the other commands to ExecStartPre= or ExecStartPost=")
 			}
-			_, _, _, probs := parseExecStart(e)
+			_, _, _, probs := parseExecStart(e, p.hostname)
 			for _, pr := range probs {
 				p.block(&e, "ExecStart", pr.why, pr.fix)
 			}
@@ -449,7 +449,7 @@ func (p *Parsed) execStart(name string, es []entry) {
 		return
 	}
 	e := es[0]
-	argv, prefix, expand, probs := parseExecStart(e)
+	argv, prefix, expand, probs := parseExecStart(e, p.hostname)
 	if len(probs) > 0 {
 		for _, pr := range probs {
 			p.block(&e, "ExecStart", pr.why, pr.fix)
@@ -473,9 +473,11 @@ type execProblem struct{ why, fix string }
 // ':' turns off variable expansion; the other prefixes change how the
 // supervisor runs or judges the command, which a declaration does not carry.
 // A '$' expansion makes expand true: the args keep their '$' words as
-// written and the rendering leaves them for systemd to expand. A
+// written and the rendering leaves them for systemd to expand. %H is
+// written out as hostname, the name of the host the unit is read on (as
+// systemd would expand it there); "" leaves it a blocker. Every other
 // specifier is a blocker.
-func parseExecStart(e entry) (argv []string, prefix string, expand bool, probs []execProblem) {
+func parseExecStart(e entry, hostname string) (argv []string, prefix string, expand bool, probs []execProblem) {
 	v := e.value
 	noVars := false
 	bad := func(why, fix string) { probs = append(probs, execProblem{why, fix}) }
@@ -497,6 +499,11 @@ func parseExecStart(e entry) (argv []string, prefix string, expand bool, probs [
 	}
 	if p := strings.TrimPrefix(prefix, "-"); p != "" && p != "+" && p != "!" && p != "!!" {
 		bad(fmt.Sprintf("combines prefixes %q, which a declaration does not carry", prefix), "keep '-' and one of '+', '!', '!!'")
+	}
+	if hostname != "" {
+		// The host's name reads back as itself unquoted (safeExpansion), so
+		// it is written into the command as systemd would expand it.
+		v, _ = expandNameSpecifiers(v, map[byte]specifierValue{'H': {value: hostname}})
 	}
 	words, err := splitWords(v, !noVars)
 	if err != nil {
