@@ -27,8 +27,8 @@ const (
 )
 
 func (v *validator) serviceLimits(s *Service, os, p string) {
-	if strings.ContainsRune(s.Unit, '\\') {
-		v.add(p+".unit", "%q holds a backslash: systemd escapes (\\x2d) are refused by the channel, and a trailing one joins the next line of a unit file", s.Unit)
+	if !ValidUnitEscapes(s.Unit) {
+		v.add(p+".unit", "%q holds a backslash that does not start a systemd escape \\xHH (a trailing one joins the next line of a unit file)", s.Unit)
 	}
 	if s.Program != "" {
 		if why := programProblem(s.Program, os); why != "" {
@@ -149,4 +149,23 @@ func sortedEnvNames(env map[string]string) []string {
 	}
 	sort.Strings(names)
 	return names
+}
+
+// ValidUnitEscapes reports whether every backslash of unit starts a systemd
+// unit name escape: \x and two hex digits (dev-mapper-vg\x2droot).
+func ValidUnitEscapes(unit string) bool {
+	for i := 0; i < len(unit); i++ {
+		if unit[i] != '\\' {
+			continue
+		}
+		if i+3 >= len(unit) || unit[i+1] != 'x' || !isHex(unit[i+2]) || !isHex(unit[i+3]) {
+			return false
+		}
+		i += 3
+	}
+	return true
+}
+
+func isHex(c byte) bool {
+	return c >= '0' && c <= '9' || c >= 'a' && c <= 'f' || c >= 'A' && c <= 'F'
 }
