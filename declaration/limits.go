@@ -27,8 +27,8 @@ const (
 )
 
 func (v *validator) serviceLimits(s *Service, os, p string) {
-	if strings.ContainsRune(s.Unit, '\\') {
-		v.add(p+".unit", "%q holds a backslash: systemd escapes (\\x2d) are refused by the channel, and a trailing one joins the next line of a unit file", s.Unit)
+	if !ValidUnitEscapes(s.Unit) {
+		v.add(p+".unit", "%q holds a backslash that does not start a systemd escape \\xHH (a trailing one joins the next line of a unit file)", s.Unit)
 	}
 	if s.Program != "" {
 		if why := programProblem(s.Program, os); why != "" {
@@ -45,8 +45,8 @@ func (v *validator) serviceLimits(s *Service, os, p string) {
 		switch {
 		case len(a) > MaxArgBytes:
 			v.add(ap(), "%d bytes, at most %d: Linux refuses to start a program with a longer argument", len(a), MaxArgBytes)
-		case controlOtherThanTab(a) != "" && ArgProblem(a) == "":
-			v.add(ap(), "holds the control character %s; no unit format can carry it as it is", controlOtherThanTab(a))
+		case controlFor(a, os) != "" && ArgProblem(a) == "":
+			v.add(ap(), "holds the control character %s; no unit format can carry it as it is", controlFor(a, os))
 		}
 	}
 	if len(s.Env) > MaxEnv {
@@ -58,9 +58,9 @@ func (v *validator) serviceLimits(s *Service, os, p string) {
 		switch {
 		case len(k)+1+len(val) > MaxArgBytes:
 			v.add(p+".env."+k, "%s=VALUE is %d bytes, at most %d: Linux refuses to start a program with a longer variable", k, len(k)+1+len(val), MaxArgBytes)
-		case controlOtherThanTab(val) != "" && !hasControl(val):
+		case controlFor(val, os) != "" && !strings.ContainsAny(val, "\x00\r") && (os == OSDarwin || !hasControl(val)):
 			// NUL and line breaks are reported by the main rules.
-			v.add(p+".env."+k, "value holds the control character %s; no unit format can carry it as it is", controlOtherThanTab(val))
+			v.add(p+".env."+k, "value holds the control character %s; no unit format can carry it as it is", controlFor(val, os))
 		}
 	}
 	if total > MaxCommandBytes {
@@ -102,6 +102,15 @@ func programProblem(prog, os string) string {
 	return ""
 }
 
+// controlFor is controlOtherThanTab for a value of a unit of os: a
+// property list (darwin) also carries a line feed as it is.
+func controlFor(s, os string) string {
+	if os == OSDarwin {
+		s = strings.ReplaceAll(s, "\n", "")
+	}
+	return controlOtherThanTab(s)
+}
+
 // controlOtherThanTab returns the first C0 control character (other than
 // TAB) or DEL in s, quoted, or "".
 func controlOtherThanTab(s string) string {
@@ -140,4 +149,23 @@ func sortedEnvNames(env map[string]string) []string {
 	}
 	sort.Strings(names)
 	return names
+}
+
+// ValidUnitEscapes reports whether every backslash of unit starts a systemd
+// unit name escape: \x and two hex digits (dev-mapper-vg\x2droot).
+func ValidUnitEscapes(unit string) bool {
+	for i := 0; i < len(unit); i++ {
+		if unit[i] != '\\' {
+			continue
+		}
+		if i+3 >= len(unit) || unit[i+1] != 'x' || !isHex(unit[i+2]) || !isHex(unit[i+3]) {
+			return false
+		}
+		i += 3
+	}
+	return true
+}
+
+func isHex(c byte) bool {
+	return c >= '0' && c <= '9' || c >= 'a' && c <= 'f' || c >= 'A' && c <= 'F'
 }

@@ -40,7 +40,7 @@ var (
 	systemdFirst = Chars("A-Za-z0-9_")
 	systemdRest  = Chars("A-Za-z0-9:_.\\@-")
 	launchdFirst = Chars("A-Za-z0-9")
-	launchdRest  = Chars("A-Za-z0-9_@-")
+	launchdRest  = Chars("A-Za-z0-9_@ -")
 )
 
 // CheckUnitName reports whether unit is a unit identity stado may name on a
@@ -50,7 +50,9 @@ var (
 // name@blue.service, never the bare template name@.service, which nothing
 // can start), on darwin a reverse-DNS launchd label (at least two
 // dot-separated parts, each a letter or digit followed by letters, digits,
-// '_', '-' and '@', as Homebrew's homebrew.mxcl.postgresql@14; a label with
+// '_', '-', '@' and spaces (launchd takes any string; a space travels the
+// channel single-quoted), as Homebrew's homebrew.mxcl.postgresql@14, never
+// ending in a space; a label with
 // '@' that ends in a systemd unit type, such as web@1.service, is refused as
 // the systemd instance it looks like). Both are at most MaxUnitNameBytes.
 // Any other os is refused.
@@ -110,7 +112,9 @@ func checkLaunchdLabel(l string) error {
 		return nameErrorf(l, "launchd label is %d bytes, at most %d", len(l), MaxUnitNameBytes)
 	case !strings.Contains(l, ".") ||
 		!Dotted(l, func(part string) bool { return Grammar(part, launchdFirst, launchdRest, MaxUnitNameBytes) }):
-		return nameErrorf(l, "%q is not a reverse-DNS launchd label (such as com.example.name: dot-separated parts of letters, digits, '_', '-' and '@', each starting with a letter or digit)", l)
+		return nameErrorf(l, "%q is not a reverse-DNS launchd label (such as com.example.name: dot-separated parts of letters, digits, '_', '-', '@' and spaces, each starting with a letter or digit)", l)
+	case strings.HasSuffix(l, " ") || strings.Contains(l, " ."):
+		return nameErrorf(l, "%q has a part ending in a space", l)
 	case strings.Contains(l, "@") && unitType(l) != "":
 		// '@' is inert in argv, paths and launchctl's domain/label targets;
 		// it is refused only where it would read as a systemd instance.

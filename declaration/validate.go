@@ -150,7 +150,11 @@ func (v *validator) service(s *Service, os, p string) {
 		}
 		val := s.Env[k]
 		switch {
-		case hasControl(val):
+		case os == OSDarwin && strings.ContainsAny(val, "\x00\r"):
+			// A property list carries a line feed; NUL and CR it cannot
+			// carry as they are.
+			v.add(p+".env."+k, "value contains NUL or a carriage return")
+		case os != OSDarwin && hasControl(val):
 			v.add(p+".env."+k, "value contains NUL or a line break")
 		case !utf8.ValidString(val):
 			v.add(p+".env."+k, "value is not valid UTF-8")

@@ -201,7 +201,10 @@ func (v *validator) systemdKey(s *Service, k UnitKey, p string) {
 	switch k.Section {
 	case "Unit", "Service", "Install":
 	default:
-		v.add(p+".section", "must be Unit, Service or Install, got %q", k.Section)
+		// An X- section is ignored by systemd and kept for applications.
+		if !strings.HasPrefix(k.Section, "X-") || !Grammar(k.Section, anyAlnum, anyAlnumDsh, 128) {
+			v.add(p+".section", "must be Unit, Service or Install (or an X- section: X- then letters, digits, '-'), got %q", k.Section)
+		}
 	}
 	switch {
 	case !Grammar(k.Key, anyAlnum, anyAlnumDsh, 128):

@@ -83,7 +83,7 @@ func (f *Fleet) Adopt(ctx context.Context, o AdoptOptions) (AdoptResult, error) 
 		return res, refusal.New(refusal.NotFound, "unit %s on %s has no unit file to adopt", o.Unit, t.Name)
 	}
 	// A template's instance is read as that instance, not as the template.
-	parsed, err := units.ParseUnit(file.Path, o.Unit, []byte(file.Content), file.DropIns)
+	parsed, err := units.ParseUnitOn(file.Hostname, file.Path, o.Unit, []byte(file.Content), file.DropIns)
 	if err != nil {
 		return res, fmt.Errorf("%s: adopt %s: %w", t.Name, o.Unit, err)
 	}

@@ -55,7 +55,7 @@ func TestRegistryRefusesWhatRenderOrTheHostWouldRefuse(t *testing.T) {
 			}
 		}, "services[0]"},
 		// a systemd escape the channel refuses
-		{"escaped unit name", "linux", func(s *registry.Service, _ *registry.Target) { s.Unit = `a\x2db.service` }, "services[0].unit"},
+		{"malformed unit escape", "linux", func(s *registry.Service, _ *registry.Target) { s.Unit = `a\x2.service` }, "services[0].unit"},
 		// a unit name ending in a backslash
 		{"trailing backslash", "linux", func(s *registry.Service, _ *registry.Target) { s.Unit = `a\`; s.Program = "" }, "services[0].unit"},
 		// a slice with a program

@@ -215,7 +215,7 @@ func TestRenderRefusesValuesNoUnitCanCarry(t *testing.T) {
 		edit  func(*declaration.Service)
 		field string
 	}{
-		{"newline in an argument", func(s *declaration.Service) { s.Args = []string{"ok", "a\nb"} }, "args[1]"},
+		{"carriage return in an argument", func(s *declaration.Service) { s.Args = []string{"ok", "a\rb"} }, "args[1]"},
 		{"NUL in an argument", func(s *declaration.Service) { s.Args = []string{"a\x00b"} }, "args[0]"},
 		{"newline in env", func(s *declaration.Service) { s.Env = map[string]string{"K": "a\r\nb"} }, "env.K"},
 		{"bad env name", func(s *declaration.Service) { s.Env = map[string]string{"A-B": "v"} }, "env.A-B"},

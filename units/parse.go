@@ -27,6 +27,9 @@ type Parsed struct {
 	// ScopeGuess says the scope was not read from the unit's directory but
 	// assumed; empty when the directory said it.
 	ScopeGuess string `json:"scope_guess,omitempty"`
+	// hostname is the name of the host the unit is read on, which writes
+	// out %H in ExecStart=; "" leaves %H a blocker.
+	hostname string
 }
 
 // Blocker is one thing that keeps a unit from being adopted complete.
@@ -155,6 +158,15 @@ func ParseUnitFile(path string, data []byte, dropins []DropIn) (Parsed, error) {
 // UnitPath is the instance's own file beside the template; any other unit
 // (or "") reads the file as the unit its name says.
 func ParseUnit(path, unit string, data []byte, dropins []DropIn) (Parsed, error) {
+	return ParseUnitOn("", path, unit, data, dropins)
+}
+
+// ParseUnitOn is ParseUnit for a unit read on the host named hostname (the
+// UnitFile's Hostname): %H in ExecStart= is written out as hostname, the
+// value systemd gives it there, so the declaration's arguments are
+// literal. hostname "" (the file was not read on its host) leaves %H a
+// blocker. It touches no host.
+func ParseUnitOn(hostname, path, unit string, data []byte, dropins []DropIn) (Parsed, error) {
 	var p Parsed
 	var err error
 	goos := declaration.OSLinux
@@ -168,7 +180,7 @@ func ParseUnit(path, unit string, data []byte, dropins []DropIn) (Parsed, error)
 			unit = file
 		}
 		instance = unit != file
-		p, err = parseSystemd(data, file, unit, path, dropins)
+		p, err = parseSystemd(data, file, unit, path, hostname, dropins)
 	}
 	if err != nil {
 		if se, ok := err.(*SyntaxError); ok && goos == declaration.OSDarwin {

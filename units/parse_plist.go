@@ -120,8 +120,8 @@ func parsePlistNamed(data []byte, file string) (Parsed, error) {
 					block(k, fmt.Sprintf("%s is not a string", name), "write the value as a string")
 				case declaration.CheckEnvName(name) != nil:
 					block(k, fmt.Sprintf("%s is not a valid variable name", name), "rename it")
-				case checkValue("env", s) != nil:
-					block(k, fmt.Sprintf("%s %s", name, checkValue("env", s).(*FieldError).Reason), "remove the line break")
+				case checkPlistString("env", s) != nil:
+					block(k, fmt.Sprintf("%s %s", name, checkPlistString("env", s).(*FieldError).Reason), "remove it")
 				default:
 					p.Env[name] = s
 				}
@@ -260,8 +260,8 @@ func parsePlistNamed(data []byte, file string) (Parsed, error) {
 		block("ProgramArguments", fmt.Sprintf("program %q is not an absolute path", program), "name the program by its absolute path")
 	}
 	for i, a := range argv {
-		if err := checkValue("argument", a); err != nil {
-			block("ProgramArguments", fmt.Sprintf("element %d %s", i, err.(*FieldError).Reason), "remove the line break")
+		if err := checkPlistString("argument", a); err != nil {
+			block("ProgramArguments", fmt.Sprintf("element %d %s", i, err.(*FieldError).Reason), "remove it")
 		}
 	}
 	p.Service.Program = program

@@ -127,7 +127,7 @@ func ParseSystemd(data []byte, name string, dropins [][]byte) (Parsed, error) {
 // unit adoptable. The error is a *SyntaxError when a file cannot be read as
 // a unit at all.
 func ParseSystemdFiles(data []byte, name string, dropins []DropIn) (Parsed, error) {
-	return parseSystemd(data, name, name, "", dropins)
+	return parseSystemd(data, name, name, "", "", dropins)
 }
 
 // ParseSystemdInstance reads the template file named template
@@ -141,13 +141,13 @@ func ParseSystemdInstance(data []byte, template, unit string, dropins []DropIn) 
 	if !InstanceOf(unit, template) {
 		return Parsed{}, &SyntaxError{File: template, Reason: fmt.Sprintf("%s is not an instance of the template %s", unit, template)}
 	}
-	return parseSystemd(data, template, unit, "", dropins)
+	return parseSystemd(data, template, unit, "", "", dropins)
 }
 
 // parseSystemd reads the file named file (its path when known, for %y) as
 // the unit named unit: the file's own name, or an instance of the template
 // file.
-func parseSystemd(data []byte, file, unit, path string, dropins []DropIn) (Parsed, error) {
+func parseSystemd(data []byte, file, unit, path, hostname string, dropins []DropIn) (Parsed, error) {
 	name := unit
 	entries, err := lexUnit(data, file)
 	if err != nil {
@@ -161,7 +161,7 @@ func parseSystemd(data []byte, file, unit, path string, dropins []DropIn) (Parse
 		entries = append(entries, de...)
 	}
 	f := false
-	p := Parsed{Complete: true, Env: map[string]string{}, Service: declaration.Service{
+	p := Parsed{Complete: true, Env: map[string]string{}, hostname: hostname, Service: declaration.Service{
 		Name:         DefaultName(name, declaration.OSLinux),
 		Unit:         name,
 		Scope:        declaration.ScopeSystem,
@@ -204,6 +204,10 @@ func parseSystemd(data []byte, file, unit, path string, dropins []DropIn) (Parse
 			p.Service.Name = e.value
 		case e.section == "Unit" && key == systemdProductKey:
 			p.Service.Product = e.value
+		case strings.HasPrefix(e.section, "X-"):
+			// systemd ignores an X- section; it is kept for the applications
+			// that read it.
+			u.SystemdKeys = append(u.SystemdKeys, declaration.UnitKey{Section: e.section, Key: key, Value: e.value})
 		case e.section != "Unit" && e.section != "Service" && e.section != "Install":
 			p.block(e, "["+e.section+"]", fmt.Sprintf("a [%s] section belongs to another kind of unit", e.section),
 				"adopt the .service unit this one starts")
@@ -366,18 +370,17 @@ func limitName(directive string) (string, bool) {
 }
 
 // environment reads one Environment= line into p.Env and the
-// declaration's env; a line with a specifier is kept verbatim instead.
+// declaration's env. A word with a specifier (NAME=%H) is kept verbatim,
+// alone on an Environment= line of its own, so the other words of its line
+// stay typed. Every variable lives in one place only: a later assignment
+// drops the earlier one wherever it was (typed or kept), so the rendering,
+// which writes typed lines before kept ones, gives each variable the value
+// systemd computes from the last assignment.
 func (p *Parsed) environment(e *entry, env map[string]string) {
 	words, err := splitWords(e.value, false)
 	if err != nil {
 		p.block(e, "Environment", fmt.Sprintf("cannot be read: %v", err), "fix its quoting")
 		return
-	}
-	verbatim := false
-	for _, w := range words {
-		if len(w.specifiers) > 0 {
-			verbatim = true
-		}
 	}
 	for _, w := range words {
 		k, v, ok := strings.Cut(w.text, "=")
@@ -386,18 +389,45 @@ func (p *Parsed) environment(e *entry, env map[string]string) {
 			continue
 		}
 		p.Env[k] = v
-		if verbatim {
-			delete(env, k)
+		p.dropKeptEnv(k)
+		delete(env, k)
+		if len(w.specifiers) > 0 {
+			p.Service.SystemdKeys = append(p.Service.SystemdKeys, declaration.UnitKey{Section: e.section, Key: e.key, Value: w.raw})
 		} else {
 			env[k] = v
 		}
 	}
-	if verbatim {
-		p.keepVerbatim(e)
-	}
 }
 
-// execStart reads the one ExecStart= command into program and args.
+// keptEnvName is the variable a kept Environment= line assigns; "" when
+// it is not one word NAME=VALUE.
+func keptEnvName(k declaration.UnitKey) string {
+	if k.Section != "Service" || k.Key != "Environment" {
+		return ""
+	}
+	words, err := splitWords(k.Value, false)
+	if err != nil || len(words) != 1 {
+		return ""
+	}
+	name, _, _ := strings.Cut(words[0].text, "=")
+	return name
+}
+
+// dropKeptEnv removes the kept Environment= line that assigns name.
+func (p *Parsed) dropKeptEnv(name string) {
+	keys := p.Service.SystemdKeys
+	kept := keys[:0]
+	for _, k := range keys {
+		if keptEnvName(k) != name {
+			kept = append(kept, k)
+		}
+	}
+	p.Service.SystemdKeys = kept
+}
+
+// execStart reads the one ExecStart= command into program and args. When
+// there are several, each beyond the first is a blocker, and so is every
+// problem of each command, so the whole list comes at once.
 func (p *Parsed) execStart(name string, es []entry) {
 	switch len(es) {
 	case 0:
@@ -405,16 +435,25 @@ func (p *Parsed) execStart(name string, es []entry) {
 		return
 	case 1:
 	default:
-		for _, e := range es[1:] {
-			p.block(&e, "ExecStart", fmt.Sprintf("is one of %d ExecStart= lines; a declaration runs one program", len(es)),
-				"move the other commands to ExecStartPre= or ExecStartPost=")
+		for i := range es {
+			e := es[i]
+			if i > 0 {
+				p.block(&e, "ExecStart", fmt.Sprintf("is one of %d ExecStart= lines; a declaration runs one program", len(es)),
+					"move the other commands to ExecStartPre= or ExecStartPost=")
+			}
+			_, _, _, probs := parseExecStart(e, p.hostname)
+			for _, pr := range probs {
+				p.block(&e, "ExecStart", pr.why, pr.fix)
+			}
 		}
 		return
 	}
 	e := es[0]
-	argv, prefix, expand, why, fix := parseExecStart(e)
-	if why != "" {
-		p.block(&e, "ExecStart", why, fix)
+	argv, prefix, expand, probs := parseExecStart(e, p.hostname)
+	if len(probs) > 0 {
+		for _, pr := range probs {
+			p.block(&e, "ExecStart", pr.why, pr.fix)
+		}
 		return
 	}
 	p.Service.ExecStartPrefix = prefix
@@ -425,21 +464,29 @@ func (p *Parsed) execStart(name string, es []entry) {
 	p.Service.ExpandEnv = expand
 }
 
-// parseExecStart reads one ExecStart= command into its argv, or says why it
-// cannot be a declaration's program and arguments and what would fix it.
+// execProblem is one reason an ExecStart= command cannot be a
+// declaration's program and arguments, and what would fix it.
+type execProblem struct{ why, fix string }
+
+// parseExecStart reads one ExecStart= command into its argv, or returns
+// every reason it cannot be a declaration's program and arguments.
 // ':' turns off variable expansion; the other prefixes change how the
 // supervisor runs or judges the command, which a declaration does not carry.
 // A '$' expansion makes expand true: the args keep their '$' words as
-// written and the rendering leaves them for systemd to expand.
-func parseExecStart(e entry) (argv []string, prefix string, expand bool, why, fix string) {
+// written and the rendering leaves them for systemd to expand. %H is
+// written out as hostname, the name of the host the unit is read on (as
+// systemd would expand it there); "" leaves it a blocker. Every other
+// specifier is a blocker.
+func parseExecStart(e entry, hostname string) (argv []string, prefix string, expand bool, probs []execProblem) {
 	v := e.value
 	noVars := false
+	bad := func(why, fix string) { probs = append(probs, execProblem{why, fix}) }
 	for len(v) > 0 && strings.ContainsRune("-@+!:|", rune(v[0])) {
 		switch v[0] {
 		case '@':
-			return nil, "", false, "uses prefix '@': the program runs under another argv[0], which a declaration does not carry", "drop the prefix"
+			bad("uses prefix '@': the program runs under another argv[0], which a declaration does not carry", "drop the prefix")
 		case '|':
-			return nil, "", false, "uses prefix '|': the command runs through a shell, which a declaration does not carry", "run the program directly"
+			bad("uses prefix '|': the command runs through a shell, which a declaration does not carry", "run the program directly")
 		case ':':
 			noVars = true
 		default:
@@ -451,14 +498,21 @@ func parseExecStart(e entry) (argv []string, prefix string, expand bool, why, fi
 		prefix = "-" + strings.ReplaceAll(prefix, "-", "")
 	}
 	if p := strings.TrimPrefix(prefix, "-"); p != "" && p != "+" && p != "!" && p != "!!" {
-		return nil, "", false, fmt.Sprintf("combines prefixes %q, which a declaration does not carry", prefix), "keep '-' and one of '+', '!', '!!'"
+		bad(fmt.Sprintf("combines prefixes %q, which a declaration does not carry", prefix), "keep '-' and one of '+', '!', '!!'")
+	}
+	if hostname != "" {
+		// The host's name reads back as itself unquoted (safeExpansion), so
+		// it is written into the command as systemd would expand it.
+		v, _ = expandNameSpecifiers(v, map[byte]specifierValue{'H': {value: hostname}})
 	}
 	words, err := splitWords(v, !noVars)
 	if err != nil {
-		return nil, "", false, fmt.Sprintf("cannot be read: %v", err), "fix its quoting"
+		bad(fmt.Sprintf("cannot be read: %v", err), "fix its quoting")
+		return nil, "", false, probs
 	}
 	if len(words) == 0 {
-		return nil, "", false, "names no program", "name the program"
+		bad("names no program", "name the program")
+		return nil, "", false, probs
 	}
 	for _, w := range words {
 		if w.variables {
@@ -471,25 +525,33 @@ func parseExecStart(e entry) (argv []string, prefix string, expand bool, why, fi
 	}
 	argv = make([]string, len(words))
 	for i, w := range words {
-		switch {
-		case w.raw == ";":
-			return nil, "", false, "holds several commands separated by ';'", "move the others to ExecStartPre= or ExecStartPost="
-		case len(w.specifiers) > 0:
-			return nil, "", false, fmt.Sprintf("uses specifier %s in %q; a declaration's args are literal", w.specifiers[0], w.raw),
-				"write the value the specifier stands for"
+		text := w.text
+		if len(w.specifiers) > 0 {
+			bad(fmt.Sprintf("uses specifier %s in %q; a declaration's args are literal", w.specifiers[0], w.raw),
+				"write the value the specifier stands for")
+			continue
 		}
-		if err := checkValue("argument", w.text); err != nil {
-			return nil, "", false, fmt.Sprintf("argument %d %s", i, err.(*FieldError).Reason), "remove it"
+		if w.raw == ";" {
+			bad("holds several commands separated by ';'", "move the others to ExecStartPre= or ExecStartPost=")
+			continue
 		}
-		argv[i] = w.text
+		if err := checkValue("argument", text); err != nil {
+			bad(fmt.Sprintf("argument %d %s", i, err.(*FieldError).Reason), "remove it")
+			continue
+		}
+		argv[i] = text
 	}
-	if !strings.HasPrefix(argv[0], "/") {
-		return nil, "", false, fmt.Sprintf("runs %q, which is not an absolute path", argv[0]), "name the program by its absolute path"
+	switch {
+	case len(words[0].specifiers) > 0:
+	case !strings.HasPrefix(words[0].text, "/"):
+		bad(fmt.Sprintf("runs %q, which is not an absolute path", words[0].text), "name the program by its absolute path")
+	case strings.Contains(words[0].text, "$"):
+		bad(fmt.Sprintf("the program %q comes from a variable", words[0].text), "name the program by its absolute path")
 	}
-	if strings.Contains(argv[0], "$") {
-		return nil, "", false, fmt.Sprintf("the program %q comes from a variable", argv[0]), "name the program by its absolute path"
+	if len(probs) > 0 {
+		return nil, "", false, probs
 	}
-	return argv, prefix, expand, "", ""
+	return argv, prefix, expand, nil
 }
 
 // literal returns a typed value unquoted when it holds no specifier, so it

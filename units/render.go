@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -88,15 +89,44 @@ func LaunchdLogPath(home, label string) string {
 
 // DefaultName is the name a parsed unit gets when it carries none of its
 // own: the systemd unit without ".service", or the last dot-separated part
-// of a launchd label.
+// of a launchd label. What a service name cannot hold is written so it
+// can: a systemd escape \xHH becomes the byte it stands for when a name
+// may hold it, and that byte or any other (a space of a launchd label)
+// becomes '_' otherwise.
 func DefaultName(unitID, goos string) string {
+	name := strings.TrimSuffix(unitID, ".service")
 	if goos == declaration.OSDarwin {
+		name = unitID
 		if i := strings.LastIndexByte(unitID, '.'); i >= 0 && i < len(unitID)-1 {
-			return unitID[i+1:]
+			name = unitID[i+1:]
 		}
-		return unitID
 	}
-	return strings.TrimSuffix(unitID, ".service")
+	if declaration.ValidServiceName(name) {
+		return name
+	}
+	var b strings.Builder
+	for i := 0; i < len(name); i++ {
+		c := name[i]
+		if c == '\\' && i+3 < len(name) && name[i+1] == 'x' {
+			if hi, ok1 := unhex(name[i+2]); ok1 {
+				if lo, ok2 := unhex(name[i+3]); ok2 {
+					c = hi<<4 | lo
+					i += 3
+				}
+			}
+		}
+		switch {
+		case c >= 'a' && c <= 'z', c >= 'A' && c <= 'Z', c >= '0' && c <= '9':
+		case c == '_' || c == '.' || c == '@' || c == '-':
+			if b.Len() == 0 {
+				c = '_'
+			}
+		default:
+			c = '_'
+		}
+		b.WriteByte(c)
+	}
+	return b.String()
 }
 
 // checkValue refuses what no unit file can carry faithfully.
@@ -110,6 +140,13 @@ func checkValue(field, v string) error {
 		return &FieldError{Field: field, Reason: "is not valid UTF-8"}
 	}
 	return nil
+}
+
+// checkPlistString is checkValue for a string of a property list, which
+// carries a line feed (XML keeps it as written) but not a carriage return
+// (an XML reader turns it into a line feed).
+func checkPlistString(field, v string) error {
+	return checkValue(field, strings.ReplaceAll(v, "\n", ""))
 }
 
 // validate checks a declaration before anything is serialised.
@@ -138,8 +175,14 @@ func validate(s declaration.Service, goos string) error {
 	if !strings.HasPrefix(s.Program, "/") {
 		return &FieldError{Field: "program", Reason: fmt.Sprintf("%q is not an absolute path", s.Program)}
 	}
+	// A property list carries a line feed in an argument or a variable;
+	// a systemd unit line never does.
+	check := checkValue
+	if goos == declaration.OSDarwin {
+		check = checkPlistString
+	}
 	for i, a := range s.Args {
-		if err := checkValue(fmt.Sprintf("args[%d]", i), a); err != nil {
+		if err := check(fmt.Sprintf("args[%d]", i), a); err != nil {
 			return err
 		}
 	}
@@ -147,7 +190,7 @@ func validate(s declaration.Service, goos string) error {
 		if err := declaration.CheckEnvName(k); err != nil {
 			return &FieldError{Field: "env." + k, Reason: err.Error()}
 		}
-		if err := checkValue("env."+k, s.Env[k]); err != nil {
+		if err := check("env."+k, s.Env[k]); err != nil {
 			return err
 		}
 	}
@@ -367,6 +410,21 @@ func RenderSystemd(s declaration.Service) ([]byte, error) {
 	addNames("Install", "WantedBy", wanted)
 	addNames("Install", "RequiredBy", s.RequiredBy)
 	kept("Install")
+	// X- sections, which systemd ignores, after [Install], in the order
+	// they were first kept.
+	var others []string
+	for _, k := range s.SystemdKeys {
+		switch k.Section {
+		case "Unit", "Service", "Install":
+		default:
+			if !slices.Contains(others, k.Section) {
+				others = append(others, k.Section)
+			}
+		}
+	}
+	for _, sec := range others {
+		kept(sec)
+	}
 	return io.ReadAll(unit.Serialize(opts))
 }
 

@@ -48,8 +48,9 @@ func TestTemplateInstanceAdoptsCompleteWithNameSpecifiersWrittenOut(t *testing.T
 	for _, k := range s.SystemdKeys {
 		kept[k.Key] = k.Value
 	}
-	// %H depends on the host, not on the unit: kept for systemd to expand.
-	if kept["Environment"] != "INSTANCE=blue-green HOST=%H" || kept["RuntimeDirectory"] != "my-work-blue-green" ||
+	// %H depends on the host, not on the unit: kept for systemd to expand,
+	// alone on its line; the other word of the line is typed.
+	if kept["Environment"] != "HOST=%H" || s.Env["INSTANCE"] != "blue-green" || kept["RuntimeDirectory"] != "my-work-blue-green" ||
 		kept["SyslogIdentifier"] != "my-work@blue-green" || kept["ConditionPathExists"] != "/lib/systemd/system/my-work.conf" {
 		t.Errorf("kept keys %q", kept)
 	}

@@ -20,12 +20,15 @@ const MaxFileBytes = 1 << 20
 // UnitFile is a unit's file as the host holds it: where the init system
 // loaded it from, its bytes, and its drop-ins in the order they apply.
 type UnitFile struct {
-	Unit    string    `json:"unit"`
-	Path    string    `json:"path"`
-	Content string    `json:"content"`
-	DropIns []DropIn  `json:"dropins,omitempty"`
-	Home    string    `json:"home"` // the login user's home, which places user units
-	Read    time.Time `json:"read"`
+	Unit    string   `json:"unit"`
+	Path    string   `json:"path"`
+	Content string   `json:"content"`
+	DropIns []DropIn `json:"dropins,omitempty"`
+	Home    string   `json:"home"` // the login user's home, which places user units
+	// Hostname is the name of the host the file was read on (what
+	// systemd's %H stands for there); "" when unknown.
+	Hostname string    `json:"hostname,omitempty"`
+	Read     time.Time `json:"read"`
 }
 
 // DropIn is one drop-in file of a unit.
@@ -85,7 +88,8 @@ func (m *Systemd) Environment(ctx context.Context, unit string) ([]string, error
 }
 
 // ReadUnitFile reads the file (and drop-ins) m loaded unit from; nil when it
-// has none or the file is gone. now stamps the read.
+// has none or the file is gone. now stamps the read; the file carries this
+// host's name (os.Hostname), which ParseUnitOn writes out for %H.
 func ReadUnitFile(ctx context.Context, m Manager, unit, home string, now time.Time) (*UnitFile, error) {
 	loc, ok := m.(FileLocator)
 	if !ok {
@@ -103,6 +107,9 @@ func ReadUnitFile(ctx context.Context, m Manager, unit, home string, now time.Ti
 		return nil, err
 	}
 	f := &UnitFile{Unit: unit, Path: path, Content: string(content), Home: home, Read: now.UTC()}
+	if h, err := os.Hostname(); err == nil {
+		f.Hostname = h
+	}
 	if f.DropIns, err = readDropInPaths(dropins); err != nil {
 		return nil, err
 	}
