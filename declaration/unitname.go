@@ -115,6 +115,10 @@ func checkLaunchdLabel(l string) error {
 		return nameErrorf(l, "%q is not a reverse-DNS launchd label (such as com.example.name: dot-separated parts of letters, digits, '_', '-', '@' and spaces, each starting with a letter or digit)", l)
 	case strings.HasSuffix(l, " ") || strings.Contains(l, " ."):
 		return nameErrorf(l, "%q has a part ending in a space", l)
+	case strings.Contains(l, " ") && unitType(l) != "":
+		// such as "a b.service": it reads as a systemd unit, and no
+		// systemd unit name holds a space
+		return nameErrorf(l, "%q holds a space and ends in a systemd unit type, so it reads as a systemd unit name, which holds no space", l)
 	case strings.Contains(l, "@") && unitType(l) != "":
 		// '@' is inert in argv, paths and launchctl's domain/label targets;
 		// it is refused only where it would read as a systemd instance.

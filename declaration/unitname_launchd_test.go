@@ -13,7 +13,7 @@ import (
 // path or an option stays refused, and a systemd instance name is not taken
 // for a label.
 func TestLaunchdLabelsMayHoldAtSignsButNothingHostile(t *testing.T) {
-	for _, ok := range []string{"homebrew.mxcl.postgresql@14", "homebrew.mxcl.mysql@8.0", "homebrew.mxcl.python@3.11"} {
+	for _, ok := range []string{"homebrew.mxcl.postgresql@14", "homebrew.mxcl.mysql@8.0", "homebrew.mxcl.python@3.11", "com.example.my job"} {
 		if err := declaration.CheckServiceUnit(registry.OSDarwin, ok); err != nil {
 			t.Errorf("%s: %v", ok, err)
 		}
@@ -26,6 +26,8 @@ func TestLaunchdLabelsMayHoldAtSignsButNothingHostile(t *testing.T) {
 		{"com.example.a@b;c", "not a reverse-DNS"},
 		{"com.example.a@b\tc", "not a reverse-DNS"},
 		{"com.example.a@b ", "ending in a space"},
+		// a space in what reads as a systemd unit name
+		{"a b.service", "reads as a systemd unit name"},
 		{"com.example.a@../b", "not a reverse-DNS"},
 		{"com.example.a@b/c", "not a reverse-DNS"},
 		{"-com.example.a@b", "not a reverse-DNS"},
