@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/wisent/stado/registry"
+	"github.com/wisent/stado/tests/testbed"
 )
 
 // TestLargestFleetFitsTheParseBudget: 10,000 targets of 20 services, the
@@ -13,7 +14,7 @@ import (
 // parses and validates in its stored JSON form.
 func TestLargestFleetFitsTheParseBudget(t *testing.T) {
 	if testing.Short() {
-		t.Skip("builds and parses a 28 MB document")
+		testbed.Unavailable(t, "-short is set: this test builds and parses a 28 MB document")
 	}
 	d := &registry.Document{Version: 1}
 	for i := 0; i < registry.MaxTargets; i++ {

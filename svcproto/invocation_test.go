@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/wisent/stado/declaration"
+	"github.com/wisent/stado/tests/testbed"
 )
 
 // Without module, bundle or data directory declared, the module is the
@@ -55,7 +56,7 @@ func TestTheProtocolsVariablesWinOverADeclaredOne(t *testing.T) {
 func TestCredentialOfNamesAnUnknownAccountAndSkipsOurOwn(t *testing.T) {
 	me, err := user.LookupId(strconv.Itoa(os.Geteuid()))
 	if err != nil {
-		t.Skipf("this process's account has no name: %v", err)
+		testbed.Unavailable(t, "this process's account has no name: %v", err)
 	}
 	if c, err := CredentialOf(me.Username); err != nil || c != nil {
 		t.Fatalf("CredentialOf(%s) = %v, %v; want nil, nil", me.Username, c, err)
