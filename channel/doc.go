@@ -32,4 +32,6 @@
 // Neither side uses a shell: a client sends one command string of
 // individually single-quoted words (Quote) and the remote end splits it back
 // with a grammar that knows only plain words and single quotes (ParseCommand).
+//
+// The release verbs carry the request and result types of package release.
 package channel

@@ -15,23 +15,25 @@ type Verb string
 
 // The verbs of `stado host channel`.
 const (
-	VerbEnsure      Verb = "ensure"       // SCOPE UNIT MODE, the request document on stdin
-	VerbUnitInstall Verb = "unit-install" // SCOPE UNIT [PATH], unit content on stdin
-	VerbUnitRemove  Verb = "unit-remove"  // SCOPE UNIT [PATH]
-	VerbUnitStart   Verb = "unit-start"   // SCOPE UNIT
-	VerbUnitStop    Verb = "unit-stop"    // SCOPE UNIT
-	VerbUnitRestart Verb = "unit-restart" // SCOPE UNIT
-	VerbUnitShow    Verb = "unit-show"    // SCOPE UNIT [UNIT...]
-	VerbUnitFile    Verb = "unit-file"    // SCOPE UNIT
-	VerbUnitLogs    Verb = "unit-logs"    // SCOPE UNIT LINES
-	VerbUnitEnv     Verb = "unit-env"     // SCOPE UNIT
-	VerbUnitList    Verb = "unit-list"    // SCOPE
-	VerbPortOwner   Verb = "port-owner"   // PORT
-	VerbRepairStep  Verb = "repair-step"  // STEP [KEY=VALUE...]
-	VerbVersion     Verb = "version"      // (no arguments)
-	VerbSession     Verb = "session"      // (no arguments) many verb calls in framed documents on stdin/stdout
-	VerbVerify      Verb = "verify"       // (no arguments) the request document on stdin; reads only
-	VerbRecoveries  Verb = "recoveries"   // (no arguments) reads the host's recovery register
+	VerbEnsure          Verb = "ensure"           // SCOPE UNIT MODE, the request document on stdin
+	VerbUnitInstall     Verb = "unit-install"     // SCOPE UNIT [PATH], unit content on stdin
+	VerbUnitRemove      Verb = "unit-remove"      // SCOPE UNIT [PATH]
+	VerbUnitStart       Verb = "unit-start"       // SCOPE UNIT
+	VerbUnitStop        Verb = "unit-stop"        // SCOPE UNIT
+	VerbUnitRestart     Verb = "unit-restart"     // SCOPE UNIT
+	VerbUnitShow        Verb = "unit-show"        // SCOPE UNIT [UNIT...]
+	VerbUnitFile        Verb = "unit-file"        // SCOPE UNIT
+	VerbUnitLogs        Verb = "unit-logs"        // SCOPE UNIT LINES
+	VerbUnitEnv         Verb = "unit-env"         // SCOPE UNIT
+	VerbUnitList        Verb = "unit-list"        // SCOPE
+	VerbPortOwner       Verb = "port-owner"       // PORT
+	VerbRepairStep      Verb = "repair-step"      // STEP [KEY=VALUE...]
+	VerbVersion         Verb = "version"          // (no arguments)
+	VerbSession         Verb = "session"          // (no arguments) many verb calls in framed documents on stdin/stdout
+	VerbVerify          Verb = "verify"           // (no arguments) the request document on stdin; reads only
+	VerbRecoveries      Verb = "recoveries"       // (no arguments) reads the host's recovery register
+	VerbReleaseActivate Verb = "release-activate" // (no arguments) the request document on stdin
+	VerbReleaseState    Verb = "release-state"    // (no arguments) the request document on stdin; reads only
 )
 
 // Verbs lists every verb in the order docs/channel.md describes them.
@@ -41,6 +43,7 @@ var Verbs = []Verb{
 	VerbRepairStep, VerbVersion, VerbSession,
 	VerbVerify,
 	VerbRecoveries,
+	VerbReleaseActivate, VerbReleaseState,
 }
 
 // VerbNames is every verb of Verbs, space separated in that order: the list
@@ -284,7 +287,7 @@ func parseWords(words []string) (Command, error) {
 			seen[e.Name] = true
 			c.Env = append(c.Env, e)
 		}
-	case VerbVersion, VerbSession, VerbVerify, VerbRecoveries:
+	case VerbVersion, VerbSession, VerbVerify, VerbRecoveries, VerbReleaseActivate, VerbReleaseState:
 		if err = need(0, "no arguments"); err != nil {
 			return Command{}, err
 		}

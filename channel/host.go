@@ -6,6 +6,7 @@ import (
 
 	"github.com/wisent/stado/register"
 	"github.com/wisent/stado/registry"
+	"github.com/wisent/stado/release"
 	"github.com/wisent/stado/units"
 )
 
@@ -49,6 +50,15 @@ type Host interface {
 	Verify(ctx context.Context, req VerifyRequest) (VerifyResult, error)
 	// Recoveries reads the host's recovery register, changing nothing.
 	Recoveries(ctx context.Context) (RecoveriesResult, error)
+	// ReleaseActivate makes one product version active on the host in one
+	// call: fetch and verify the signed bytes, install the immutable image,
+	// keep the active image as the exact backup, switch, restart the unit
+	// and prove the takeover; on a failed proof restore the backup and
+	// prove it serves again (package release/hostend).
+	ReleaseActivate(ctx context.Context, req release.ActivateRequest) (release.ActivateResult, error)
+	// ReleaseState reads the host's release state and which image the named
+	// units run, changing nothing.
+	ReleaseState(ctx context.Context, req release.StateRequest) (release.StateResult, error)
 }
 
 // Connector returns the Host of a target; the write half takes one, built

@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/wisent/stado/refusal"
+	"github.com/wisent/stado/release"
 )
 
 // ProtocolVersion is the version of the verb set and its documents. It is
@@ -134,7 +135,7 @@ func serve(ctx context.Context, cmd Command, err error, stdin io.Reader, stdout,
 		return serveSession(ctx, stdin, stdout, host)
 	}
 	var body []byte
-	if err == nil && (cmd.Verb == VerbUnitInstall || cmd.Verb == VerbEnsure || cmd.Verb == VerbVerify) {
+	if err == nil && (cmd.Verb == VerbUnitInstall || cmd.Verb == VerbEnsure || cmd.Verb == VerbVerify || cmd.Verb == VerbReleaseActivate || cmd.Verb == VerbReleaseState) {
 		body, err = readBody(stdin, cmd.Verb)
 	}
 	if err != nil {
@@ -263,6 +264,16 @@ func dispatch(ctx context.Context, c Command, body []byte, h Host) (json.RawMess
 		res, err = h.Version(ctx)
 	case VerbRecoveries:
 		res, err = h.Recoveries(ctx)
+	case VerbReleaseActivate:
+		var req release.ActivateRequest
+		if err = decodeRequest(VerbReleaseActivate, body, &req); err == nil {
+			res, err = h.ReleaseActivate(ctx, req)
+		}
+	case VerbReleaseState:
+		var req release.StateRequest
+		if err = decodeRequest(VerbReleaseState, body, &req); err == nil {
+			res, err = h.ReleaseState(ctx, req)
+		}
 	case VerbVerify:
 		var req VerifyRequest
 		if req, err = decodeVerify(body, h.OS()); err == nil {

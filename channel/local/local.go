@@ -17,6 +17,8 @@
 // must not import the write half, repair or cli: it is the far end of the
 // channel, and knows nothing of registries or fleets beyond that one
 // declaration.
+//
+// The release verbs act through package release (being built in release/hostend).
 package local
 
 import (

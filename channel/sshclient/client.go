@@ -10,6 +10,7 @@ import (
 	"github.com/wisent/stado/refusal"
 	"github.com/wisent/stado/register"
 	"github.com/wisent/stado/registry"
+	"github.com/wisent/stado/release"
 	"github.com/wisent/stado/units"
 )
 
@@ -216,4 +217,26 @@ func (c *Client) Recoveries(ctx context.Context) (channel.RecoveriesResult, erro
 		res.Recoveries = []register.Recovery{}
 	}
 	return res, nil
+}
+
+// ReleaseActivate implements Host: the request document on stdin.
+func (c *Client) ReleaseActivate(ctx context.Context, req release.ActivateRequest) (release.ActivateResult, error) {
+	var res release.ActivateResult
+	body, err := json.Marshal(req)
+	if err != nil {
+		return res, err
+	}
+	err = c.call(ctx, channel.Command{Verb: channel.VerbReleaseActivate}, body, &res)
+	return res, err
+}
+
+// ReleaseState implements Host: the request document on stdin; reads only.
+func (c *Client) ReleaseState(ctx context.Context, req release.StateRequest) (release.StateResult, error) {
+	var res release.StateResult
+	body, err := json.Marshal(req)
+	if err != nil {
+		return res, err
+	}
+	err = c.call(ctx, channel.Command{Verb: channel.VerbReleaseState}, body, &res)
+	return res, err
 }

@@ -24,4 +24,6 @@
 // do fleet, repair, autonomy, desktop, beacon or resolver: they act through a
 // channel.Connector or channel.Host they are handed, so the read half and
 // the write half's decisions never link an SSH library.
+//
+// The release verbs send and decode the types of package release.
 package sshclient

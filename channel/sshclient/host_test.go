@@ -7,6 +7,7 @@ import (
 
 	"github.com/wisent/stado/channel"
 	"github.com/wisent/stado/register"
+	"github.com/wisent/stado/release"
 	"github.com/wisent/stado/units"
 )
 
@@ -122,6 +123,12 @@ func (h *recordingHost) Verify(_ context.Context, r channel.VerifyRequest) (chan
 }
 func (h *recordingHost) Recoveries(context.Context) (channel.RecoveriesResult, error) {
 	return channel.RecoveriesResult{Recoveries: []register.Recovery{}}, h.record(hostCall{Method: "Recoveries"})
+}
+func (h *recordingHost) ReleaseActivate(_ context.Context, req release.ActivateRequest) (release.ActivateResult, error) {
+	return release.ActivateResult{Product: req.Product, Outcome: release.OutcomeUnchanged}, h.record(hostCall{Method: "ReleaseActivate"})
+}
+func (h *recordingHost) ReleaseState(context.Context, release.StateRequest) (release.StateResult, error) {
+	return release.StateResult{}, h.record(hostCall{Method: "ReleaseState"})
 }
 func (h *recordingHost) Version(context.Context) (channel.VersionResult, error) {
 	return channel.VersionResult{Protocol: channel.ProtocolVersion, OS: h.OS()}, h.record(hostCall{Method: "Version"})
