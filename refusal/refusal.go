@@ -115,6 +115,18 @@ const (
 	TokenRequired     Code = "token_required"      // the access token is missing or wrong
 	CSRFRefused       Code = "csrf_refused"        // a state-changing request without the page's CSRF token, or from another origin
 	HostHeaderRefused Code = "host_header_refused" // a Host header that is not a loopback address
+
+	// The release flow (docs/release.md).
+	ReleaseUnsigned      Code = "release_unsigned"        // a manifest without a signature, or one that is not minisign
+	ReleaseUntrusted     Code = "release_untrusted"       // no key pinned on the host verifies the manifest
+	ReleaseMismatch      Code = "release_mismatch"        // the manifest names another product, version, OS or architecture
+	ReleaseTampered      Code = "release_tampered"        // a stored chunk's bytes do not have its digest
+	ReleaseDigest        Code = "release_digest_mismatch" // the assembled bytes do not have the manifest's digest or size
+	ReleaseDowngrade     Code = "release_downgrade"       // older than the active version, and the registry does not pin it
+	ReleaseImageCorrupt  Code = "release_image_corrupt"   // an installed image directory no longer holds its digest
+	ReleaseNotProven     Code = "release_not_proven"      // the restart did not prove a fresh pid on the activated image; the backup was restored
+	ReleaseRestoreFailed Code = "release_restore_failed"  // the new image failed and the backup could not be proven either
+	ReleaseNoKeys        Code = "release_no_keys"         // the host pins no release key
 )
 
 var known = map[Code]bool{}
@@ -135,6 +147,8 @@ func init() {
 		CallerNotAllowed, Unreadable, Held,
 		Unreachable, NoEvidence, Inconclusive, CrashLoop, NotAttempted, NotAuthorized, LeaseHeld,
 		TokenRequired, CSRFRefused, HostHeaderRefused,
+		ReleaseUnsigned, ReleaseUntrusted, ReleaseMismatch, ReleaseTampered, ReleaseDigest, ReleaseDowngrade,
+		ReleaseImageCorrupt, ReleaseNotProven, ReleaseRestoreFailed, ReleaseNoKeys,
 	} {
 		known[c] = true
 	}
