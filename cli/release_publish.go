@@ -10,7 +10,9 @@ func newReleaseKeyGenerateCommand(env *Env) *ucli.Command {
 func newReleasePublishCommand(env *Env) *ucli.Command {
 	return &ucli.Command{Name: "publish", Hidden: true}
 }
-func newReleasePruneCommand(env *Env) *ucli.Command { return &ucli.Command{Name: "prune", Hidden: true} }
+func newReleasePruneCommand(env *Env) *ucli.Command {
+	return &ucli.Command{Name: "prune", Hidden: true}
+}
 func newReleaseVersionSetCommand(env *Env) *ucli.Command {
 	return &ucli.Command{Name: "set", Hidden: true}
 }
