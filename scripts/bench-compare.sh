@@ -160,6 +160,11 @@ UNIT_PATH=/etc/systemd/system/bench-new.service
         program: /usr/local/bin/stado
         args: [host, run]
         env: {HOME: /root, STADO_INTERVAL: 30s, STADO_STORE: "$STADO_STORE"}
+      - name: relprod
+        unit: relprod.service
+        program: /var/lib/stado/release/current/relprod
+        args: [--addr, "$(addr "$k"):18501"]
+        product: relprod
 EOF
   done
 } > "$W/fleet.yaml"
@@ -498,6 +503,84 @@ if command -v go >/dev/null; then
   [ -n "$PLAN_MS" ] || PLAN_MS="failed (see $LOGS/plan-bench.log)"
 fi
 echo "  autonomy: planning 1,000 hosts x 20 services   $PLAN_MS"
+
+# 7. the release flow (docs/release.md): a 10 MB product (tests/fixtures/
+# relprod, padded) converged on every host, one new signed version per run,
+# beside Ansible tuned copying a new 10 MB file and restarting its unit, and
+# parallel ssh doing the same with cat and systemctl. Then the converge again
+# with the image already present, beside one parallel ssh command per host.
+REL=$W/release
+mkdir -p "$REL"
+rel_build() { # VERSION: relprod at VERSION padded to 10 MB, distinct bytes
+  (cd "$ROOT/tests" && go build -buildvcs=false -ldflags "-X main.version=$1" -o "$REL/relprod-$1" ./fixtures/relprod) 9>&- &&
+    head -c $((10 * 1024 * 1024 - $(stat -c %s "$REL/relprod-$1"))) /dev/urandom >> "$REL/relprod-$1"
+}
+REL_OK=1
+if command -v go >/dev/null && "$BIN" release --help >/dev/null 2>&1 9>&-; then
+  HOME=$REL "$BIN" release key generate --out "$REL" --name bench >"$LOGS/release-setup.log" 2>&1 9>&- || REL_OK=
+  for k in $(seq 1 "$N"); do
+    bash "$TB" exec "host$k" sh -c "mkdir -p /var/lib/stado/release/keys && cat > /var/lib/stado/release/keys/bench.pub" < "$REL/bench.pub" || REL_OK=
+    # Ansible's copy of the product: its own unit on its own port
+    bash "$TB" exec "host$k" sh -c "mkdir -p /var/lib/bench-rel && printf '[Service]\nExecStart=/var/lib/bench-rel/relprod --addr $(addr "$k"):18502\n' > /etc/systemd/system/bench-rel-ans.service && systemctl daemon-reload" || REL_OK=
+  done
+  for i in $(seq 0 "$RUNS"); do
+    rel_build "1.0.$i" >>"$LOGS/release-setup.log" 2>&1 &&
+      "$BIN" release publish relprod "1.0.$i" "$REL/relprod-1.0.$i" --os linux --arch "$(go env GOARCH)" --key "$REL/bench.key" --reason bench >>"$LOGS/release-setup.log" 2>&1 9>&- || REL_OK=
+  done
+  # the first version installed and relprod started, untimed
+  { "$BIN" release version set relprod 1.0.0 --reason bench &&
+    "$BIN" release version converge --all --max-concurrent "$N" &&
+    "$BIN" service ensure relprod --all --reason bench; } >>"$LOGS/release-setup.log" 2>&1 9>&- || REL_OK=
+  [ -n "$REL_OK" ] || { echo "  release: setup failed; the end of its log:"; tail -n 8 "$LOGS/release-setup.log" | sed 's/^/      /'; }
+else
+  REL_OK=
+  echo "  release: n/a (no go toolchain or no release command in this build)"
+fi
+cat > "$W/release.yml" <<EOF
+- hosts: bench
+  gather_facts: false
+  tasks:
+    - name: copy the new build
+      ansible.builtin.copy:
+        src: "{{ build }}"
+        dest: /var/lib/bench-rel/relprod
+        mode: "0755"
+    - name: restart it
+      ansible.builtin.systemd:
+        name: bench-rel-ans.service
+        state: restarted
+EOF
+REL_RUN=0
+rel_next() { REL_RUN=$((REL_RUN + 1)); "$BIN" release version set relprod "1.0.$REL_RUN" --reason bench >/dev/null 2>&1 9>&-; }
+stado_rel_converge() { stado "$1" release version converge --all --max-concurrent "$N"; }
+ans_rel() { ans "$1" ansible-playbook "$W/release.yml" -e "build=$REL/relprod-1.0.$REL_RUN"; }
+ssh_rel_host() {
+  local a; a=$(addr "$1")
+  "${SSH[@]}" "$a" "cat > /var/lib/bench-rel/relprod.new && chmod 0755 /var/lib/bench-rel/relprod.new && mv /var/lib/bench-rel/relprod.new /var/lib/bench-rel/relprod && systemctl restart bench-rel-ans.service" < "$REL/relprod-1.0.$REL_RUN"
+}
+ssh_rel_all() {
+  local pids=() k rc=0
+  for k in $(seq 1 "$N"); do ssh_rel_host "$k" & pids+=($!); done
+  for k in "${pids[@]}"; do wait "$k" || rc=1; done
+  return $rc
+}
+ssh_rel_read() { pssh systemctl is-active relprod.service; }
+if [ -n "$REL_OK" ]; then
+  ans_rel tuned >"$LOGS/prime-release-tuned.log" 2>&1 || true
+  for i in $(seq 1 "$RUNS"); do
+    rel_next
+    timed rel.stado - after_cold stado_rel_converge cold
+    timed rel.ssh - - ssh_rel_all
+    timed rel.anst - - ans_rel tuned
+    timed relsame.stado - after_cold stado_rel_converge cold
+    timed relsame.ssh - - ssh_rel_read
+  done
+  report rel.stado "release: stado converge, new 10 MB version"
+  report rel.ssh "release: parallel ssh cat + restart"
+  report rel.anst "release: Ansible tuned copy + restart"
+  report relsame.stado "release: stado converge, image present"
+  report relsame.ssh "release: parallel ssh systemctl is-active"
+fi
 H2H_S=$(awk -v a="$H2H_T0" -v b="$(date +%s%N)" 'BEGIN{printf "%.0f", (b-a)/1e9}')
 
 # --- the table ------------------------------------------------------------------
@@ -545,6 +628,18 @@ The autonomy cycle (docs/autonomy.md), one stado process per cycle, cold:
 | enforce restoring bench-new on $N hosts (--max-concurrent $N --settle 1s) | $(fmt cycle.enforce) | — |
 | planning alone, 1,000 hosts × 20 services, in-process hosts (go test -bench) | $PLAN_MS | ≤ 200 ms |
 EOF
+cat <<EOF
+
+The release flow (docs/release.md): a new signed 10 MB build of relprod on $N hosts, canary first,
+then the rest at once (--max-concurrent $N), each host proving a fresh pid on the new image and its
+port; cold, one stado process per run.
+
+| operation | stado | parallel ssh | Ansible tuned, warm | stado/Ansible tuned | budget |
+| --- | --- | --- | --- | --- | --- |
+| a new 10 MB version on every host, restarted | $(fmt rel.stado) | $(fmt rel.ssh) (cat + restart) | $(fmt rel.anst) (copy + restart) | $(ratio rel.stado rel.anst) | ≤ Ansible tuned |
+| the same converge again, image present | $(fmt relsame.stado) | $(fmt relsame.ssh) (is-active) | — | — | ≤ one parallel ssh command: $(ratio relsame.stado relsame.ssh) |
+EOF
+
 
 # --- issues 17 and 23: the read half at fleet size -----------------------------
 # stado service list over 1,000 and 10,000 hosts × 20 services, whole process,
