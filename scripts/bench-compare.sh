@@ -160,11 +160,6 @@ UNIT_PATH=/etc/systemd/system/bench-new.service
         program: /usr/local/bin/stado
         args: [host, run]
         env: {HOME: /root, STADO_INTERVAL: 30s, STADO_STORE: "$STADO_STORE"}
-      - name: relprod
-        unit: relprod.service
-        program: /var/lib/stado/release/current/relprod
-        args: [--addr, "$(addr "$k"):18501"]
-        product: relprod
 EOF
   done
 } > "$W/fleet.yaml"
@@ -527,8 +522,13 @@ if command -v go >/dev/null && "$BIN" release --help >/dev/null 2>&1 9>&-; then
     rel_build "1.0.$i" >>"$LOGS/release-setup.log" 2>&1 &&
       "$BIN" release publish relprod "1.0.$i" "$REL/relprod-1.0.$i" --os linux --arch "$(go env GOARCH)" --key "$REL/bench.key" --reason bench >>"$LOGS/release-setup.log" 2>&1 9>&- || REL_OK=
   done
-  # the first version installed and relprod started, untimed
-  { "$BIN" release version set relprod 1.0.0 --reason bench &&
+  # relprod joins the fleet (after the autonomy rows, which must not see
+  # it missing), its first version installed and started, untimed
+  awk '/ssh: \{address: / {a=$3; sub(/,$/, "", a)} {print} /STADO_INTERVAL: 30s/ {
+      print "      - name: relprod\n        unit: relprod.service\n        program: /var/lib/stado/release/current/relprod"
+      print "        args: [--addr, \"" a ":18501\"]\n        product: relprod" }' "$W/fleet.yaml" > "$W/fleet-release.yaml"
+  { "$BIN" registry push "$W/fleet-release.yaml" --reason "bench: relprod" &&
+    "$BIN" release version set relprod 1.0.0 --reason bench &&
     "$BIN" release version converge --all --max-concurrent "$N" &&
     "$BIN" service ensure relprod --all --reason bench; } >>"$LOGS/release-setup.log" 2>&1 9>&- || REL_OK=
   [ -n "$REL_OK" ] || { echo "  release: setup failed; the end of its log:"; tail -n 8 "$LOGS/release-setup.log" | sed 's/^/      /'; }
