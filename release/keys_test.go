@@ -218,3 +218,55 @@ func TestTheMinisignToolVerifiesAStadoSignature(t *testing.T) {
 		t.Fatalf("the signed bytes are not the manifest: %v", err)
 	}
 }
+
+// Keys cross both ways: `minisign -S` signs with an unencrypted key stado
+// generated (and stado's public key verifies it), and stado signs with a
+// key `minisign -G -W` generated (and minisign verifies it).
+func TestMinisignKeysAndStadoKeysAreInterchangeable(t *testing.T) {
+	bin, err := exec.LookPath("minisign")
+	if err != nil {
+		t.Skip("minisign is not installed (apt-get install minisign)")
+	}
+	dir := t.TempDir()
+	msg := filepath.Join(dir, "file")
+	if err := os.WriteFile(msg, []byte("brama bytes"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	pubPath, keyPath, err := release.GenerateKey(dir, "stado", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sigPath := msg + ".minisig"
+	cmd := exec.Command(bin, "-S", "-s", keyPath, "-m", msg, "-x", sigPath)
+	cmd.Stdin = strings.NewReader("")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("minisign -S with a stado key: %v\n%s", err, out)
+	}
+	pub, _ := release.LoadPublicKey(pubPath)
+	sig, _ := os.ReadFile(sigPath)
+	if !minisign.Verify(pub, []byte("brama bytes"), sig) {
+		t.Fatal("stado's public key does not verify what minisign signed with stado's private key")
+	}
+
+	mPub, mKey := filepath.Join(dir, "m.pub"), filepath.Join(dir, "m.key")
+	if out, err := exec.Command(bin, "-G", "-W", "-p", mPub, "-s", mKey).CombinedOutput(); err != nil {
+		t.Fatalf("minisign -G -W: %v\n%s", err, out)
+	}
+	priv, err := release.LoadPrivateKey(mKey, "")
+	if err != nil {
+		t.Fatalf("stado cannot open a minisign key: %v", err)
+	}
+	s, err := release.SignManifest(sampleManifest([]byte("brama")), priv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(msg, s.Manifest, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(sigPath, []byte(s.Signature), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := exec.Command(bin, "-V", "-p", mPub, "-m", msg, "-x", sigPath).CombinedOutput(); err != nil {
+		t.Fatalf("minisign -V of a manifest stado signed with a minisign key: %v\n%s", err, out)
+	}
+}
