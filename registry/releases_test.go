@@ -37,7 +37,7 @@ func TestDeclaredReleaseOfATargetOverridesTheTopLevel(t *testing.T) {
 		{"host3", "brama", registry.ReleaseDecl{Version: "1.4.2", Pin: true}, true}, // the override
 		{"host1", "brama", registry.ReleaseDecl{Version: "1.4.3"}, true},            // the fleet-wide entry
 		{"", "stado", registry.ReleaseDecl{Version: "0.2.0-rc.1+build.7", Pin: true}, true},
-		{"host1", "tilde", registry.ReleaseDecl{}, false},                // declared nowhere
+		{"host1", "tilde", registry.ReleaseDecl{}, false},                 // declared nowhere
 		{"nosuch", "brama", registry.ReleaseDecl{Version: "1.4.3"}, true}, // unknown target: the top level
 	} {
 		got, ok := d.DeclaredRelease(c.target, c.product)
