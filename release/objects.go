@@ -51,7 +51,8 @@ type PublishRequest struct {
 	Data                       []byte
 	Key                        minisign.PrivateKey
 	Reason                     string
-	Now                        time.Time
+	// Now is the manifest's publication time (zero: the clock's).
+	Now time.Time
 }
 
 // PublishResult is what Publish wrote.
@@ -121,8 +122,12 @@ func Publish(ctx context.Context, st store.Store, req PublishRequest) (PublishRe
 	if err := writeChunks(ctx, st, req.Data, chunks, &res); err != nil {
 		return res, err
 	}
+	now := req.Now
+	if now.IsZero() {
+		now = time.Now()
+	}
 	m := Manifest{Product: req.Product, Version: req.Version, OS: req.OS, Arch: req.Arch, SHA256: res.SHA256,
-		Size: res.Size, Chunks: chunks, PublishedAt: req.Now.UTC(), Reason: req.Reason}
+		Size: res.Size, Chunks: chunks, PublishedAt: now.UTC(), Reason: req.Reason}
 	s, err := SignManifest(m, req.Key)
 	if err != nil {
 		return res, err
