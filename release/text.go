@@ -17,7 +17,7 @@ type KeyGenerated struct {
 func (k KeyGenerated) Lines() []string {
 	enc := "encrypted with $" + PasswordEnv
 	if !k.Encrypted {
-		enc = "NOT encrypted (" + PasswordEnv + " was empty)"
+		enc = "NOT encrypted: " + PasswordEnv + " was empty"
 	}
 	return []string{
 		"release key " + k.KeyID,
