@@ -19,10 +19,11 @@
 // What else it imports, each for the commands that need it: the read half
 // (beacon, catalog, registry) for reads without SSH; the write half (fleet)
 // and autonomy for actions; repair for `stado repair` and the host process;
-// desktop and resolver for their servers; register for the recovery rows;
-// store and store/etcdstore to open the store named by --store; units for
-// the host-side unit commands; printer for the output layer; refusal for
-// the exit-code table.
+// desktop and resolver for their servers; release for the release
+// commands (keys, publish, prune, declared versions); register for the
+// recovery rows; store and store/etcdstore to open the store named by
+// --store; units for the host-side unit commands; printer for the output
+// layer; refusal for the exit-code table.
 //
 // cli is the top of the dependency graph; nothing imports it but cmd/stado.
 package cli

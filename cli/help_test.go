@@ -23,7 +23,9 @@ var reportingExempt = map[string]bool{
 
 func walk(prefix string, cmds []*ucli.Command, fn func(path string, c *ucli.Command)) {
 	for _, c := range cmds {
-		if c.Name == "help" {
+		// A hidden command without an action is a placeholder another
+		// change is filling in (release_rollout.go); it is not yet a command.
+		if c.Name == "help" || (c.Hidden && c.Action == nil && len(c.Subcommands) == 0) {
 			continue
 		}
 		path := prefix + " " + c.Name

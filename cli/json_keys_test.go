@@ -12,6 +12,8 @@ import (
 	"testing"
 
 	ucli "github.com/urfave/cli/v2"
+
+	"github.com/wisent/stado/release"
 )
 
 // checkNoDuplicateKeys decodes every JSON document in s (one, or JSON lines)
@@ -85,41 +87,45 @@ func TestTheDuplicateKeyCheckRefusesARepeatedKey(t *testing.T) {
 // and report their failure as JSON too). Each entry is the arguments after
 // the command's path.
 var jsonInvocations = map[string][]string{
-	"stado version":            nil,
-	"stado registry push":      {"@doc"},
-	"stado registry show":      nil,
-	"stado registry history":   nil,
-	"stado registry validate":  {"@doc"},
-	"stado registry doctor":    nil,
-	"stado catalog show":       nil,
-	"stado catalog validate":   {"@catalog"},
-	"stado catalog push":       {"--file", "@catalog", "--reason", "test"},
-	"stado host unit show":     {"nosuch-stado-test.service"},
-	"stado host unit parse":    {"@unit"},
-	"stado host unit logs":     {"nosuch-stado-test.service"},
-	"stado host health":        nil,
-	"stado host unlock-store":  nil,
-	"stado store migrate":      {"--to", "file://@newstore"},
-	"stado service list":       nil,
-	"stado service status":     {"api"},
-	"stado service recoveries": nil,
-	"stado service show":       {"api"},
-	"stado service ensure":     {"api", "--host", "host1"},
-	"stado service adopt":      {"api.service", "--host", "host1", "--name", "api2", "--reason", "test"},
-	"stado service retire":     {"api", "--host", "host1", "--reason", "test", "--dry-run"},
-	"stado service remove":     {"api", "--host", "host1", "--reason", "test", "--dry-run"},
-	"stado service restart":    {"api", "--host", "host1", "--dry-run"},
-	"stado service logs":       {"api", "--host", "host1"},
-	"stado service env":        {"api", "--host", "host1"},
-	"stado service unit show":  {"api", "--host", "host1"},
-	"stado service unit logs":  {"api", "--host", "host1"},
-	"stado service verify":     {"api"},
-	"stado service serving":    {"api", "--host", "host1"},
-	"stado resolver resolve":   {"api", "--caller", "host1"},
-	"stado repair":             {"api", "--host", "host1"},
-	"stado optimize run":       {"--mode", "report"},
-	"stado optimize status":    nil,
-	"stado desktop":            {"--listen", "not-an-address"},
+	"stado version":              nil,
+	"stado registry push":        {"@doc"},
+	"stado registry show":        nil,
+	"stado registry history":     nil,
+	"stado registry validate":    {"@doc"},
+	"stado registry doctor":      nil,
+	"stado catalog show":         nil,
+	"stado catalog validate":     {"@catalog"},
+	"stado catalog push":         {"--file", "@catalog", "--reason", "test"},
+	"stado host unit show":       {"nosuch-stado-test.service"},
+	"stado host unit parse":      {"@unit"},
+	"stado host unit logs":       {"nosuch-stado-test.service"},
+	"stado host health":          nil,
+	"stado host unlock-store":    nil,
+	"stado store migrate":        {"--to", "file://@newstore"},
+	"stado service list":         nil,
+	"stado service status":       {"api"},
+	"stado service recoveries":   nil,
+	"stado service show":         {"api"},
+	"stado service ensure":       {"api", "--host", "host1"},
+	"stado service adopt":        {"api.service", "--host", "host1", "--name", "api2", "--reason", "test"},
+	"stado service retire":       {"api", "--host", "host1", "--reason", "test", "--dry-run"},
+	"stado service remove":       {"api", "--host", "host1", "--reason", "test", "--dry-run"},
+	"stado service restart":      {"api", "--host", "host1", "--dry-run"},
+	"stado service logs":         {"api", "--host", "host1"},
+	"stado service env":          {"api", "--host", "host1"},
+	"stado service unit show":    {"api", "--host", "host1"},
+	"stado service unit logs":    {"api", "--host", "host1"},
+	"stado service verify":       {"api"},
+	"stado service serving":      {"api", "--host", "host1"},
+	"stado resolver resolve":     {"api", "--caller", "host1"},
+	"stado repair":               {"api", "--host", "host1"},
+	"stado optimize run":         {"--mode", "report"},
+	"stado optimize status":      nil,
+	"stado desktop":              {"--listen", "not-an-address"},
+	"stado release key generate": {"--out", "@keydir"},
+	"stado release publish":      {"brama", "1.0", "@doc", "--os", "linux", "--arch", "amd64", "--key", "@signkey"},
+	"stado release prune":        {"--keep", "1"},
+	"stado release version set":  {"brama", "1.0", "--reason", "test"},
 }
 
 const jsonKeysUnit = `[Unit]
@@ -159,6 +165,12 @@ func TestEveryCommandsJSONNamesEachKeyOnce(t *testing.T) {
 		"@unit":     filepath.Join(work, "api.service"),
 		"@catalog":  filepath.Join(work, "catalog.yaml"),
 		"@newstore": filepath.Join(work, "newstore"),
+		"@keydir":   filepath.Join(work, "keys"),
+	}
+	if _, key, err := release.GenerateKey(filepath.Join(work, "signing"), "k", ""); err != nil {
+		t.Fatal(err)
+	} else {
+		files["@signkey"] = key
 	}
 	for name, body := range map[string]string{"@doc": fixtureDoc, "@unit": jsonKeysUnit, "@catalog": jsonKeysCatalog} {
 		if err := os.WriteFile(files[name], []byte(body), 0o600); err != nil {

@@ -15,9 +15,11 @@ func (d *Document) Clone() *Document {
 	for i := range c.Directory {
 		c.Directory[i].Callers = slices.Clone(d.Directory[i].Callers)
 	}
+	c.Releases = cloneReleases(d.Releases)
 	c.Targets = slices.Clone(d.Targets)
 	for i := range c.Targets {
 		t := &c.Targets[i]
+		t.Releases = cloneReleases(t.Releases)
 		t.Alerts = slices.Clone(t.Alerts)
 		for j := range t.Alerts {
 			a := &t.Alerts[j]
@@ -52,13 +54,16 @@ type Change struct {
 	DirectoryChanged []string `json:"directory_changed,omitempty"`
 	DirectoryRemoved []string `json:"directory_removed,omitempty"`
 	ResolverChanged  bool     `json:"resolver_changed,omitempty"`
+	// ReleasesChanged names each declared version set, changed or removed:
+	// "PRODUCT" at the top level, "TARGET/PRODUCT" on a target.
+	ReleasesChanged []string `json:"releases_changed,omitempty"`
 }
 
 // Empty reports whether the change changes nothing.
 func (c Change) Empty() bool {
 	return len(c.TargetsAdded)+len(c.TargetsChanged)+len(c.TargetsRemoved)+
 		len(c.ServicesAdded)+len(c.ServicesChanged)+len(c.ServicesRemoved)+
-		len(c.DirectoryAdded)+len(c.DirectoryChanged)+len(c.DirectoryRemoved) == 0 && !c.ResolverChanged
+		len(c.DirectoryAdded)+len(c.DirectoryChanged)+len(c.DirectoryRemoved)+len(c.ReleasesChanged) == 0 && !c.ResolverChanged
 }
 
 // Diff compares two documents; a nil old is the empty registry. Lists are
@@ -73,6 +78,7 @@ func Diff(old, new *Document) Change {
 	}
 	var c Change
 	c.ResolverChanged = !sameJSON(old.ServiceResolver, new.ServiceResolver)
+	c.ReleasesChanged = releasesChanged(old.Releases, new.Releases, "")
 	for _, nt := range new.Targets {
 		ot, ok := old.Target(nt.Name)
 		if !ok {
@@ -84,9 +90,11 @@ func Diff(old, new *Document) Change {
 		}
 		a, b := *ot, nt
 		a.Services, b.Services = nil, nil
+		a.Releases, b.Releases = nil, nil
 		if !sameJSON(a, b) {
 			c.TargetsChanged = append(c.TargetsChanged, nt.Name)
 		}
+		c.ReleasesChanged = append(c.ReleasesChanged, releasesChanged(ot.Releases, nt.Releases, nt.Name+"/")...)
 		for _, ns := range nt.Services {
 			os, ok := serviceNamed(ot, ns.Name)
 			switch {

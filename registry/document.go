@@ -15,6 +15,9 @@ type Document struct {
 	Directory []DirectoryEntry `yaml:"directory,omitempty" json:"directory,omitempty"`
 	// Targets are the hosts of the fleet, each with its declared services.
 	Targets []Target `yaml:"targets" json:"targets"`
+	// Releases declares, per product, the version every target should run
+	// (a target's own Releases entry overrides it; releases.go).
+	Releases map[string]ReleaseDecl `yaml:"releases,omitempty" json:"releases,omitempty"`
 }
 
 // ServiceResolver carries the resolver settings of the fleet.
@@ -51,6 +54,8 @@ type Target struct {
 	// Alerts are the channels a recovery attempt on this host is reported to.
 	Alerts   []AlertChannel `yaml:"alerts,omitempty" json:"alerts,omitempty"`
 	Services []Service      `yaml:"services,omitempty" json:"services,omitempty"`
+	// Releases overrides the document's declared versions on this target.
+	Releases map[string]ReleaseDecl `yaml:"releases,omitempty" json:"releases,omitempty"`
 }
 
 // SSH is how the write half reaches a target.

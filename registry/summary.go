@@ -11,6 +11,8 @@ type Summary struct {
 	Directory []DirectoryEntry `json:"directory"`
 	// Incomplete counts the declarations that cannot be reinstalled.
 	Incomplete int `json:"incomplete"`
+	// Releases are the versions declared for every target.
+	Releases map[string]ReleaseDecl `json:"releases,omitempty"`
 }
 
 // TargetSummary is one target of a Summary.
@@ -23,6 +25,8 @@ type TargetSummary struct {
 	LaunchdDomain string           `json:"launchd_domain,omitempty"`
 	Alerts        []string         `json:"alerts,omitempty"`
 	Services      []ServiceSummary `json:"services"`
+	// Releases are this target's own declared versions (overrides).
+	Releases map[string]ReleaseDecl `json:"releases,omitempty"`
 }
 
 // ServiceSummary is one declaration of a TargetSummary.
@@ -46,10 +50,10 @@ const (
 
 // Summarize reads d as Summary describes; lists are empty, never nil.
 func Summarize(d *Document) Summary {
-	s := Summary{Targets: []TargetSummary{}, Directory: append([]DirectoryEntry{}, d.Directory...)}
+	s := Summary{Targets: []TargetSummary{}, Directory: append([]DirectoryEntry{}, d.Directory...), Releases: cloneReleases(d.Releases)}
 	for _, t := range d.Targets {
 		ts := TargetSummary{Name: t.Name, Address: t.SSH.Address, Port: t.SSH.Port, User: t.SSH.User, OS: t.OS,
-			LaunchdDomain: t.LaunchdDomain, Services: []ServiceSummary{}}
+			LaunchdDomain: t.LaunchdDomain, Services: []ServiceSummary{}, Releases: cloneReleases(t.Releases)}
 		if ts.Address == "" {
 			ts.Address = t.Name
 		}

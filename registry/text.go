@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"cmp"
 	"fmt"
+	"sort"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -55,6 +56,7 @@ func (p Pushed) Lines() []string {
 		{"targets added", c.TargetsAdded}, {"targets changed", c.TargetsChanged}, {"targets removed", c.TargetsRemoved},
 		{"services added", c.ServicesAdded}, {"services changed", c.ServicesChanged}, {"services removed", c.ServicesRemoved},
 		{"directory added", c.DirectoryAdded}, {"directory changed", c.DirectoryChanged}, {"directory removed", c.DirectoryRemoved},
+		{"releases changed", c.ReleasesChanged},
 	} {
 		if len(l.items) > 0 {
 			add("  %-18s %s", l.label+":", strings.Join(l.items, ", "))
@@ -106,8 +108,17 @@ func (s Shown) Lines() []string {
 			}
 			fmt.Fprintf(tw, "    %s\t%s\t%s\t%s\n", sv.Name, sv.Unit, sv.Scope, what)
 		}
+		for _, l := range releaseLines(tg.Releases) {
+			fmt.Fprintf(tw, "    release %s\n", l)
+		}
 	}
 	tw.Flush()
+	if len(s.Releases) > 0 {
+		fmt.Fprintf(&b, "\nreleases (%d):\n", len(s.Releases))
+		for _, l := range releaseLines(s.Releases) {
+			fmt.Fprintf(&b, "  %s\n", l)
+		}
+	}
 	fmt.Fprintf(&b, "\ndirectory (%d):\n", len(s.Directory))
 	for _, e := range s.Directory {
 		fmt.Fprintf(&b, "  %s -> %s:%d  callers: %s\n", e.Service, e.Host, e.Port, cmp.Or(strings.Join(e.Callers, ", "), "every target"))
@@ -116,6 +127,25 @@ func (s Shown) Lines() []string {
 		fmt.Fprintf(&b, "\n%d declaration(s) incomplete: they name a unit but no program, so they cannot be reinstalled\n", s.Incomplete)
 	}
 	return strings.Split(strings.TrimSuffix(b.String(), "\n"), "\n")
+}
+
+// releaseLines says each declared version of m, by product:
+// "brama 1.4.3 (pinned)".
+func releaseLines(m map[string]ReleaseDecl) []string {
+	products := make([]string, 0, len(m))
+	for p := range m {
+		products = append(products, p)
+	}
+	sort.Strings(products)
+	out := make([]string, 0, len(products))
+	for _, p := range products {
+		l := p + " " + m[p].Version
+		if m[p].Pin {
+			l += " (pinned)"
+		}
+		out = append(out, l)
+	}
+	return out
 }
 
 // Revisions is `registry history`: the retained revisions, newest first.

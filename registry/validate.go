@@ -86,6 +86,7 @@ func (v *validator) document(d *Document) {
 		v.add("service_resolver.refresh_seconds", "must be greater than 0, got %d", d.ServiceResolver.RefreshSeconds)
 	}
 	v.autonomy(&d.Autonomy)
+	v.releases(d.Releases, "releases")
 	perTarget, perLimits := v.targetsEach(d.Targets)
 	targets := make(map[string]int, len(d.Targets))
 	for i := range d.Targets {
@@ -260,6 +261,7 @@ func (v *validator) target(t *Target, p string) {
 			v.add(p+".launchd_domain", "must be system, gui/<uid> or user/<uid>, got %q", t.LaunchdDomain)
 		}
 	}
+	v.releases(t.Releases, p+".releases")
 	alerts := map[string]int{}
 	for i := range t.Alerts {
 		v.alert(&t.Alerts[i], at(p, "alerts", i), alerts, i)

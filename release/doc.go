@@ -6,5 +6,12 @@
 // converge and show in release/rollout, the bare-host bootstrap in
 // release/bootstrap.
 //
-// stado imports: refusal, safefile, store.
+// It owns the release core as well: the grammar of products and versions,
+// minisign keys and signatures (aead.dev/minisign, the minisign tool's own
+// file formats), the chunked, content-addressed store objects (Publish,
+// LoadSigned, Fetch, Published, Prune) and the one write of a declared
+// version (Declare, through registry.Update).
+//
+// stado imports: refusal, registry (the declared versions and their
+// grammar), safefile, store.
 package release
