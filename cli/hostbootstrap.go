@@ -47,7 +47,7 @@ func newHostBootstrapCommand(env *Env) *ucli.Command {
 			&ucli.StringSliceFlag{Name: "key", Usage: "release public key file (minisign) to verify with and pin (repeatable)", Required: true},
 			&ucli.StringFlag{Name: "channel-key", Usage: "the operator's SSH public key file, to restrict to the channel"},
 			&ucli.BoolFlag{Name: "forced-command", Usage: "install the restricting line in the login user's ~/.ssh/authorized_keys instead of printing it"},
-		}, sshFlags()...),
+		}, bootstrapSSHFlags()...),
 		Action: func(c *ucli.Context) error {
 			host, err := oneArg(c, "HOST")
 			if err != nil {
@@ -122,4 +122,16 @@ func bootstrapTarget(ctx context.Context, st store.Store, host string) (registry
 		return *t, nil
 	}
 	return registry.Target{Name: host}, nil
+}
+
+// bootstrapSSHFlags are the ssh flags without --no-keeper: a bootstrap
+// never goes through the keeper (there is no channel on the host yet).
+func bootstrapSSHFlags() []ucli.Flag {
+	var fs []ucli.Flag
+	for _, f := range sshFlags() {
+		if f.Names()[0] != "no-keeper" {
+			fs = append(fs, f)
+		}
+	}
+	return fs
 }
