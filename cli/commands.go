@@ -24,6 +24,7 @@ func commands(env *Env) []*ucli.Command {
 				newHostRunCommand(env),
 				newHostHealthCommand(env),
 				newHostUnlockStoreCommand(env),
+				newHostBootstrapCommand(env),
 			},
 		},
 		newStoreCommand(env),

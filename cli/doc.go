@@ -14,16 +14,19 @@
 // the one `stado host run` hands repair to reach its peers) and
 // channel/keeper for the transport that keeps connections between commands;
 // the packages it calls take a channel.Connector and never import the SSH
-// client. cli builds no other pool, client or step runner.
+// client. cli builds no other pool, client or step runner; `stado host
+// bootstrap` runs raw argv over a pool of the same constructor (hostShell),
+// handed to release/bootstrap as its Shell.
 //
 // What else it imports, each for the commands that need it: the read half
 // (beacon, catalog, registry) for reads without SSH; the write half (fleet)
 // and autonomy for actions; repair for `stado repair` and the host process;
 // desktop and resolver for their servers; release for the release
-// commands (keys, publish, prune, declared versions); register for the
-// recovery rows; store and store/etcdstore to open the store named by
-// --store; units for the host-side unit commands; printer for the output
-// layer; refusal for the exit-code table.
+// commands (keys, publish, prune, declared versions); release/bootstrap for
+// `stado host bootstrap`; register for the recovery rows; store and
+// store/etcdstore to open the store named by --store; units for the
+// host-side unit commands; printer for the output layer; refusal for the
+// exit-code table.
 //
 // cli is the top of the dependency graph; nothing imports it but cmd/stado.
 package cli

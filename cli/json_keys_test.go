@@ -101,6 +101,7 @@ var jsonInvocations = map[string][]string{
 	"stado host unit logs":       {"nosuch-stado-test.service"},
 	"stado host health":          nil,
 	"stado host unlock-store":    nil,
+	"stado host bootstrap":       {"host1", "--version", "1.0.0", "--key", "@doc"},
 	"stado store migrate":        {"--to", "file://@newstore"},
 	"stado service list":         nil,
 	"stado service status":       {"api"},

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"io"
 
 	ucli "github.com/urfave/cli/v2"
 
@@ -10,6 +11,7 @@ import (
 	"github.com/wisent/stado/channel/sshclient"
 	"github.com/wisent/stado/fleet"
 	"github.com/wisent/stado/registry"
+	"github.com/wisent/stado/release/bootstrap"
 )
 
 // sshFlags are the flags of every command that opens the host channel.
@@ -57,9 +59,33 @@ func connectorFrom(c *ucli.Context, env *Env) (channel.Connector, func()) {
 // rides one connection per host dialed with d, or transport first when it
 // is not nil. The func it returns closes the pool.
 func sshConnector(d *sshclient.Dialer, transport sshclient.Transport) (channel.Connector, func()) {
+	pool := newSSHPool(d, transport)
+	return pool.Connect(), func() { _ = pool.Close() }
+}
+
+// newSSHPool is the one SSH pool constructor of cli.
+func newSSHPool(d *sshclient.Dialer, transport sshclient.Transport) *sshclient.Pool {
 	pool := sshclient.NewPool(d)
 	pool.Transport = transport
-	return pool.Connect(), func() { _ = pool.Close() }
+	return pool
+}
+
+// hostShell runs raw argv on t over one connection dialed with d (no
+// keeper: a host being bootstrapped has no channel for it to carry), for
+// `stado host bootstrap`. The func it returns closes the connection.
+func hostShell(d *sshclient.Dialer, t registry.Target) (bootstrap.Shell, func()) {
+	pool := newSSHPool(d, nil)
+	return poolShell{pool, t}, func() { _ = pool.Close() }
+}
+
+// poolShell is bootstrap's Shell over a pool's connection to t.
+type poolShell struct {
+	pool *sshclient.Pool
+	t    registry.Target
+}
+
+func (s poolShell) Run(ctx context.Context, argv []string, stdin io.Reader) ([]byte, []byte, error) {
+	return s.pool.Exec(ctx, s.t, argv, stdin)
 }
 
 // logsReader reads the last lines of a declared service's log through

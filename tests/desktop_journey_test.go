@@ -262,7 +262,7 @@ func TestDesktopJourneyAnOperatorReadsTheFleetInARealBrowser(t *testing.T) {
 	if out, err := exec.Command("go", "build", "-o", fixture, "./fixtures/answering").CombinedOutput(); err != nil {
 		t.Fatalf("build the fixture: %v\n%s", err, out)
 	}
-	t.Cleanup(func() { os.Remove(fixture) })
+	bed.InstallBin(t, fixture)
 	storeDir := bed.NewStore(t)
 	storeURL := "file://" + storeDir
 	c := newCLI(t, bed, storeURL)

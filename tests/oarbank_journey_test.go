@@ -74,7 +74,7 @@ func TestOarbankAgentIsDeployedAnsweredAndRestartedWithoutStoppingItsWorkload(t 
 		if out, err := exec.Command("go", "build", "-o", dst, pkg).CombinedOutput(); err != nil {
 			t.Fatalf("build %s: %v\n%s", pkg, err, out)
 		}
-		t.Cleanup(func() { os.Remove(dst) })
+		bed.InstallBin(t, dst)
 	}
 	storeDir := bed.NewStore(t)
 	storeURL := "file://" + storeDir

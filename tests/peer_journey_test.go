@@ -91,7 +91,7 @@ func TestPeerJourneyHost1RepairsHost2sStandingServiceOverSSH(t *testing.T) {
 	if out, err := exec.Command("go", "build", "-o", fixture, "./fixtures/peer").CombinedOutput(); err != nil {
 		t.Fatalf("build the fixture: %v\n%s", err, out)
 	}
-	t.Cleanup(func() { os.Remove(fixture) })
+	bed.InstallBin(t, fixture)
 	storeDir := bed.NewStore(t)
 	storeURL := "file://" + storeDir
 	c := newCLI(t, bed, storeURL)

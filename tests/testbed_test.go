@@ -183,6 +183,45 @@ func TestTestbedStadoRunsInsideAHost(t *testing.T) {
 	}
 }
 
+// TestTestbedReleaseFilesArePerHost: a file in host1's /var/lib/stado or
+// /usr/local/bin is not seen by host2, and WithoutStado leaves host2 with
+// no stado for one test, which its cleanup links back.
+func TestTestbedReleaseFilesArePerHost(t *testing.T) {
+	bed := testbed.Shared(t, 2)
+	bin := testbed.BuildStado(t)
+	bed.InstallStado(t, bin)
+	ctx := journeyCtx(t)
+	h1, h2 := bed.Host(1), bed.Host(2)
+	for _, path := range []string{"/var/lib/stado/tb-probe", "/usr/local/bin/tb-probe"} {
+		if err := bed.WriteFile(h1, path, []byte("host1\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { bed.SSH(context.Background(), h1, "rm", "-f", path) })
+		if _, _, err := bed.SSH(ctx, h1, "test", "-f", path); err != nil {
+			t.Errorf("host1 does not see its own %s: %v", path, err)
+		}
+		if _, _, err := bed.SSH(ctx, h2, "test", "-e", path); err == nil {
+			t.Errorf("host2 sees host1's %s", path)
+		}
+	}
+	t.Run("without stado", func(t *testing.T) {
+		bed.WithoutStado(t, h2)
+		if _, _, err := bed.SSH(ctx, h2, "test", "-e", "/usr/local/bin/stado"); err == nil {
+			t.Errorf("host2 still has /usr/local/bin/stado")
+		}
+		bed.InstallStado(t, bin) // a bare host is skipped
+		if _, _, err := bed.SSH(ctx, h2, "test", "-e", "/usr/local/bin/stado"); err == nil {
+			t.Errorf("InstallStado installed stado on bare host2")
+		}
+		if _, _, err := bed.SSH(ctx, h1, "/usr/local/bin/stado", "version"); err != nil {
+			t.Errorf("host1 lost its stado: %v", err)
+		}
+	})
+	if _, _, err := bed.SSH(ctx, h2, "/usr/local/bin/stado", "version"); err != nil {
+		t.Errorf("host2 has no stado after WithoutStado's cleanup: %v", err)
+	}
+}
+
 // TestTestbedSSHDStopsAndStartsOnOneHost stops host2's sshd: logins fail
 // there (exit 255) and still work on host1; starting it lets them in again.
 func TestTestbedSSHDStopsAndStartsOnOneHost(t *testing.T) {

@@ -48,7 +48,7 @@ func unitsRepoRoot(t testing.TB) string {
 }
 
 // unitsInstallTestBinary builds `go test -c ./units` once per process and puts it
-// at unitsTestInHost in every host (the bed's bin dir), atomically.
+// at unitsTestInHost in every host (through the bed's bin dir), atomically.
 func unitsInstallTestBinary(t testing.TB, bed *testbed.Bed) {
 	t.Helper()
 	root := unitsRepoRoot(t)
@@ -79,6 +79,7 @@ func unitsInstallTestBinary(t testing.TB, bed *testbed.Bed) {
 	if err := safefile.Write(filepath.Join(bed.BinDir(), filepath.Base(unitsTestInHost)), unitsBuild.data, 0o755); err != nil {
 		t.Fatal(err)
 	}
+	bed.InstallBin(t, filepath.Join(bed.BinDir(), filepath.Base(unitsTestInHost)))
 }
 
 // unitsRunTestBinary runs the units test binary inside h with both gates

@@ -68,7 +68,7 @@ func TestStaleStoreLockIsClearedByTheObjectAPIStepAndTheQuestionIsAnsweredAgain(
 	if out, err := exec.Command("go", "build", "-o", orphan, "./fixtures/lockorphan").CombinedOutput(); err != nil {
 		t.Fatalf("build the lock orphan: %v\n%s", err, out)
 	}
-	t.Cleanup(func() { os.Remove(orphan) })
+	bed.InstallBin(t, orphan)
 	storeDir := bed.NewStore(t)
 	storeURL := "file://" + storeDir
 	c := newCLI(t, bed, storeURL)

@@ -85,7 +85,7 @@ func TestUserScopeServiceIsObservedInItsUsersManagerAndRecoveredThroughIt(t *tes
 	if out, err := exec.Command("go", "build", "-o", fixture, "./fixtures/answering").CombinedOutput(); err != nil {
 		t.Fatalf("build the fixture: %v\n%s", err, out)
 	}
-	t.Cleanup(func() { os.Remove(fixture) })
+	bed.InstallBin(t, fixture)
 
 	alice := bed.AddUser(t, "stado-alice")
 	bed.EnableLinger(t, h, alice)

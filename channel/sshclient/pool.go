@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"strings"
 	"sync"
 
@@ -168,6 +169,25 @@ func (p *Pool) Run(ctx context.Context, t registry.Target, argv []string, stdin 
 			return stdout, stderr, err
 		}
 	}
+	var in io.Reader
+	if stdin != nil {
+		in = bytes.NewReader(stdin)
+	}
+	return p.exec(ctx, t, argv, in)
+}
+
+// Exec runs argv on t over the pool's own connection — never through the
+// Transport — with stdin streamed from r (nil for none), and returns what
+// it printed. It is the raw end of a command on the host's login shell: the
+// words are quoted as Run quotes them (a word Quote cannot carry is refused
+// before anything is sent), the host key is checked as for every dial, and
+// its errors are Run's. `stado host bootstrap` runs its steps with it on a
+// host that has no stado yet.
+func (p *Pool) Exec(ctx context.Context, t registry.Target, argv []string, stdin io.Reader) (stdout, stderr []byte, err error) {
+	return p.exec(ctx, t, argv, stdin)
+}
+
+func (p *Pool) exec(ctx context.Context, t registry.Target, argv []string, stdin io.Reader) (stdout, stderr []byte, err error) {
 	line, err := channel.Quote(argv)
 	if err != nil {
 		return nil, nil, fmt.Errorf("%s: %w", t.Name, err)
@@ -183,7 +203,7 @@ func (p *Pool) Run(ctx context.Context, t registry.Target, argv []string, stdin 
 	}
 	defer sess.Close()
 	if stdin != nil {
-		sess.Stdin = bytes.NewReader(stdin)
+		sess.Stdin = stdin
 	}
 	var out, errb OutputBuffer
 	sess.Stdout, sess.Stderr = &out, &errb

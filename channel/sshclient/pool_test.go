@@ -3,8 +3,11 @@ package sshclient
 import (
 	"context"
 	"fmt"
+	"io"
+	"strings"
 	"testing"
 
+	"github.com/wisent/stado/refusal"
 	"github.com/wisent/stado/registry"
 )
 
@@ -57,5 +60,48 @@ func TestAPoolRunsOverItsOwnConnectionOnlyWhatItsTransportDeclines(t *testing.T)
 				t.Fatalf("the pool opened %d connections, want %d", n, tc.dialled)
 			}
 		})
+	}
+}
+
+// Exec sends argv quoted word by word, streams stdin, never goes through the
+// pool's Transport, and checks the host key like every dial.
+func TestExecRunsRawArgvWithStreamedStdinOverThePoolsOwnConnection(t *testing.T) {
+	f := newFixture(t)
+	var gotCmd string
+	f.srv.SetHandler(func(cmd string, stdin io.Reader, stdout, stderr io.Writer) int {
+		gotCmd = cmd
+		n, _ := io.Copy(io.Discard, stdin)
+		fmt.Fprintf(stdout, "%d", n)
+		return 0
+	})
+	stub := &transportStub{carry: true}
+	pool := NewPool(f.dialer())
+	pool.Transport = stub
+	defer pool.Close()
+	data := strings.NewReader(strings.Repeat("x", 3<<20))
+	out, _, err := pool.Exec(context.Background(), f.srv.Target("web1"), []string{"dd", "of=/var/lib/stado/release/images/.s/stado", "status=none", "a b"}, data)
+	if err != nil || string(out) != fmt.Sprint(3<<20) {
+		t.Fatalf("exec: %q %v", out, err)
+	}
+	if want := "dd of=/var/lib/stado/release/images/.s/stado status=none 'a b'"; gotCmd != want {
+		t.Errorf("the host got %q, want %q", gotCmd, want)
+	}
+	if stub.calls != 0 {
+		t.Errorf("Exec went through the transport (%d calls)", stub.calls)
+	}
+	// a word the quoting cannot carry is refused before anything is sent
+	before := f.srv.Commands.Load()
+	if _, _, err := pool.Exec(context.Background(), f.srv.Target("web1"), []string{"echo", "it's"}, nil); err == nil {
+		t.Error("a single quote was sent")
+	}
+	if f.srv.Commands.Load() != before {
+		t.Error("a refused argv reached the host")
+	}
+	// a host whose key is not in known_hosts is refused
+	other := startServer(t)
+	other.Authorize(mustPublicKey(t, f.identity))
+	_, _, err = NewPool(f.dialer()).Exec(context.Background(), other.Target("web2"), []string{"true"}, nil)
+	if code, _ := refusal.CodeOf(err); code != refusal.HostKeyUnknown {
+		t.Errorf("unknown host key: %v (code %q)", err, code)
 	}
 }

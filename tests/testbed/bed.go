@@ -68,8 +68,17 @@ func (b *Bed) KeyPath() string { return filepath.Join(b.dir, "id_ed25519") }
 // files on the machine and inside every host. `up` empties it.
 func (b *Bed) StoreDir() string { return b.store }
 
-// BinDir is the directory every host sees as its /usr/local/bin.
+// BinDir holds the programs under test; InstallStado and InstallBin place
+// each in every host's own /usr/local/bin (HostBinDir). A file written here
+// reaches no host until InstallBin installs it.
 func (b *Bed) BinDir() string { return filepath.Join(b.dir, "bin") }
+
+// HostBinDir is the machine's path of h's own /usr/local/bin.
+func (b *Bed) HostBinDir(h Host) string { return filepath.Join(b.hostDir(h), "fs", "usr-local-bin") }
+
+// HostStadoDir is the machine's path of h's own /var/lib/stado (where a
+// host keeps its release images and state).
+func (b *Bed) HostStadoDir(h Host) string { return filepath.Join(b.hostDir(h), "fs", "var-lib-stado") }
 
 // hostDir is testbed.sh's per-host directory.
 func (b *Bed) hostDir(h Host) string { return filepath.Join(b.dir, "hosts", h.Name) }
@@ -175,7 +184,7 @@ func (b *Bed) hostFile(h Host, path string) (string, error) {
 // in the same directory, fsync, rename, fsync of the directory. The
 // directory must exist. Symlinks along path are resolved from the machine's
 // root, which is the same as the host's except for /etc/systemd, /etc/ssh,
-// /root, /tmp, /var/tmp, /run and /usr/local/bin.
+// /root, /tmp, /var/tmp, /run, /usr/local/bin and /var/lib/stado.
 func (b *Bed) WriteFile(h Host, path string, data []byte, mode os.FileMode) error {
 	p, err := b.hostFile(h, path)
 	if err != nil {

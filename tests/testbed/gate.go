@@ -7,7 +7,9 @@
 // journey that asks for it (Shared) brings it up under a machine-wide lock,
 // and Main tears it down when the tests end. It also builds the stado binary
 // under test (BuildStado) and puts it at /usr/local/bin/stado inside every
-// host (Bed.InstallStado).
+// host (Bed.InstallStado; each host has its own /usr/local/bin and
+// /var/lib/stado), and makes a host bare, sshd only, for a journey that
+// bootstraps it (Bed.WithoutStado).
 //
 // Journeys that cannot run here (not root, no systemd, no sshd, -short) skip
 // with one line, or fail when STADO_TESTBED=required, as CI sets it.

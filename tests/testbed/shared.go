@@ -403,20 +403,3 @@ func buildStado() (string, error) {
 	}
 	return out, nil
 }
-
-// InstallStado puts the binary at path as /usr/local/bin/stado of every
-// host, atomically (hosts see the bed's bin dir as their /usr/local/bin; the
-// machine's /usr/local/bin is not touched). Installing again replaces it.
-func (b *Bed) InstallStado(t testing.TB, path string) {
-	t.Helper()
-	data, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("testbed: install stado: %v", err)
-	}
-	if err := os.MkdirAll(b.BinDir(), 0o755); err != nil {
-		t.Fatalf("testbed: install stado: %v", err)
-	}
-	if err := safefile.Write(filepath.Join(b.BinDir(), "stado"), data, 0o755); err != nil {
-		t.Fatalf("testbed: install stado: %v", err)
-	}
-}

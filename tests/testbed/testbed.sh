@@ -11,11 +11,15 @@
 # the rest of the filesystem.  'systemctl reboot' in a host boots it again;
 # 'systemctl poweroff' leaves it down.
 #
-# stado additions: every host sees the testbed's bin directory (<state>/bin)
-# as its /usr/local/bin, so /usr/local/bin/stado inside a host is the binary
-# given with STADO_BIN or 'install-bin' (the machine's own /usr/local/bin is
-# not touched); and one store directory (TESTBED_STORE) that has the same path
-# on the machine and in every host.
+# stado additions: every host has a /usr/local/bin and a /var/lib/stado of
+# its own (hosts/hostK/fs/usr-local-bin and fs/var-lib-stado), so a release
+# installed on one host is not seen by the others; the testbed's bin directory
+# (<state>/bin) holds the programs under test, and 'up' (with STADO_BIN) and
+# 'install-bin' place each of them in every host's /usr/local/bin (a hard
+# link, or a copy, renamed into place) except the bare hosts' (TESTBED_BARE:
+# sshd only, no stado). The machine's own /usr/local/bin is not touched. And
+# one store directory (TESTBED_STORE) that has the same path on the machine
+# and in every host.
 #
 # Usage:
 #   testbed.sh up N              boot host1..hostN (1 <= N <= 250); fails if already up
@@ -25,17 +29,21 @@
 #   testbed.sh exec HOST CMD...  run CMD inside HOST via nsenter (no ssh involved)
 #   testbed.sh ssh HOST [CMD...] ssh -F <state>/ssh_config HOST CMD...
 #   testbed.sh install-bin PATH  install PATH as /usr/local/bin/<name> of every host
+#                                that is not bare
 #   testbed.sh env               print shell exports (TESTBED_DIR, TESTBED_SSH_CONFIG, ...)
 #
 # State directory (TESTBED_DIR, default /tmp/stado-testbed): id_ed25519[.pub]
-# (client key), ssh_config, known_hosts, hosts.txt, bin/ (the hosts'
-# /usr/local/bin), hosts/hostK/ (the host's files, console.log, pid files).
+# (client key), ssh_config, known_hosts, hosts.txt, bin/ (the programs every
+# host's /usr/local/bin gets), hosts/hostK/ (the host's files, console.log,
+# pid files; 'bare' marks a host whose /usr/local/bin stays empty).
 #
 # Environment:
 #   TESTBED_DIR            state directory (default /tmp/stado-testbed)
 #   TESTBED_STORE          shared store directory, same path everywhere
 #                          (default /var/lib/stado-testbed/store); emptied by 'up'
 #   STADO_BIN              at 'up': install this file as /usr/local/bin/stado of every host
+#   TESTBED_BARE           at 'up': hosts ("host3 host4") whose /usr/local/bin stays
+#                          empty (sshd only, no stado; 'install-bin' skips them)
 #   TESTBED_BOOT_TIMEOUT   seconds to wait for the hosts to boot (default 120)
 #   TESTBED_DOWN_TIMEOUT   seconds to wait for a clean shutdown before SIGKILL (default 20)
 #   TESTBED_LOCK           machine-wide lock file (default /run/stado-testbed.lock)
@@ -202,7 +210,9 @@ prepare_template() {
   local t=$TB/template fs ss u
   fs=$t/fs
   rm -rf "$t"
-  mkdir -p "$fs/etc-systemd" "$fs/etc-ssh/sshd_config.d" "$fs/root/.ssh" "$fs/var-log-journal" "$fs/var-tmp"
+  mkdir -p "$fs/etc-systemd" "$fs/etc-ssh/sshd_config.d" "$fs/root/.ssh" "$fs/var-log-journal" "$fs/var-tmp" \
+    "$fs/usr-local-bin" "$fs/var-lib-stado"
+  chmod 755 "$fs/usr-local-bin" "$fs/var-lib-stado"
 
   # /etc/systemd: the machine's config files (system.conf, journald.conf, ...)
   # but an /etc/systemd/system of its own that starts empty - so nothing enabled
@@ -326,8 +336,10 @@ hostinit() { # k tbdir
   mount --bind "$fs/etc-ssh" /etc/ssh
   mount --bind "$fs/root" /root
   mount --bind "$fs/var-tmp" /var/tmp
-  # The testbed's bin dir is the host's /usr/local/bin (the stado under test).
-  mount --bind "$tb/bin" /usr/local/bin
+  # A /usr/local/bin of its own (the stado under test, linked in by
+  # install_bin) and a /var/lib/stado of its own (release images and state).
+  mount --bind "$fs/usr-local-bin" /usr/local/bin
+  mount --bind "$fs/var-lib-stado" /var/lib/stado
   [ -d /var/log/journal ] && mount --bind "$fs/var-log-journal" /var/log/journal
   if [ -e /etc/hostname ]; then mount --bind "$h/hostname" /etc/hostname; fi
   mount --bind "$h/machine-id" /etc/machine-id
@@ -449,8 +461,8 @@ clear_store() { # [remove] : empty the store dir (only one this script made), or
   : > "$STORE/$STORE_MARK"
 }
 
-install_bin() { # path [name] : atomically place a copy in $TB/bin, which every host sees as /usr/local/bin
-  local src=$1 name=${2:-} tmp
+install_bin() { # path [name] : atomically place a copy in $TB/bin, then in every host's /usr/local/bin
+  local src=$1 name=${2:-} tmp h
   [ -f "$src" ] && [ -x "$src" ] || die "install-bin: $src is not an executable file"
   [ -n "$name" ] || name=$(basename "$src")
   case "$name" in ''|.*|*/*) die "install-bin: bad name '$name'" ;; esac
@@ -460,6 +472,31 @@ install_bin() { # path [name] : atomically place a copy in $TB/bin, which every 
     rm -f "$tmp"; die "install-bin: cannot install $src"
   fi
   sync "$TB/bin"
+  for h in "$TB"/hosts/host*; do
+    [ -d "$h/fs/usr-local-bin" ] && [ ! -e "$h/bare" ] || continue
+    link_bin "$TB/bin/$name" "$h/fs/usr-local-bin" || die "install-bin: cannot install $name in $(basename "$h")"
+  done
+}
+
+link_bin() { # file dir : place file in dir under its name, a hard link (a copy across filesystems), renamed into place
+  local src=$1 dir=$2 name tmp
+  name=$(basename "$src")
+  [ "$dir/$name" -ef "$src" ] && return 0          # already that file (a rename would be a no-op)
+  tmp="$dir/.$name.tmp.$$"
+  rm -f "$tmp"
+  if ! { ln "$src" "$tmp" 2>/dev/null || { cp "$src" "$tmp" && chmod 755 "$tmp" && sync "$tmp"; }; } \
+     || ! mv -f "$tmp" "$dir/$name"; then
+    rm -f "$tmp"; return 1
+  fi
+}
+
+populate_bin() { # host dir : every program of $TB/bin in the host's /usr/local/bin, unless bare
+  local h=$1 f
+  [ -e "$h/bare" ] && return 0
+  for f in "$TB"/bin/*; do
+    [ -f "$f" ] || continue
+    link_bin "$f" "$h/fs/usr-local-bin" || die "cannot install $(basename "$f") in $(basename "$h")"
+  done
 }
 
 # --- subcommands -------------------------------------------------------------
@@ -480,6 +517,12 @@ cmd_up() {
   down_locked quiet                       # leftovers of a crashed run
   ensure_deps
   cgb=$(cg2_base)
+  for k in ${TESTBED_BARE:-}; do
+    [[ "$k" =~ ^host[0-9]+$ ]] && [ "${k#host}" -ge 1 ] && [ "${k#host}" -le "$n" ] \
+      || die "TESTBED_BARE: '$k' is not one of host1..host$n"
+  done
+  # the mount point of every host's own /var/lib/stado (the machine's stays as it is)
+  [ -d /var/lib/stado ] || mkdir -p /var/lib/stado
   [ -f "$TB/id_ed25519" ] || ssh-keygen -q -t ed25519 -N '' -C testbed -f "$TB/id_ed25519"
   rm -rf "$TB/hosts"; mkdir -p "$TB/hosts" "$TB/bin"
   chmod 755 "$TB/bin"
@@ -488,6 +531,8 @@ cmd_up() {
   vlog "preparing files"
   prepare_template
   for k in $(seq 1 "$n"); do prepare_host "$k"; done
+  for k in ${TESTBED_BARE:-}; do : > "$TB/hosts/$k/bare"; done
+  for k in $(seq 1 "$n"); do populate_bin "$TB/hosts/host$k"; done
   write_client_config "$n"
   echo "$n" > "$TB/count"
   vlog "launching"
