@@ -2,13 +2,8 @@ package tests
 
 import (
 	"context"
-	"crypto/rand"
-	"crypto/sha256"
-	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -16,24 +11,16 @@ import (
 	"testing"
 	"time"
 
-	"aead.dev/minisign"
-
-	"github.com/wisent/stado/channel/sshclient"
-	"github.com/wisent/stado/registry"
 	"github.com/wisent/stado/release"
-	"github.com/wisent/stado/release/bootstrap"
 	"github.com/wisent/stado/tests/testbed"
 )
 
 // The bootstrap journey: host3 of the shared bed made bare (sshd only, no
 // stado, no /var/lib/stado), then bootstrapped over plain SSH into a stado
 // host whose beacon the read half lists, idempotently, with the operator's
-// channel key restricted to the channel. This file drives release/bootstrap
-// with the SSH pool `stado host bootstrap` uses and a source that serves the
-// stado under test as a verified image (the release core's store objects are
-// not in this tree yet); bootstrap_release_journey_test.go (build tag
-// releasejourney) runs the same journey through the CLI on a published
-// image.
+// channel key restricted to the channel. This file holds the journey's
+// fleet and checks; bootstrap_release_journey_test.go runs it through the
+// CLI on a stado image published to the store.
 
 // bootstrapFleet declares host3's stado as a bootstrap installs it.
 const bootstrapFleet = `version: 1
@@ -153,105 +140,4 @@ func checkChannelOnly(t *testing.T, bed *testbed.Bed, h testbed.Host, key string
 	if code != 0 || !strings.Contains(out, `"version"`) {
 		t.Errorf("the restricted key cannot run the channel's version verb: exit %d, stdout %q", code, out)
 	}
-}
-
-// imageSource serves data as stado VERSION for any os/arch, signed with
-// priv and verified against the keys Run hands it — what the release
-// core's LoadSigned, VerifySigned and Fetch do on the store.
-func imageSource(priv minisign.PrivateKey, version string, data []byte) bootstrap.Source {
-	sum := sha256.Sum256(data)
-	return bootstrap.Source{
-		LoadSigned: func(_ context.Context, product, v, goos, goarch string) (release.Signed, error) {
-			if product != "stado" || v != version {
-				return release.Signed{}, fmt.Errorf("%s %s not published", product, v)
-			}
-			m, _ := json.Marshal(release.Manifest{Kind: release.KindManifest, Product: product, Version: v, OS: goos, Arch: goarch,
-				SHA256: hex.EncodeToString(sum[:]), Size: int64(len(data))})
-			return release.Signed{Kind: release.KindSigned, Manifest: m, Signature: string(minisign.Sign(priv, m))}, nil
-		},
-		VerifySigned: func(s release.Signed, keys []minisign.PublicKey, product, v, goos, goarch string) (release.Manifest, error) {
-			for _, k := range keys {
-				if minisign.Verify(k, s.Manifest, []byte(s.Signature)) {
-					var m release.Manifest
-					err := json.Unmarshal(s.Manifest, &m)
-					return m, err
-				}
-			}
-			return release.Manifest{}, errors.New("no key verifies the manifest")
-		},
-		Fetch: func(context.Context, release.Manifest) ([]byte, error) { return data, nil },
-	}
-}
-
-// execShell is bootstrap's Shell over the pool `stado host bootstrap` uses.
-type execShell struct {
-	pool *sshclient.Pool
-	t    registry.Target
-}
-
-func (s execShell) Run(ctx context.Context, argv []string, stdin io.Reader) ([]byte, []byte, error) {
-	return s.pool.Exec(ctx, s.t, argv, stdin)
-}
-
-// Not parallel: WithoutStado takes stado off host3, which the parallel
-// journeys use.
-func TestBootstrapJourneyTurnsABareHostIntoAStadoHostOverPlainSSH(t *testing.T) {
-	bed := testbed.Shared(t, 3)
-	h := bed.Host(3)
-	bin := testbed.BuildStado(t)
-	bed.InstallStado(t, bin)
-	storeURL := "file://" + bed.NewStore(t)
-	c := newCLI(t, bed, storeURL)
-	bootstrapBed(t, bed, h, c, storeURL)
-
-	pub, priv, err := minisign.GenerateKey(rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	pubText, _ := pub.MarshalText()
-	key, err := bootstrap.KeyFromFile("journey-release.pub", pubText)
-	if err != nil {
-		t.Fatal(err)
-	}
-	data, err := os.ReadFile(bin)
-	if err != nil {
-		t.Fatal(err)
-	}
-	chanKey := channelKey(t)
-	chanPub, err := os.ReadFile(chanKey + ".pub")
-	if err != nil {
-		t.Fatal(err)
-	}
-	pool := sshclient.NewPool(&sshclient.Dialer{KnownHostsPath: bed.KnownHosts(), IdentityFiles: []string{bed.KeyPath()},
-		SSHConfigPath: bed.SSHConfig(), ConnectTimeout: 10 * time.Second})
-	defer pool.Close()
-	sh := execShell{pool, registry.Target{Name: h.Name, SSH: registry.SSH{Address: h.Addr, Port: 22, User: "root"}}}
-	req := bootstrap.Request{Host: h.Name, Version: "0.0.0-journey", Keys: []bootstrap.Key{key}, StoreURL: storeURL,
-		ChannelKey: string(chanPub), ForcedCommand: true}
-	src := imageSource(priv, req.Version, data)
-
-	res, err := bootstrap.Run(journeyCtx(t), sh, src, req)
-	if err != nil {
-		t.Fatalf("bootstrap: %v (steps %+v)", err, res.Steps)
-	}
-	for _, s := range res.Steps {
-		if s.Outcome != bootstrap.OutcomeChanged {
-			t.Errorf("first bootstrap of a bare host: step %s %s (%s)", s.Name, s.Outcome, s.Detail)
-		}
-	}
-	checkBootstrapped(t, bed, h, c, res.SHA256)
-
-	again, err := bootstrap.Run(journeyCtx(t), sh, src, req)
-	if err != nil {
-		t.Fatalf("second bootstrap: %v", err)
-	}
-	for _, s := range again.Steps {
-		if s.Outcome != bootstrap.OutcomeUnchanged {
-			t.Errorf("second bootstrap: step %s %s (%s)", s.Name, s.Outcome, s.Detail)
-		}
-	}
-	if again.Changed {
-		t.Error("the second bootstrap changed the host")
-	}
-	checkChannelOnly(t, bed, h, chanKey)
 }

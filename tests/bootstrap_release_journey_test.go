@@ -1,18 +1,9 @@
-//go:build releasejourney
-
-// This journey needs the release core (release.GenerateKey, release.Publish
-// and the store objects behind LoadSigned/VerifySigned/Fetch), which is not
-// in this tree yet: `go test -tags releasejourney ./tests -run
-// TestBootstrapReleaseJourney` once it is merged, then drop the tag.
-
 package tests
 
 import (
 	"context"
-	"crypto/rand"
 	"encoding/json"
 	"os"
-	"path/filepath"
 	"runtime"
 	"testing"
 	"time"
@@ -34,7 +25,12 @@ func publishStado(t *testing.T, storeURL, version, bin string) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	pub, priv, err := release.GenerateKey(rand.Reader)
+	dir := t.TempDir()
+	pubFile, keyFile, err := release.GenerateKey(dir, "journey-release", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	priv, err := release.LoadPrivateKey(keyFile, "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -44,18 +40,10 @@ func publishStado(t *testing.T, storeURL, version, bin string) string {
 	}
 	defer st.Close()
 	if _, err := release.Publish(ctx, st, release.PublishRequest{Product: "stado", Version: version, OS: runtime.GOOS, Arch: runtime.GOARCH,
-		Data: data, Key: priv, Reason: "bootstrap journey", Now: time.Now}); err != nil {
+		Data: data, Key: priv, Reason: "bootstrap journey", Now: time.Now()}); err != nil {
 		t.Fatalf("publish stado %s: %v", version, err)
 	}
-	text, err := pub.MarshalText()
-	if err != nil {
-		t.Fatal(err)
-	}
-	file := filepath.Join(t.TempDir(), "journey-release.pub")
-	if err := os.WriteFile(file, text, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	return file
+	return pubFile
 }
 
 type bootstrapDoc struct {
