@@ -22,7 +22,8 @@
 // desktop and resolver for their servers; register for the recovery rows;
 // store and store/etcdstore to open the store named by --store; units for
 // the host-side unit commands; printer for the output layer; refusal for
-// the exit-code table.
+// the exit-code table; release for the host's release directory the beacon
+// reads, and release/rollout for the release version commands.
 //
 // cli is the top of the dependency graph; nothing imports it but cmd/stado.
 package cli
