@@ -36,6 +36,7 @@ func commands(env *Env) []*ucli.Command {
 		newRepairCommand(env),
 		newOptimizeCommand(env),
 		newDesktopCommand(env),
+		newReleaseCommand(env),
 	}
 }
 

@@ -37,8 +37,9 @@ type Options struct {
 	// Product converges only this product; empty, every declared one.
 	Product   string
 	Connector channel.Connector
-	// MaxConcurrent bounds the hosts converging at once after the canary
-	// (below 1: one).
+	// MaxConcurrent bounds the hosts converging at once after the canary;
+	// below 1 means the registry's autonomy max_concurrent, else one. The
+	// registry's cap, when it declares one, is the ceiling.
 	MaxConcurrent int
 	// Wait bounds each host's proof; 0 means DefaultWait.
 	Wait time.Duration
@@ -131,9 +132,9 @@ func Converge(ctx context.Context, o Options) (Report, error) {
 	if mode != channel.ModeApply && mode != channel.ModePlan {
 		return Report{}, fmt.Errorf("converge mode %q is neither %s nor %s", mode, channel.ModeApply, channel.ModePlan)
 	}
-	maxc := max(o.MaxConcurrent, 1)
-	rep := Report{Mode: mode, MaxConcurrent: maxc, Lines: []Line{}}
 	jobs, err := plan(o)
+	maxc := maxConcurrent(o)
+	rep := Report{Mode: mode, MaxConcurrent: maxc, Lines: []Line{}}
 	if err != nil {
 		return rep, err
 	}
@@ -176,6 +177,22 @@ func Converge(ctx context.Context, o Options) (Report, error) {
 	}
 	rep.Failed = r.failure.Host + "/" + r.failure.Product
 	return rep, r.failErr
+}
+
+// maxConcurrent is o's bound on hosts at once under the registry's cap.
+func maxConcurrent(o Options) int {
+	limit := 0
+	if o.Doc != nil {
+		limit = o.Doc.Autonomy.MaxConcurrent
+	}
+	n := o.MaxConcurrent
+	if n < 1 {
+		n = limit
+	}
+	if limit > 0 {
+		n = min(n, limit)
+	}
+	return max(n, 1)
 }
 
 // plan lists the work of o in target order.

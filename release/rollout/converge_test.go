@@ -296,3 +296,31 @@ func TestConvergeSelectsTargetsAndProducts(t *testing.T) {
 		}
 	}
 }
+
+// The registry's autonomy max_concurrent is the default and the ceiling.
+func TestTheRegistrysCapBoundsConcurrency(t *testing.T) {
+	for _, tc := range []struct{ asked, limit, want int }{
+		{0, 0, 1}, // nothing asked, no cap: one at a time
+		{4, 0, 4}, // asked, no cap
+		{0, 3, 3}, // the registry's cap is the default
+		{8, 3, 3}, // and the ceiling
+		{2, 3, 2}, // asking for less is allowed
+	} {
+		d := fleetOf(1)
+		d.Autonomy.MaxConcurrent = tc.limit
+		if got := maxConcurrent(Options{Doc: d, MaxConcurrent: tc.asked}); got != tc.want {
+			t.Errorf("asked %d under cap %d: %d, want %d", tc.asked, tc.limit, got, tc.want)
+		}
+	}
+}
+
+// A host with several products converges them one after the other; its
+// first failure leaves its remaining products not attempted.
+func TestAFailingProductLeavesTheHostsOtherProductsNotAttempted(t *testing.T) {
+	f := newFakeHosts(1, "1.0")
+	f.fail["h1"] = "refuse"
+	rep, err := Converge(context.Background(), Options{Doc: fleetOf(1), Declared: declare(map[string]string{"brama": "2.0", "stado": "0.9"}, nil), Connector: f.connector()})
+	if err == nil || len(rep.Lines) != 2 || rep.Lines[0].Product != "brama" || rep.Lines[1].Outcome != OutcomeNotAttempted || f.callCount("h1") != 1 {
+		t.Fatalf("err %v, lines %+v", err, rep.Lines)
+	}
+}
