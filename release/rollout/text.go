@@ -32,7 +32,11 @@ func (l Line) Text() string {
 			fmt.Fprintf(&b, " (%s)", l.Evidence)
 		}
 	default:
-		fmt.Fprintf(&b, "%s %s → %s", l.Outcome, orNone(l.From), l.To)
+		if l.From == "" {
+			fmt.Fprintf(&b, "%s %s", l.Outcome, l.To) // the host said nothing of what it had
+		} else {
+			fmt.Fprintf(&b, "%s %s → %s", l.Outcome, l.From, l.To)
+		}
 		if l.Code != "" {
 			fmt.Fprintf(&b, " [%s]", l.Code)
 		}

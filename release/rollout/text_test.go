@@ -20,6 +20,7 @@ func TestLinesSayWhatLanded(t *testing.T) {
 		{Line{Host: "h2", Product: "brama", Outcome: release.OutcomeWouldActivate, From: "1.0", To: "2.0"}, "h2 brama: would activate 2.0, now 1.0"},
 		{Line{Host: "h3", Product: "brama", Outcome: release.OutcomeRestored, From: "2.0", To: "3.0", Code: "release_not_proven", Refusal: "no fresh pid", Evidence: "restored 2.0: runs /y", PID: 7},
 			"h3 brama: restored 2.0 → 3.0 [release_not_proven]: no fresh pid; restored 2.0: runs /y, pid 7"},
+		{Line{Host: "h5", Product: "brama", Outcome: OutcomeRefused, To: "3.0", Code: "release_downgrade", Refusal: "3.0 is older"}, "h5 brama: refused 3.0 [release_downgrade]: 3.0 is older"},
 		{Line{Host: "h4", Product: "brama", Outcome: OutcomeNotAttempted, To: "3.0"}, "h4 brama: not attempted (3.0 declared): an earlier host failed"},
 	} {
 		if got := tc.l.Text(); got != tc.want {
