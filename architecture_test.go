@@ -186,9 +186,10 @@ func TestTheImportRulesHold(t *testing.T) {
 		return out
 	}
 	// One road to a host: channel (and so its SSH client) is imported only
-	// by the write half (fleet), repair (acting through channel.Host), the
+	// by the write half (fleet), repair and release/rollout (acting through
+	// channel.Host), the
 	// host end (channel/local, channel's own packages) and cli's wiring.
-	channelUsers := map[string]bool{"fleet": true, "repair": true, "channel/local": true, "channel/keeper": true, "channel/sshclient": true, "channel/channeltest": true, "cli": true}
+	channelUsers := map[string]bool{"fleet": true, "repair": true, "release/rollout": true, "channel/local": true, "channel/keeper": true, "channel/sshclient": true, "channel/channeltest": true, "cli": true}
 	for _, dir := range importers("channel") {
 		if !channelUsers[dir] {
 			t.Errorf("%s imports channel; only %v may", dir, sortedKeys(channelUsers))
@@ -213,7 +214,7 @@ func TestTheImportRulesHold(t *testing.T) {
 			}
 		}
 	}
-	for _, dir := range []string{"channel", "channel/local", "fleet", "repair", "autonomy", "desktop", "beacon", "resolver"} {
+	for _, dir := range []string{"channel", "channel/local", "fleet", "repair", "release/rollout", "autonomy", "desktop", "beacon", "resolver"} {
 		for _, bad := range []string{"channel/sshclient", "channel/channeltest"} {
 			if deps(pkgs, dir)[bad] {
 				t.Errorf("%s links %s", dir, bad)

@@ -12,6 +12,8 @@ var storedBeaconSeeds = []string{
 	`{"kind":"stado.beacon","version":1,"host":"h","identity":{"hostname":"h.example","machine_id":"m","boot_id":"b","pid":7,"started":"2026-12-02T11:00:00Z"},"pass":3,"at":"2026-12-02T11:59:50.123456789Z","interval_seconds":15,"stale_after_seconds":45,"stado_version":"0.1.0","units":[{"service":"a","unit":"a.service","state":"active","sub":"running","pid":12,"starts":1,"last_exit":0,"last_stderr":"x\u001b[2J\n","answering":{"state":"finished","question":{"method":"GET","path":"/healthz","endpoint":"http://127.0.0.1:9000","repair":["restart"]},"finished":{"answered":{"status":200,"successful":true,"elapsed_ms":3,"at":"2026-12-02T11:59:48Z"}}}}],"undeclared":[{"unit":"x.service","state":"failed"}],"refusals":[{"code":"c","message":"m"}]}`,
 	`{"KIND":"stado.beacon","Version":1,"host":"h","host":"i","units":[{"Service":"a","UNIT":"a.service","state":"active","pid":1e2}]}`,
 	`{"kind":"stado.beacon","version":1,"host":"h","units":[{"pid":"12"}]}`,
+	`{"kind":"stado.beacon","version":1,"host":"h","releases":{"state":"read","products":[{"product":"brama","active":{"version":"1.4.3","sha256":"aa"},"backup":{"version":"1.4.2","sha256":"bb"},"last":{"version":"1.4.3","outcome":"activated","at":"2026-12-02T11:59:00Z","pid":9}}]}}`,
+	`{"kind":"stado.beacon","version":1,"host":"h","releases":{"state":"unreadable","cause":"release state x: not json","products":[{"product":7}]}}`,
 	`{"kind":"stado.beacon","version":1,"host":"h","units":[{"pid":1.5}]}`,
 	`{"kind":"stado.beacon","version":1,"host":"h\ud800\xff","at":"not a time"}`,
 	`{"kind":"stado.beacon","version":1,"host":"h","units":null,"extra":{"deep":[[[[{}]]]]}}`,

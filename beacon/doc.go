@@ -25,6 +25,7 @@
 //   - units: what the pass observes of the host's units (observer.go);
 //   - svcproto: reading a service's protocol executable (protocol.go);
 //   - refusal: the codes the pass and the host API report;
+//   - release: the host's release state file each pass carries (releases.go);
 //   - safefile: the atomic write of the registry cache file.
 //
 // It must never import channel (SSH), fleet or repair: the read half

@@ -22,6 +22,7 @@ func FuzzBeaconDecodingAndStaleness(f *testing.F) {
 		`{"kind":"stado.beacon","version":1,"host":"h","at":"2026-12-02T11:00:00Z","interval_seconds":1e308,"stale_after_seconds":-1,"units":[{"service":"a","unit":"a.service","state":"weird"}]}`,
 		`{"kind":"stado.beacon","version":1,"host":"other","at":"2026-12-02T12:00:00Z"}`,
 		`{"kind":"stado.beacon","version":1,"host":"h","at":"0001-01-01T00:00:00Z","undeclared":[{"unit":"x\u001b[2J.service","state":""}]}`,
+		`{"kind":"stado.beacon","version":1,"host":"h","at":"2026-12-02T11:59:50Z","releases":{"state":"read","products":[{"product":"brama","active":{"version":"1.4.3","sha256":"aa"}}]}}`,
 		`{"kind":"stado.beacon","version":2}`,
 		`not json`,
 	} {

@@ -95,7 +95,11 @@ type Runner struct {
 	Config       Config
 	Identity     Identity
 	Version      string
-	Logger       *slog.Logger
+	// ReleaseRoot is this host's release directory (release.Root); each
+	// pass reads its state file into the beacon's releases block. Empty
+	// reads none.
+	ReleaseRoot string
+	Logger      *slog.Logger
 	// Now is the clock every pass reads; nil means time.Now.
 	Now func() time.Time
 	// NewTicker makes what Run waits on between passes: the channel its
@@ -211,6 +215,9 @@ func (r *Runner) RunPass(ctx context.Context) (*Beacon, error) {
 		p.Refuse("host_not_declared", r.Host, "the registry declares no target %q", r.Host)
 	}
 	r.observe(ctx, p)
+	if r.ReleaseRoot != "" {
+		b.Releases = ReadReleases(r.ReleaseRoot)
+	}
 	for _, c := range r.Contributors {
 		c.Contribute(ctx, p)
 	}

@@ -51,6 +51,9 @@ type Beacon struct {
 	PeerRecoveries []PeerRecovery `json:"peer_recoveries,omitempty"`
 	// Refusals lists everything the pass could not do, with its cause.
 	Refusals []Refusal `json:"refusals,omitempty"`
+	// Releases is this host's release images, read from its release state
+	// file each pass (releases.go); absent when the host process reads none.
+	Releases *Releases `json:"releases,omitempty"`
 }
 
 // Identity names the machine behind a beacon.

@@ -26,7 +26,8 @@
 // `stado host bootstrap`; register for the recovery rows; store and
 // store/etcdstore to open the store named by --store; units for the
 // host-side unit commands; printer for the output layer; refusal for the
-// exit-code table.
+// exit-code table; release/rollout for the release version commands (show
+// and converge).
 //
 // cli is the top of the dependency graph; nothing imports it but cmd/stado.
 package cli

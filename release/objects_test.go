@@ -336,8 +336,8 @@ func runObjects(t *testing.T, open func(t *testing.T) store.Store) {
 			t.Fatal(err)
 		}
 		active, backup := digestOf([]byte("a")), digestOf([]byte("b"))
-		b1, _ := json.Marshal(map[string]any{"kind": "stado.beacon", "releases": map[string]release.ProductState{
-			"brama": {Active: &release.Image{SHA256: active}, Backup: &release.Image{SHA256: backup}}}})
+		b1, _ := json.Marshal(map[string]any{"kind": "stado.beacon", "releases": map[string]any{"state": "read", "products": []any{
+			map[string]any{"product": "brama", "active": map[string]string{"version": "1.4.1", "sha256": active}, "backup": map[string]string{"version": "1.4.0", "sha256": backup}}}}})
 		mustPut(t, st, store.BeaconPrefix+"host1", b1)
 		mustPut(t, st, store.BeaconPrefix+"host2", []byte(`{"kind":"stado.beacon"}`))
 		p, err := release.FleetProtection(ctx, st)
@@ -357,6 +357,12 @@ func runObjects(t *testing.T, open func(t *testing.T) store.Store) {
 		mustPut(t, st, store.BeaconPrefix+"host3", []byte(`{"releases": 7}`))
 		if _, err := release.FleetProtection(ctx, st); !refusal.Is(err, refusal.UnreadableBeacon) || !strings.Contains(err.Error(), "host3") {
 			t.Fatalf("unreadable releases field: %v, want unreadable_beacon naming host3", err)
+		}
+		// A host that could not read its own release state protects
+		// nothing we know of: prune refuses rather than guess.
+		mustPut(t, st, store.BeaconPrefix+"host3", []byte(`{"releases": {"state": "unreadable", "cause": "permission denied"}}`))
+		if _, err := release.FleetProtection(ctx, st); !refusal.Is(err, refusal.UnreadableBeacon) || !strings.Contains(err.Error(), "permission denied") {
+			t.Fatalf("a host's unreadable release state: %v, want unreadable_beacon with its cause", err)
 		}
 	})
 }

@@ -70,13 +70,13 @@ const beaconBound = 4 << 20
 // RecordedImages returns, per image digest, the hosts whose beacon records
 // it as the active or backup image of a product.
 //
-// The beacon's field is the rollout's to define; until it lands this
-// reads, from each beacon under store.BeaconPrefix, only a top-level
-// "releases" field, as a map of product to {active, backup} images (the
-// shape of HostState.Products) or as a whole HostState. A beacon without
-// the field records nothing. A beacon that is not JSON, or whose
-// "releases" is neither shape, is an unreadable_beacon refusal naming the
-// host: prune must not guess what a host runs.
+// It reads, from each beacon under store.BeaconPrefix, only the
+// "releases" block (docs/beacon.md: state, and per product the active and
+// backup images); package release cannot import beacon, which imports it.
+// A beacon without the block records nothing. A beacon that is not JSON,
+// whose block is not that shape, or whose host could not read its own
+// release state, is an unreadable_beacon refusal naming the host: prune
+// must not guess what a host keeps.
 func RecordedImages(ctx context.Context, st store.Store) (map[string][]string, error) {
 	var (
 		mu    sync.Mutex
@@ -140,17 +140,35 @@ func RecordedImages(ctx context.Context, st store.Store) (map[string][]string, e
 	return out, nil
 }
 
-// recordedProducts reads a beacon's releases field in either shape.
+// recordedProducts reads a beacon's releases block: per product the
+// active and backup images.
 func recordedProducts(raw json.RawMessage) (map[string]ProductState, error) {
-	var products map[string]ProductState
-	if err := json.Unmarshal(raw, &products); err == nil {
-		return products, nil
+	var block struct {
+		State    string `json:"state"`
+		Cause    string `json:"cause"`
+		Products []struct {
+			Product string `json:"product"`
+			Active  *Image `json:"active"`
+			Backup  *Image `json:"backup"`
+		} `json:"products"`
+		Omitted int `json:"omitted"`
 	}
-	var hs HostState
-	if err := json.Unmarshal(raw, &hs); err != nil || hs.Kind != KindState {
-		return nil, fmt.Errorf("neither a map of product to images nor a %s document", KindState)
+	if err := json.Unmarshal(raw, &block); err != nil {
+		return nil, err
 	}
-	return hs.Products, nil
+	switch {
+	case block.State == "unreadable":
+		return nil, fmt.Errorf("the host could not read its release state (%s)", block.Cause)
+	case block.State != "read":
+		return nil, fmt.Errorf("state %q, want read or unreadable", block.State)
+	case block.Omitted > 0:
+		return nil, fmt.Errorf("%d products left out of the block", block.Omitted)
+	}
+	out := map[string]ProductState{}
+	for _, p := range block.Products {
+		out[p.Product] = ProductState{Active: p.Active, Backup: p.Backup}
+	}
+	return out, nil
 }
 
 func dedupe(sorted []string) []string {
