@@ -1,9 +1,6 @@
 package cli
 
 import (
-	"maps"
-	"slices"
-
 	ucli "github.com/urfave/cli/v2"
 
 	"github.com/wisent/stado/beacon"
@@ -12,26 +9,6 @@ import (
 	"github.com/wisent/stado/registry"
 	"github.com/wisent/stado/release/rollout"
 )
-
-// releaseDeclarations is the registry's releases section as rollout reads
-// it. INTEGRATION: until the release core's registry section lands this
-// declares nothing; wire it to doc.DeclaredRelease and the section's
-// products.
-func releaseDeclarations(doc *registry.Document) rollout.Declarations {
-	products := map[string]bool{}
-	for p := range doc.Releases {
-		products[p] = true
-	}
-	for i := range doc.Targets {
-		for p := range doc.Targets[i].Releases {
-			products[p] = true
-		}
-	}
-	return rollout.Declarations{Products: slices.Sorted(maps.Keys(products)), Release: func(t, p string) (string, bool, bool) {
-		d, ok := doc.DeclaredRelease(t, p)
-		return d.Version, d.Pin, ok
-	}}
-}
 
 func productFlag() ucli.Flag {
 	return &ucli.StringFlag{Name: "product", Usage: "only this product"}
@@ -69,7 +46,7 @@ func runReleaseVersionShow(c *ucli.Context, env *Env, host, product string) erro
 		if err != nil {
 			return err
 		}
-		rows = rollout.ShowFleet(v, releaseDeclarations(v.Document), product)
+		rows = rollout.ShowFleet(v, rollout.DeclarationsOf(v.Document), product)
 	} else {
 		doc, _, err := registry.Load(ctx, st)
 		if err != nil {
@@ -81,7 +58,7 @@ func runReleaseVersionShow(c *ucli.Context, env *Env, host, product string) erro
 		}
 		conn, done := connectorFrom(c, env)
 		defer done()
-		if rows, err = rollout.ShowHost(ctx, conn(*t), t, releaseDeclarations(doc), product); err != nil {
+		if rows, err = rollout.ShowHost(ctx, conn(*t), t, rollout.DeclarationsOf(doc), product); err != nil {
 			return err
 		}
 	}
@@ -140,7 +117,7 @@ func runReleaseVersionConverge(c *ucli.Context, env *Env, o rollout.Options) err
 	if o.Doc, _, err = registry.Load(ctx, st); err != nil {
 		return err
 	}
-	o.Declared = releaseDeclarations(o.Doc)
+	o.Declared = rollout.DeclarationsOf(o.Doc)
 	conn, done := connectorFrom(c, env)
 	defer done()
 	o.Connector = conn
