@@ -244,6 +244,9 @@ func (h *Host) provePID(ctx context.Context, req release.ActivateRequest, im rel
 			return false
 		case v.State == units.StateFailing, v.State == units.StateFailed, v.State == units.StateInactive && v.Starts > 0:
 			p.seen = fmt.Sprintf("the unit is %s", orWord(v.Detail, v.State))
+			if p.pid > 0 {
+				p.seen = fmt.Sprintf("pid %d ran the image and exited; %s", p.pid, p.seen)
+			}
 			return false
 		default:
 			held, p.seen = 0, fmt.Sprintf("the unit is %s with no main pid", orWord(v.Detail, v.State))
