@@ -22,7 +22,8 @@
 // desktop and resolver for their servers; register for the recovery rows;
 // store and store/etcdstore to open the store named by --store; units for
 // the host-side unit commands; printer for the output layer; refusal for
-// the exit-code table.
+// the exit-code table; release and release/hostend for the release
+// directory and the store `host channel` gives the release verbs.
 //
 // cli is the top of the dependency graph; nothing imports it but cmd/stado.
 package cli

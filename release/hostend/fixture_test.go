@@ -162,8 +162,8 @@ func (p *procInit) Restarts() int {
 // chunks by digest. Fetch checks every chunk's digest, as the release core
 // does; the whole file is hostend's to check.
 type fakeSource struct {
-	signed map[string]release.Signed
-	chunks map[string][]byte
+	signed  map[string]release.Signed
+	chunks  map[string][]byte
 	fetches int
 }
 
