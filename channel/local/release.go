@@ -53,12 +53,6 @@ func (h *Host) ReleaseState(ctx context.Context, req release.StateRequest) (rele
 }
 
 func (h *Host) checkActivate(req release.ActivateRequest) error {
-	if err := release.ValidProduct(req.Product); err != nil {
-		return refusal.New(refusal.Validation, "product %q: %v", req.Product, err)
-	}
-	if err := release.ValidVersion(req.Version); err != nil {
-		return refusal.New(refusal.Validation, "version %q of %s: %v", req.Version, req.Product, err)
-	}
 	switch req.Mode {
 	case "", channel.ModeApply, channel.ModePlan:
 	default:
@@ -70,13 +64,21 @@ func (h *Host) checkActivate(req release.ActivateRequest) error {
 	if req.Wait < 0 || req.Wait > hostend.MaxWait {
 		return refusal.New(refusal.InvalidDuration, "wait %s is outside 0 to %s", req.Wait, hostend.MaxWait)
 	}
-	if req.Unit == "" {
-		if req.Port > 0 {
-			return refusal.New(refusal.InvalidArguments, "port %d names no unit to own it", req.Port)
-		}
-		return nil
+	if req.Unit == "" && req.Port > 0 {
+		return refusal.New(refusal.InvalidArguments, "port %d names no unit to own it", req.Port)
 	}
-	return h.checkUnitOf(req.Scope, req.Unit)
+	if req.Unit != "" {
+		if err := h.checkUnitOf(req.Scope, req.Unit); err != nil {
+			return err
+		}
+	}
+	if err := release.ValidProduct(req.Product); err != nil {
+		return refusal.New(refusal.Validation, "product %q: %v", req.Product, err)
+	}
+	if err := release.ValidVersion(req.Version); err != nil {
+		return refusal.New(refusal.Validation, "version %q of %s: %v", req.Version, req.Product, err)
+	}
+	return nil
 }
 
 // checkUnitOf holds a unit to the channel's scopes and to the unit grammar
