@@ -61,9 +61,10 @@ type checked struct {
 //  7. A failed proof switches back to the backup, restarts and proves it,
 //     records OutcomeRestored and refuses release_not_proven with the
 //     failing image's evidence; a backup that cannot be proven either is
-//     release_restore_failed. With no backup, the link is removed when
-//     there was none before, OutcomeFailed is recorded and the refusal is
-//     release_not_proven.
+//     release_restore_failed. With no other image to come back to (a first
+//     install, or the image already active did not run), the link goes
+//     back to what it was (removed when there was none), OutcomeFailed is
+//     recorded and the refusal is release_not_proven.
 //  8. Without a unit: OutcomeInstalled.
 //
 // Plan mode makes the checks of 1 and 2 and answers OutcomeUnchanged or
@@ -99,6 +100,9 @@ func (h *Host) Activate(ctx context.Context, req release.ActivateRequest) (relea
 		return res, refusal.New(refusal.ReleaseNoKeys, "no release key is pinned in %s", release.KeysDir(h.Root))
 	}
 	if req.Mode != ModePlan {
+		if err := os.MkdirAll(h.Root, 0o755); err != nil {
+			return res, fmt.Errorf("create %s: %w", h.Root, err)
+		}
 		unlock, err := safefile.Lock(ctx, filepath.Join(h.Root, "activate.lock"))
 		if err != nil {
 			return res, fmt.Errorf("lock %s: %w", h.Root, err)

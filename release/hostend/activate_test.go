@@ -375,3 +375,24 @@ func TestStateSaysWhetherTheUnitRunsTheActiveImage(t *testing.T) {
 		t.Fatalf("a stopped unit reads %+v", r)
 	}
 }
+
+func TestTheActiveImageThatDoesNotRunStaysActiveWithItsFailureRecorded(t *testing.T) {
+	f := newFixture(t)
+	b := f.publish("1.0.0", "exit3")
+	req := f.request("1.0.0")
+	req.Unit, req.Port = "", 0
+	if _, err := f.host.Activate(context.Background(), req); err != nil {
+		t.Fatal(err)
+	}
+	_, err := f.host.Activate(context.Background(), f.request("1.0.0"))
+	if code := codeOf(t, err); code != refusal.ReleaseNotProven || !strings.Contains(err.Error(), "already active") {
+		t.Fatalf("%s %v, want release_not_proven saying the image was already active", code, err)
+	}
+	st := f.state().Products[product]
+	if st.Active == nil || st.Active.SHA256 != digest(b) || st.Last.Outcome != release.OutcomeFailed {
+		t.Fatalf("state %+v, want the image still active and the failure recorded", st)
+	}
+	if target, _ := os.Readlink(release.CurrentLink(f.root, product)); target != release.ImagePath(f.root, digest(b), product) {
+		t.Fatalf("current names %q", target)
+	}
+}

@@ -58,7 +58,9 @@ func (h *Host) activate(ctx context.Context, req release.ActivateRequest, c chec
 		act.Stderr = units.LastLogLine(ls)
 	}
 	act.Refusal = notProvenSentence(req.Unit, p)
-	if prev.Active == nil {
+	if prev.Active == nil || prev.Active.SHA256 == im.SHA256 {
+		// Nothing else to come back to: a first install, or the image that
+		// was already active and did not run.
 		var err error
 		if oldTarget == "" {
 			err = removeLink(root, product)
@@ -67,14 +69,18 @@ func (h *Host) activate(ctx context.Context, req release.ActivateRequest, c chec
 		}
 		act.Outcome = release.OutcomeFailed
 		res.Outcome = act.Outcome
-		res.Active, res.Backup = nil, prev.Backup
-		if rerr := h.record(c.st, product, release.ProductState{Backup: prev.Backup, Last: act}); err == nil {
+		res.Active, res.Backup = prev.Active, prev.Backup
+		if rerr := h.record(c.st, product, release.ProductState{Active: prev.Active, Backup: prev.Backup, Last: act}); err == nil {
 			err = rerr
 		}
 		if err != nil {
 			return res, err
 		}
-		return res, &refusal.Error{Code: refusal.ReleaseNotProven, Message: act.Refusal + "; there was no previous image to restore", Details: res}
+		why := "; there was no previous image to restore"
+		if prev.Active != nil {
+			why = "; the image was already active, so there is no other to restore"
+		}
+		return res, &refusal.Error{Code: refusal.ReleaseNotProven, Message: act.Refusal + why, Details: res}
 	}
 	backup := *prev.Active
 	res.Active, res.Backup = prev.Active, prev.Backup
