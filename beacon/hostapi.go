@@ -19,7 +19,9 @@ import (
 
 // The host process's HTTP API beside its passes: GET /healthz, and GET
 // /api/release/object?uri=stado://releases/NAME, which serves a release
-// object from the store. It only reads the store.
+// object from the store, and GET /api/release/chunk?sha256=HEX, which
+// serves a release chunk to a peer from this host's installed images or
+// the store (releasechunk.go). It only reads.
 
 // ProbeRelease is the release object stado's own answering question asks
 // for (stado://releases/answering-probe). Nobody publishes it: the route
@@ -147,6 +149,9 @@ func (r *Runner) APIHandler() http.Handler {
 			w.Header().Set("X-Stado-Revision", strconv.FormatInt(obj.Revision, 10))
 			_, _ = w.Write(obj.Value)
 		}
+	})
+	mux.HandleFunc("GET /api/release/chunk", func(w http.ResponseWriter, req *http.Request) {
+		r.serveChunk(w, req, writeJSON)
 	})
 	return mux
 }

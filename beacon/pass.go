@@ -95,7 +95,11 @@ type Runner struct {
 	Config       Config
 	Identity     Identity
 	Version      string
-	Logger       *slog.Logger
+	// ReleaseImages is this host's installed release images directory,
+	// from which the host API serves chunks to peers; "" serves them from
+	// the store only.
+	ReleaseImages string
+	Logger        *slog.Logger
 	// Now is the clock every pass reads; nil means time.Now.
 	Now func() time.Time
 	// NewTicker makes what Run waits on between passes: the channel its
