@@ -49,6 +49,39 @@ func ListenAddress(ctx context.Context, st store.Store, host string) string {
 	if err != nil {
 		return ""
 	}
+	return listenAddressIn(ctx, st, doc, host)
+}
+
+// Peer is another host's API: its target name and base URL.
+type Peer struct {
+	Host string
+	URL  string // http://ADDR:PORT
+}
+
+// PeerAPIs lists, in registry order, the host APIs of at most max targets
+// other than self that declare a stado service (ListenAddress of each);
+// none when the registry cannot be read.
+func PeerAPIs(ctx context.Context, st store.Store, self string, max int) []Peer {
+	doc, _, err := registry.Load(ctx, st)
+	if err != nil {
+		return nil
+	}
+	var out []Peer
+	for _, t := range doc.Targets {
+		if len(out) >= max {
+			break
+		}
+		if t.Name == self {
+			continue
+		}
+		if addr := listenAddressIn(ctx, st, doc, t.Name); addr != "" {
+			out = append(out, Peer{Host: t.Name, URL: "http://" + addr})
+		}
+	}
+	return out
+}
+
+func listenAddressIn(ctx context.Context, st store.Store, doc *registry.Document, host string) string {
 	t, ok := doc.Target(host)
 	if !ok {
 		return ""

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/wisent/stado/registry"
 	"github.com/wisent/stado/store"
 )
 
@@ -68,5 +69,18 @@ func TestTheHostAPIServesAChunkFromItsImagesOrTheStoreByDigest(t *testing.T) {
 				t.Fatalf("%d %q, want %d with %q", resp.StatusCode, b, tc.code, tc.body)
 			}
 		})
+	}
+}
+
+func TestPeerAPIsAreTheOtherHostsThatRunStado(t *testing.T) {
+	stado := registry.Service{Name: "stado", Unit: "stado.service", Program: "/usr/local/bin/stado", Product: "stado"}
+	doc := &registry.Document{Version: 1, Targets: []registry.Target{
+		{Name: "h1", OS: registry.OSLinux, SSH: registry.SSH{Address: "127.0.1.1"}, Services: []registry.Service{stado}},
+		{Name: "h2", OS: registry.OSLinux, SSH: registry.SSH{Address: "127.0.1.2"}},
+		{Name: "h3", OS: registry.OSLinux, SSH: registry.SSH{Address: "127.0.1.3"}, Services: []registry.Service{stado}},
+	}, Directory: []registry.DirectoryEntry{{Service: "stado", Host: "h3", Port: 7777}}}
+	peers := PeerAPIs(context.Background(), apiStore(t, doc), "h1", 8)
+	if len(peers) != 1 || peers[0].Host != "h3" || peers[0].URL != "http://127.0.1.3:7777" {
+		t.Fatalf("peers %+v, want h3 only (h1 is self, h2 runs no stado)", peers)
 	}
 }

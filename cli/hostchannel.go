@@ -56,10 +56,14 @@ func newLocalHost(env *Env) *local.Host {
 	return h
 }
 
+// maxReleasePeers bounds the peers a host asks for chunks its store lacks.
+const maxReleasePeers = 8
+
 // hostRelease is what the release verbs need beyond the init system: this
 // host's release directory, the store it names (as hostCatalog) for
-// manifests and bytes, and its own beacon there to prove a stado
-// activation. The func it returns closes the store.
+// manifests and bytes, its own beacon there to prove a stado activation,
+// and its peers' host APIs for chunks the store lacks. The func it returns
+// closes the store.
 func hostRelease(ctx context.Context, env *Env) (*hostend.Host, func(), error) {
 	st, err := env.OpenStore(ctx, env.StoreURL)
 	if err != nil {
@@ -70,6 +74,13 @@ func hostRelease(ctx context.Context, env *Env) (*hostend.Host, func(), error) {
 		rh.BeaconProof = func(ctx context.Context, since time.Time) (string, error) {
 			return beacon.PublishedVersion(ctx, st, name, since)
 		}
+		rh.Source = hostend.PeerSource{Source: rh.Source, Peers: func(ctx context.Context) []hostend.Peer {
+			var ps []hostend.Peer
+			for _, p := range beacon.PeerAPIs(ctx, st, name, maxReleasePeers) {
+				ps = append(ps, hostend.Peer{Host: p.Host, URL: p.URL})
+			}
+			return ps
+		}}
 	}
 	return rh, func() { st.Close() }, nil
 }

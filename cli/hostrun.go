@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"os"
 	"time"
 
 	ucli "github.com/urfave/cli/v2"
@@ -9,6 +10,7 @@ import (
 	"github.com/wisent/stado/beacon"
 	"github.com/wisent/stado/channel/sshclient"
 	"github.com/wisent/stado/registry"
+	"github.com/wisent/stado/release"
 	"github.com/wisent/stado/repair"
 	"github.com/wisent/stado/store"
 	"github.com/wisent/stado/store/etcdstore"
@@ -88,6 +90,7 @@ func runHostRun(ctx context.Context, env *Env, o hostRunOptions) error {
 		Observer: &beacon.UnitsObserver{Manager: mgr, AdminDirs: adminDirs, Users: users},
 		Identity: beacon.MachineIdentity(env.Now()),
 		Version:  Version, Logger: env.Logger.With("host", host), Now: env.Now,
+		ReleaseImages: release.ImagesDir(release.Root(env.Getenv, os.Geteuid(), homeDir(env))),
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
