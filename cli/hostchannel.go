@@ -65,11 +65,13 @@ const maxReleasePeers = 8
 // and its peers' host APIs for chunks the store lacks. The func it returns
 // closes the store.
 func hostRelease(ctx context.Context, env *Env) (*hostend.Host, func(), error) {
+	root := release.Root(env.Getenv, os.Geteuid(), homeDir(env))
 	st, err := env.OpenStore(ctx, env.StoreURL)
 	if err != nil {
-		return nil, nil, err
+		// release-state needs no store; an activation says why it has none
+		return &hostend.Host{Root: root, Source: hostend.NoSource{Err: err}}, func() {}, nil
 	}
-	rh := &hostend.Host{Root: release.Root(env.Getenv, os.Geteuid(), homeDir(env)), Source: hostend.StoreSource{Store: st}}
+	rh := &hostend.Host{Root: root, Source: hostend.StoreSource{Store: st}}
 	if name, err := registry.ThisTarget(env.Getenv("STADO_HOST")); err == nil {
 		rh.BeaconProof = func(ctx context.Context, since time.Time) (string, error) {
 			return beacon.PublishedVersion(ctx, st, name, since)

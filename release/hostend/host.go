@@ -249,3 +249,18 @@ func imageLabel(im *release.Image) string {
 	}
 	return fmt.Sprintf("%s (%s)", im.Version, short(im.SHA256))
 }
+
+// NoSource is the Source of a host whose store cannot be opened: every
+// read answers Err, so an activation says why while a state read, which
+// needs no store, still works.
+type NoSource struct{ Err error }
+
+// Signed implements Source.
+func (s NoSource) Signed(context.Context, string, string, string, string) (release.Signed, error) {
+	return release.Signed{}, fmt.Errorf("open the store: %w", s.Err)
+}
+
+// Fetch implements Source.
+func (s NoSource) Fetch(context.Context, release.Manifest) ([]byte, string, error) {
+	return nil, "", fmt.Errorf("open the store: %w", s.Err)
+}
