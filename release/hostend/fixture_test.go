@@ -1,6 +1,7 @@
 package hostend_test
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"crypto/rand"
@@ -8,6 +9,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"os/exec"
@@ -62,6 +64,7 @@ func runProduct() int {
 		fmt.Fprintln(os.Stderr, "brama: cannot bind 127.0.0.1:8080")
 		return 3
 	}
+	fmt.Println("ready") // the init system's start job completes here
 	for {
 		time.Sleep(time.Hour)
 	}
@@ -106,18 +109,27 @@ func (p *procInit) Restart(ctx context.Context, scope, unit string) error {
 	cmd.Env = append(os.Environ(), productEnv+"=1")
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		return err
+	}
 	p.mu.Lock()
-	defer p.mu.Unlock()
 	p.restarts++
 	p.starts = 1 // an explicit restart resets systemd's count of automatic ones
 	if err := cmd.Start(); err != nil {
 		p.lastExit, p.cmd = 203, nil
 		p.logs = append(p.logs, "failed to execute "+p.link+": "+err.Error())
+		p.mu.Unlock()
 		return nil
 	}
 	done := make(chan struct{})
 	p.cmd, p.done, p.pid = cmd, done, cmd.Process.Pid
+	p.mu.Unlock()
+	// Like a start job of Type=notify, the restart returns once the program
+	// says it is up or has exited, so the tests do not race its start.
+	_, _ = bufio.NewReader(stdout).ReadString('\n')
 	go func() {
+		_, _ = io.Copy(io.Discard, stdout)
 		err := cmd.Wait()
 		p.mu.Lock()
 		defer p.mu.Unlock()
@@ -308,7 +320,7 @@ func newFixture(t *testing.T) *fixture {
 			}
 			return hostend.ServingReading{Sentence: "nothing listens on port " + strconv.Itoa(port)}, nil
 		},
-		Poll: 10 * time.Millisecond, Settle: 300 * time.Millisecond,
+		Poll: 10 * time.Millisecond, Settle: 100 * time.Millisecond,
 	}
 	return f
 }
