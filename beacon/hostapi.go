@@ -19,7 +19,9 @@ import (
 
 // The host process's HTTP API beside its passes: GET /healthz, and GET
 // /api/release/object?uri=stado://releases/NAME, which serves a release
-// object from the store. It only reads the store.
+// object from the store, and GET /api/release/chunk?sha256=HEX, which
+// serves a release chunk to a peer from this host's installed images or
+// the store (releasechunk.go). It only reads.
 
 // ProbeRelease is the release object stado's own answering question asks
 // for (stado://releases/answering-probe). Nobody publishes it: the route
@@ -47,6 +49,39 @@ func ListenAddress(ctx context.Context, st store.Store, host string) string {
 	if err != nil {
 		return ""
 	}
+	return listenAddressIn(ctx, st, doc, host)
+}
+
+// Peer is another host's API: its target name and base URL.
+type Peer struct {
+	Host string
+	URL  string // http://ADDR:PORT
+}
+
+// PeerAPIs lists, in registry order, the host APIs of at most max targets
+// other than self that declare a stado service (ListenAddress of each);
+// none when the registry cannot be read.
+func PeerAPIs(ctx context.Context, st store.Store, self string, max int) []Peer {
+	doc, _, err := registry.Load(ctx, st)
+	if err != nil {
+		return nil
+	}
+	var out []Peer
+	for _, t := range doc.Targets {
+		if len(out) >= max {
+			break
+		}
+		if t.Name == self {
+			continue
+		}
+		if addr := listenAddressIn(ctx, st, doc, t.Name); addr != "" {
+			out = append(out, Peer{Host: t.Name, URL: "http://" + addr})
+		}
+	}
+	return out
+}
+
+func listenAddressIn(ctx context.Context, st store.Store, doc *registry.Document, host string) string {
 	t, ok := doc.Target(host)
 	if !ok {
 		return ""
@@ -147,6 +182,9 @@ func (r *Runner) APIHandler() http.Handler {
 			w.Header().Set("X-Stado-Revision", strconv.FormatInt(obj.Revision, 10))
 			_, _ = w.Write(obj.Value)
 		}
+	})
+	mux.HandleFunc("GET /api/release/chunk", func(w http.ResponseWriter, req *http.Request) {
+		r.serveChunk(w, req, writeJSON)
 	})
 	return mux
 }

@@ -99,7 +99,11 @@ type Runner struct {
 	// pass reads its state file into the beacon's releases block. Empty
 	// reads none.
 	ReleaseRoot string
-	Logger      *slog.Logger
+	// ReleaseImages is this host's installed release images directory,
+	// from which the host API serves chunks to peers; "" serves them from
+	// the store only.
+	ReleaseImages string
+	Logger        *slog.Logger
 	// Now is the clock every pass reads; nil means time.Now.
 	Now func() time.Time
 	// NewTicker makes what Run waits on between passes: the channel its

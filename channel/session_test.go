@@ -46,3 +46,32 @@ func TestASessionServesEveryCallThroughTheOneGrammar(t *testing.T) {
 		t.Errorf("host calls %+v", calls)
 	}
 }
+
+func TestASessionCarriesTheReleaseVerbsWithTheirRequestDocuments(t *testing.T) {
+	host := &recordingHost{}
+	var in bytes.Buffer
+	calls := []sessionRequest{
+		{Argv: []string{"release-activate"}, Stdin: []byte(`{"product":"brama","version":"1.4.3","scope":"system","unit":"brama.service","wait":30000000000,"mode":"apply"}`)},
+		{Argv: []string{"release-state"}, Stdin: []byte(`{"units":{"brama":{"scope":"system","unit":"brama.service"}}}`)},
+	}
+	for _, c := range calls {
+		if err := writeSessionFrame(&in, c); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var out, errb bytes.Buffer
+	if code := Serve(context.Background(), "stado host channel session", &in, &out, &errb, host); code != ExitOK {
+		t.Fatalf("session exit %d: %s", code, errb.String())
+	}
+	r := bufio.NewReader(&out)
+	_, _ = r.ReadString('\n')
+	for i := range calls {
+		var resp SessionResponse
+		if err := readSessionFrame(r, &resp); err != nil || resp.Exit != ExitOK {
+			t.Fatalf("response %d: exit %d %v %s", i, resp.Exit, err, resp.Stderr)
+		}
+	}
+	if got := host.Calls(); len(got) != 2 || got[0].Method != "ReleaseActivate" || got[1].Method != "ReleaseState" {
+		t.Fatalf("host calls %+v", got)
+	}
+}

@@ -27,7 +27,8 @@
 // store/etcdstore to open the store named by --store; units for the
 // host-side unit commands; printer for the output layer; refusal for the
 // exit-code table; release/rollout for the release version commands (show
-// and converge).
+// and converge); release/hostend for the release directory and the store
+// `host channel` gives the release verbs.
 //
 // cli is the top of the dependency graph; nothing imports it but cmd/stado.
 package cli

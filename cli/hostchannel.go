@@ -6,12 +6,17 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"time"
 
 	ucli "github.com/urfave/cli/v2"
 
+	"github.com/wisent/stado/beacon"
 	"github.com/wisent/stado/catalog"
 	"github.com/wisent/stado/channel"
 	"github.com/wisent/stado/channel/local"
+	"github.com/wisent/stado/registry"
+	"github.com/wisent/stado/release"
+	"github.com/wisent/stado/release/hostend"
 )
 
 // newHostChannelCommand is `stado host channel`, the remote end of the host
@@ -47,7 +52,39 @@ func newLocalHost(env *Env) *local.Host {
 	h := local.New(homeDir(env), env.Getenv("USER"), Version)
 	h.Now = env.Now
 	h.Catalog = func(ctx context.Context) (*catalog.Catalog, error) { return hostCatalog(ctx, env) }
+	h.Release = func(ctx context.Context) (*hostend.Host, func(), error) { return hostRelease(ctx, env) }
 	return h
+}
+
+// maxReleasePeers bounds the peers a host asks for chunks its store lacks.
+const maxReleasePeers = 8
+
+// hostRelease is what the release verbs need beyond the init system: this
+// host's release directory, the store it names (as hostCatalog) for
+// manifests and bytes, its own beacon there to prove a stado activation,
+// and its peers' host APIs for chunks the store lacks. The func it returns
+// closes the store.
+func hostRelease(ctx context.Context, env *Env) (*hostend.Host, func(), error) {
+	root := release.Root(env.Getenv, os.Geteuid(), homeDir(env))
+	st, err := env.OpenStore(ctx, env.StoreURL)
+	if err != nil {
+		// release-state needs no store; an activation says why it has none
+		return &hostend.Host{Root: root, Source: hostend.NoSource{Err: err}}, func() {}, nil
+	}
+	rh := &hostend.Host{Root: root, Source: hostend.StoreSource{Store: st}}
+	if name, err := registry.ThisTarget(env.Getenv("STADO_HOST")); err == nil {
+		rh.BeaconProof = func(ctx context.Context, since time.Time) (string, error) {
+			return beacon.PublishedVersion(ctx, st, name, since)
+		}
+		rh.Source = hostend.PeerSource{Source: rh.Source, Peers: func(ctx context.Context) []hostend.Peer {
+			var ps []hostend.Peer
+			for _, p := range beacon.PeerAPIs(ctx, st, name, maxReleasePeers) {
+				ps = append(ps, hostend.Peer{Host: p.Host, URL: p.URL})
+			}
+			return ps
+		}}
+	}
+	return rh, func() { st.Close() }, nil
 }
 
 // hostCatalog is the catalog of the store this host names ($STADO_STORE or

@@ -90,7 +90,8 @@ func runHostRun(ctx context.Context, env *Env, o hostRunOptions) error {
 		Observer: &beacon.UnitsObserver{Manager: mgr, AdminDirs: adminDirs, Users: users},
 		Identity: beacon.MachineIdentity(env.Now()),
 		Version:  Version, Logger: env.Logger.With("host", host), Now: env.Now,
-		ReleaseRoot: release.Root(env.Getenv, os.Geteuid(), homeDir(env)),
+		ReleaseRoot:   release.Root(env.Getenv, os.Geteuid(), homeDir(env)),
+		ReleaseImages: release.ImagesDir(release.Root(env.Getenv, os.Geteuid(), homeDir(env))),
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()

@@ -292,23 +292,8 @@ func (r *ServingResult) refuse(code refusal.Code, format string, args ...any) er
 	return &refusal.Error{Code: code, Message: msg, Details: r}
 }
 
-// LastLogLine is the message of the last journal line (short-iso form:
-// "TIME HOST PROGRAM[PID]: MESSAGE"), or the last line as it is.
-func LastLogLine(lines []string) string {
-	for i := len(lines) - 1; i >= 0; i-- {
-		l := strings.TrimSpace(lines[i])
-		if l == "" || strings.HasPrefix(l, "-- ") {
-			continue
-		}
-		if f := strings.SplitN(l, " ", 3); len(f) == 3 {
-			if _, msg, ok := strings.Cut(f[2], ": "); ok && strings.Contains(f[2][:strings.Index(f[2], ": ")], "[") {
-				return msg
-			}
-		}
-		return l
-	}
-	return ""
-}
+// LastLogLine is units.LastLogLine: the message of the last journal line.
+func LastLogLine(lines []string) string { return units.LastLogLine(lines) }
 
 func socketsKey(ss []channel.UnitSocket) string {
 	var parts []string

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"sort"
 	"strings"
 
 	"github.com/wisent/stado/channel"
@@ -26,9 +25,9 @@ const (
 
 // Port states of a ServiceVerify.
 const (
-	PortOwned     = "owned"     // the unit's processes listen on the declared port and address
-	PortElsewhere = "elsewhere" // something else listens there (another process or unit)
-	PortFree      = "free"      // nothing listens on the declared port and address
+	PortOwned     = units.PortOwned     // the unit's processes listen on the declared port and address
+	PortElsewhere = units.PortElsewhere // something else listens there (another process or unit)
+	PortFree      = units.PortFree      // nothing listens on the declared port and address
 )
 
 // VerifyOptions say what to verify: every declared service of every
@@ -221,52 +220,14 @@ func serviceVerify(c channel.UnitCheck) ServiceVerify {
 }
 
 // PortOwnership says whether unit owns the declared address's port from
-// the listeners on that port: owned when a listener on the address (or on
-// every address) belongs to the unit's processes, elsewhere when only
-// others listen there, free when nothing does. It returns the listeners on
-// the address.
+// the listeners on that port (units.PortOwnership, which the host end of
+// a release activation reads too).
 func PortOwnership(unit, address string, ls []units.Listener) (string, []units.Listener) {
-	var on []units.Listener
-	for _, l := range ls {
-		if AddressCovers(l.Address, address) {
-			on = append(on, l)
-		}
-	}
-	sort.SliceStable(on, func(i, j int) bool { return on[i].Unit == unit && on[j].Unit != unit })
-	switch {
-	case len(on) == 0:
-		return PortFree, nil
-	case on[0].Unit == unit:
-		return PortOwned, on
-	default:
-		return PortElsewhere, on
-	}
+	return units.PortOwnership(unit, address, ls)
 }
 
-// AddressCovers reports whether a socket listening on listen accepts
-// connections to declared: the same address, a wildcard listener, or a
-// declared address that is not an IP (a name; any listener counts).
-func AddressCovers(listen, declared string) bool {
-	l := net.ParseIP(trimBrackets(listen))
-	d := net.ParseIP(trimBrackets(declared))
-	switch {
-	case declared == "" || d == nil:
-		return true
-	case l == nil:
-		return false
-	case l.IsUnspecified():
-		return true
-	default:
-		return l.Equal(d)
-	}
-}
-
-func trimBrackets(s string) string {
-	if len(s) >= 2 && s[0] == '[' && s[len(s)-1] == ']' {
-		return s[1 : len(s)-1]
-	}
-	return s
-}
+// AddressCovers is units.AddressCovers.
+func AddressCovers(listen, declared string) bool { return units.AddressCovers(listen, declared) }
 
 // VerifyStage names the stage a host's verify call failed at, from the
 // channel's error: resolve, connect, handshake, host_key, auth or command.

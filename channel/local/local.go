@@ -18,7 +18,10 @@
 // channel, and knows nothing of registries or fleets beyond that one
 // declaration.
 //
-// The release verbs act through package release (being built in release/hostend).
+// The release verbs act through release/hostend (the activation, its
+// checks and proof) over package release's data, with this host's init
+// system, /proc and serving read; Release supplies the release directory
+// and the store.
 package local
 
 import (
@@ -34,6 +37,7 @@ import (
 	"github.com/wisent/stado/channel"
 	"github.com/wisent/stado/refusal"
 	"github.com/wisent/stado/registry"
+	"github.com/wisent/stado/release/hostend"
 	"github.com/wisent/stado/units"
 )
 
@@ -76,6 +80,11 @@ type Host struct {
 	// Poll is the interval of unit reads while an ensure confirms;
 	// default DefaultPoll.
 	Poll time.Duration
+	// Release opens what the release verbs need beyond this host's init
+	// system: a hostend.Host with the release directory, the store it reads
+	// manifests and bytes from and the beacon proof of a stado activation;
+	// the func it returns closes the store. Nil refuses the release verbs.
+	Release func(ctx context.Context) (*hostend.Host, func(), error)
 }
 
 var _ channel.Host = (*Host)(nil)

@@ -1,0 +1,61 @@
+package local
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// procWith is a /proc fixture in which pid 42 of unit listens on
+// 127.0.0.1:8080.
+func procWith(t *testing.T, unit string) string {
+	t.Helper()
+	root := t.TempDir()
+	write := func(rel, content string) {
+		p := filepath.Join(root, rel)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write("net/tcp", "  sl  local_address rem_address   st tx_queue rx_queue tr tm->when retrnsmt   uid  timeout inode\n"+
+		"   0: 0100007F:1F90 00000000:0000 0A 00000000:00000000 00:00000000 00000000     0        0 12345 1 0000000000000000 100 0 0 10 0\n")
+	write("42/comm", "brama\n")
+	write("42/cgroup", "0::/system.slice/"+unit+"\n")
+	if err := os.MkdirAll(filepath.Join(root, "42", "fd"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink("socket:[12345]", filepath.Join(root, "42", "fd", "3")); err != nil {
+		t.Fatal(err)
+	}
+	return root
+}
+
+func TestTheReleaseServingReadIsThePortOwnershipOfServiceServing(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		owner   string // the unit whose process listens
+		address string
+		serving bool
+		phrase  string
+	}{
+		// the unit's own process on the declared address
+		{"owned", "brama.service", "127.0.0.1", true, "brama.service owns 127.0.0.1 port 8080 (pid 42, brama)"},
+		// another unit holds the port
+		{"elsewhere", "other.service", "127.0.0.1", false, "held by pid 42 (brama), not by brama.service"},
+		// the unit listens on another address than the declared one
+		{"other address", "brama.service", "127.0.1.2", false, "nothing listens on 127.0.1.2 port 8080"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := &Host{GOOS: "linux", ProcRoot: procWith(t, tc.owner)}
+			r, err := h.releaseServing(context.Background(), "system", "brama.service", 8080, tc.address)
+			if err != nil || r.Serving != tc.serving || !strings.Contains(r.Sentence, tc.phrase) {
+				t.Fatalf("reading %+v %v, want serving %v saying %q", r, err, tc.serving, tc.phrase)
+			}
+		})
+	}
+}
