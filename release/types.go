@@ -98,6 +98,9 @@ type Activation struct {
 	LastExit int    `json:"last_exit,omitempty"`
 	Runs     int    `json:"runs,omitempty"`
 	Stderr   string `json:"stderr,omitempty"`
+	// Note says why an activation did less than a restart and proof (the
+	// unit is not installed yet).
+	Note string `json:"note,omitempty"`
 	// Restored is the backup brought back after a failure, with its proof.
 	Restored *Proof `json:"restored,omitempty"`
 }

@@ -64,6 +64,9 @@ func newRelBed(t *testing.T, n int, store, prefix string, port int) *relBed {
 		if _, errOut, err := bed.Exec(ctx, h, "rm", "-rf", relRoot); err != nil {
 			t.Fatalf("%s: clear %s: %v %s", h.Name, relRoot, err, errOut)
 		}
+		if _, errOut, err := bed.Exec(ctx, h, "mkdir", "-p", relRoot+"/keys", "/root/.stado"); err != nil {
+			t.Fatalf("%s: mkdir: %v %s", h.Name, err, errOut)
+		}
 		if err := bed.WriteFile(h, relRoot+"/keys/journey.pub", pub, 0o644); err != nil {
 			t.Fatal(err)
 		}

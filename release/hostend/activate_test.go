@@ -319,6 +319,24 @@ func TestWithoutAUnitTheImageIsInstalledAndSwitched(t *testing.T) {
 	}
 }
 
+func TestAUnitNotInstalledYetIsNotRestartedAndTheImageIsActive(t *testing.T) {
+	f := newFixture(t)
+	f.init.mu.Lock()
+	f.init.missing = true
+	f.init.mu.Unlock()
+	b := f.publish("1.0.0", "serve")
+	res, err := f.host.Activate(context.Background(), f.request("1.0.0"))
+	if err != nil || res.Outcome != release.OutcomeInstalled || f.init.Restarts() != 0 {
+		t.Fatalf("%q %v after %d restart(s), want installed without a restart", res.Outcome, err, f.init.Restarts())
+	}
+	if res.Activation == nil || !strings.Contains(res.Activation.Note, "service ensure starts the unit") {
+		t.Fatalf("the activation does not say the unit is not installed: %+v", res.Activation)
+	}
+	if target, _ := os.Readlink(release.CurrentLink(f.root, product)); target != release.ImagePath(f.root, digest(b), product) {
+		t.Fatalf("current names %q", target)
+	}
+}
+
 func TestAStadoActivationIsProvenByABeaconOfTheNewVersion(t *testing.T) {
 	f := newFixture(t)
 	f.host.Poll = 10 * time.Millisecond

@@ -91,6 +91,8 @@ type procInit struct {
 	lastExit int
 	restarts int
 	logs     []string
+	// missing makes the unit one the init system does not hold.
+	missing bool
 }
 
 func (p *procInit) stop() {
@@ -155,6 +157,8 @@ func (p *procInit) Show(ctx context.Context, scope, u string) (units.Verdict, er
 	defer p.mu.Unlock()
 	v := units.Verdict{Unit: u, PID: p.pid, LastExit: p.lastExit, Starts: p.starts}
 	switch {
+	case p.missing:
+		v.State, v.Detail = units.StateMissing, "not-found"
 	case p.pid > 0:
 		v.State, v.Detail = units.StateActive, "active (running)"
 	case p.starts > 0 && p.lastExit != 0:

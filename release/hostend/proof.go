@@ -37,7 +37,17 @@ func (h *Host) activate(ctx context.Context, req release.ActivateRequest, c chec
 	if err := switchLink(root, product, im.Path); err != nil {
 		return res, err
 	}
-	if req.Unit == "" {
+	unitMissing := false
+	if req.Unit != "" {
+		// A unit the init system does not hold yet (declared, never
+		// ensured) has nothing to restart: the image is active, and the
+		// ensure that installs the unit starts it on the image.
+		if v, err := h.Init.Show(ctx, req.Scope, req.Unit); err == nil && v.State == units.StateMissing {
+			unitMissing = true
+			act.Note = fmt.Sprintf("%s is not installed on this host: the image is active and service ensure starts the unit on it", req.Unit)
+		}
+	}
+	if req.Unit == "" || unitMissing {
 		act.Outcome = release.OutcomeInstalled
 		next.Last = act
 		res.Outcome = act.Outcome
