@@ -217,6 +217,7 @@ func TestAFailingImageIsRefusedWithItsEvidenceAndTheExactBackupServesAgain(t *te
 		"brama.service: restart did not prove a fresh pid on the activated immutable image; ",
 		"the unit is activating (auto-restart); ",
 		"; brama.service runs no process: its last run exited 3 and its supervisor has started it 1 time(s)",
+		"; its last stderr line: brama: cannot bind 127.0.0.1:8080",
 		"; restored 1.1.0 (" + digest(v2)[:12] + "): pid ",
 	} {
 		if !strings.Contains(msg, want) {

@@ -68,6 +68,9 @@ func (h *Host) activate(ctx context.Context, req release.ActivateRequest, c chec
 		act.Stderr = units.LastLogLine(ls)
 	}
 	act.Refusal = notProvenSentence(req.Unit, p)
+	if act.Stderr != "" {
+		act.Refusal += "; its last stderr line: " + act.Stderr
+	}
 	if prev.Active == nil || prev.Active.SHA256 == im.SHA256 {
 		// Nothing else to come back to: a first install, or the image that
 		// was already active and did not run.
