@@ -18,7 +18,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/wisent/stado/release"
 	"github.com/wisent/stado/store"
+	_ "github.com/wisent/stado/store/etcdstore"
+	etcdtest "github.com/wisent/stado/tests/etcd"
 	"github.com/wisent/stado/tests/testbed"
 )
 
@@ -470,6 +473,11 @@ func releaseJourney(t *testing.T, r *relBed) {
 		tamperFirstChunk(t, r, "5.0.0")
 		refused("5.0.0", false, "release_tampered")
 
+		// A manifest, signed with the pinned key, whose digest is not its
+		// chunks' bytes.
+		publishMismatch(t, r, "2.0.0", "6.0.0")
+		refused("6.0.0", false, "release_digest_mismatch")
+
 		// Pinned exactly, 1.0.0 is allowed back: the image is the same bytes.
 		r.c.mustRun(t, "release", "version", "set", relProduct, "1.0.0", "--host", h1.Name, "--pin", "--reason", "pinned rollback")
 		if code, doc, errOut := r.converge(t, "--host", h1.Name); code != 0 {
@@ -587,6 +595,20 @@ func TestStadoUpgradesItselfThroughTheReleaseFlowAndRollsBackABuildThatDoesNotCo
 	if code, doc, errOut := r.converge(t, "--host", h2.Name, "--product", "stado"); code != 0 {
 		t.Fatalf("converge stado 9.1.0: exit %d %v\n%s", code, doc, errOut)
 	}
+	// As a bootstrap leaves it: the channel's remote program follows the
+	// current link, so every later call runs the activated stado.
+	bin := testbed.BuildStado(t)
+	t.Cleanup(func() { r.bed.InstallStado(t, bin) })
+	if _, errOut, err := r.bed.Exec(context.Background(), h2, "ln", "-sfn", relRoot+"/current/stado", "/usr/local/bin/stado"); err != nil {
+		t.Fatalf("link the channel's program: %v %s", err, errOut)
+	}
+	channelVersion := func() string {
+		out, _, _ := r.bed.SSH(context.Background(), h2, "/usr/local/bin/stado", "version")
+		return strings.TrimSpace(out)
+	}
+	if v := channelVersion(); v != "stado 9.1.0" {
+		t.Fatalf("host2's channel program says %q, want stado 9.1.0", v)
+	}
 	r.c.mustRun(t, "service", "ensure", r.prefix+"-stado", "--host", h2.Name, "--reason", "stado from its release")
 	eventually(t, 30*time.Second, "host2 publishes from 9.1.0", func() (bool, string) {
 		v, _, _ := r.beaconOf(t, h2.Name)
@@ -605,6 +627,9 @@ func TestStadoUpgradesItselfThroughTheReleaseFlowAndRollsBackABuildThatDoesNotCo
 	if pid == before || r.exe(t, h2, pid) != relRoot+"/images/"+shaB+"/stado" {
 		t.Fatalf("host2's host process: pid %d (before %d) runs %s", pid, before, r.exe(t, h2, pid))
 	}
+	if v := channelVersion(); v != "stado 9.2.0" {
+		t.Fatalf("host2's channel program says %q after the upgrade, want stado 9.2.0", v)
+	}
 
 	r.pushWith(t, nil, versions("9.3.0"), stadoOf)
 	code, doc, errOut := r.converge(t, "--host", h2.Name, "--product", "stado", "--wait", "15s")
@@ -622,4 +647,55 @@ func TestStadoUpgradesItselfThroughTheReleaseFlowAndRollsBackABuildThatDoesNotCo
 	if got := r.exe(t, h2, r.mainPID(t, h2, unit)); got != relRoot+"/images/"+shaB+"/stado" {
 		t.Errorf("host2 runs %s after the rollback, want the 9.2.0 image", got)
 	}
+	if v := channelVersion(); v != "stado 9.2.0" {
+		t.Errorf("host2's channel program says %q after the rollback, want stado 9.2.0", v)
+	}
+}
+
+// publishMismatch signs, with the journey's pinned key, a manifest for
+// version whose chunks are those of from but whose digest is another's.
+func publishMismatch(t *testing.T, r *relBed, from, version string) {
+	t.Helper()
+	ctx := context.Background()
+	st, err := store.Open(ctx, r.store)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	signed, err := release.LoadSigned(ctx, st, relProduct, from, "linux", runtime.GOARCH)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := release.DecodeManifest(signed.Manifest)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m.Version = version
+	m.SHA256 = strings.Repeat("ab", 32)
+	key, err := release.LoadPrivateKey(r.key(), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	bad, err := release.SignManifest(m, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, err := json.Marshal(bad)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.Put(ctx, release.ManifestKey(relProduct, version, "linux", runtime.GOARCH), raw, store.PutOptions{}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// On etcd: the same journey, the hosts fetching chunks from an etcd store.
+func TestReleaseConvergeOnEtcdProvesEachImageAndRestoresTheExactBackup(t *testing.T) {
+	cluster := etcdtest.Start(t, 1)
+	var eps []string
+	for _, e := range cluster.Endpoints() {
+		eps = append(eps, strings.TrimPrefix(e, "http://"))
+	}
+	r := newRelBed(t, 3, "etcd://"+strings.Join(eps, ",")+"/rj-etcd", "re", 18461)
+	releaseJourney(t, r)
 }
