@@ -31,7 +31,7 @@ func newHostBootstrapCommand(env *Env) *ucli.Command {
 		Name:      "bootstrap",
 		Usage:     "make a host that runs only sshd a stado host, over plain SSH; running it again changes nothing",
 		ArgsUsage: "HOST",
-		UsageText: "stado host bootstrap HOST --version V --key PUB [--key PUB...] [--channel-key SSH.pub [--forced-command]] [--json]\n\n" +
+		UsageText: "stado host bootstrap HOST [--version V] --key PUB [--key PUB...] [--channel-key SSH.pub [--forced-command]] [--json]\n\n" +
 			"Logs in as root, reads the host's OS and architecture, fetches stado V for\n" +
 			"them from the store and verifies it with the release keys PUB (minisign), then:\n" +
 			"installs the image under /var/lib/stado/release, pins the keys, writes the\n" +
@@ -43,7 +43,7 @@ func newHostBootstrapCommand(env *Env) *ucli.Command {
 			"than the channel key: once restricted, that key reaches only the channel.\n\n" +
 			"example:\n   stado host bootstrap host3 --version 1.4.0 --key release.pub --channel-key ~/.ssh/operator.pub --forced-command",
 		Flags: append([]ucli.Flag{
-			&ucli.StringFlag{Name: "version", Usage: "stado version to install (published with stado release publish)", Required: true},
+			&ucli.StringFlag{Name: "version", Usage: "stado version to install (published with stado release publish)", DefaultText: "the version the registry declares for stado on HOST"},
 			&ucli.StringSliceFlag{Name: "key", Usage: "release public key file (minisign) to verify with and pin (repeatable)", Required: true},
 			&ucli.StringFlag{Name: "channel-key", Usage: "the operator's SSH public key file, to restrict to the channel"},
 			&ucli.BoolFlag{Name: "forced-command", Usage: "install the restricting line in the login user's ~/.ssh/authorized_keys instead of printing it"},
@@ -84,9 +84,14 @@ func runHostBootstrap(ctx context.Context, env *Env, d *sshclient.Dialer, opts h
 		return err
 	}
 	defer st.Close()
-	target, err := bootstrapTarget(ctx, st, opts.Host)
+	target, declared, err := bootstrapTarget(ctx, st, opts.Host)
 	if err != nil {
 		return err
+	}
+	if req.Version == "" {
+		if req.Version = declared; declared == "" {
+			return usagef("host bootstrap %s: give --version: the registry declares no stado version for it", opts.Host)
+		}
 	}
 	sh, done := hostShell(d, target)
 	defer done()
@@ -109,19 +114,21 @@ func runHostBootstrap(ctx context.Context, env *Env, d *sshclient.Dialer, opts h
 
 // bootstrapTarget is HOST as the registry declares it (its SSH address,
 // port and user), or a target of that name alone (ssh_config resolves it)
-// when the registry holds none or no such target.
-func bootstrapTarget(ctx context.Context, st store.Store, host string) (registry.Target, error) {
+// when the registry holds none or no such target, with the stado version
+// the registry declares for it ("" when none).
+func bootstrapTarget(ctx context.Context, st store.Store, host string) (registry.Target, string, error) {
 	doc, _, err := registry.Load(ctx, st)
 	if errors.Is(err, store.ErrNotFound) {
-		return registry.Target{Name: host}, nil
+		return registry.Target{Name: host}, "", nil
 	}
 	if err != nil {
-		return registry.Target{}, fmt.Errorf("read registry: %w", err)
+		return registry.Target{}, "", fmt.Errorf("read registry: %w", err)
 	}
+	declared, _ := doc.DeclaredRelease(host, "stado")
 	if t, ok := doc.Target(host); ok {
-		return *t, nil
+		return *t, declared.Version, nil
 	}
-	return registry.Target{Name: host}, nil
+	return registry.Target{Name: host}, declared.Version, nil
 }
 
 // bootstrapSSHFlags are the ssh flags without --no-keeper: a bootstrap

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/wisent/stado/beacon"
+	"github.com/wisent/stado/release"
 	"github.com/wisent/stado/store"
 )
 
@@ -60,5 +61,20 @@ func TestReleaseVersionConvergeNeedsHostOrAll(t *testing.T) {
 		if code != ExitUsage || !strings.Contains(errOut, "--host H or --all") {
 			t.Errorf("%v: exit %d: %s", args, code, errOut)
 		}
+	}
+}
+
+// host bootstrap without --version takes the registry's declared stado
+// version for the host; with none declared it is a usage error naming the
+// flag, before any connection.
+func TestHostBootstrapWithoutAVersionNeedsOneDeclared(t *testing.T) {
+	dir := writeStore(t, fixtureDoc)
+	pub, _, err := release.GenerateKey(t.TempDir(), "k", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	code, _, errOut := runRegistryCLI(t, dir, "host", "bootstrap", "host1", "--key", pub)
+	if code != ExitUsage || !strings.Contains(errOut, "--version") {
+		t.Fatalf("exit %d, want usage naming --version: %s", code, errOut)
 	}
 }
