@@ -32,7 +32,9 @@ func releaseFleet(t *testing.T) store.Store {
 	if _, err := registry.Push(ctx, st, doc, 0, "desktop release fixture"); err != nil {
 		t.Fatal(err)
 	}
-	img := func(v string) *beacon.ReleaseImage { return &beacon.ReleaseImage{Version: v, SHA256: "sha" + strings.ReplaceAll(v, ".", "")} }
+	img := func(v string) *beacon.ReleaseImage {
+		return &beacon.ReleaseImage{Version: v, SHA256: "sha" + strings.ReplaceAll(v, ".", "")}
+	}
 	for h := range 3 {
 		b := &beacon.Beacon{Kind: beacon.Kind, Version: beacon.FormatVersion, Host: hostName(h), Pass: 7, At: t0.Add(-2 * time.Second), IntervalSeconds: 5, StaleAfterSeconds: 15,
 			Units: []beacon.UnitReport{{Service: "brama", Unit: "brama.service", State: beacon.StateActive, PID: 812}}}
