@@ -2,6 +2,8 @@ package autonomy
 
 import (
 	"context"
+	"encoding/json"
+	"github.com/wisent/stado/store"
 	"strings"
 	"sync"
 	"testing"
@@ -203,5 +205,60 @@ func TestARefusedActivationCountsAgainstTheFailureBudget(t *testing.T) {
 	}
 	if len(f.calls["h2"]) != 0 || rows[1].Refusal == nil || rows[1].Refusal.Code != CodeNotAttempted {
 		t.Errorf("h2 called %d times, row %+v", len(f.calls["h2"]), rows[1])
+	}
+}
+
+// A report cycle reads the release rows from the beacons it loads: one
+// converge row for the host whose active image differs, shown in the
+// cycle's table and counted in its summary; an enforcing one hands that
+// row to the actor.
+func TestACycleCarriesTheConvergeRowsOfItsBeacons(t *testing.T) {
+	st := fileStore(t)
+	now := time.Now()
+	doc, view, connect := benchFleet(2, 1, now)
+	doc.Releases = map[string]registry.ReleaseDecl{"brama": {Version: "1.4.3"}}
+	for i := range doc.Targets {
+		doc.Targets[i].SSH.Address = "127.0.0.1"
+		doc.Targets[i].Services[0].Product = "brama"
+	}
+	doc.Autonomy = registry.Autonomy{Mode: registry.AutonomyEnforce}
+	ctx := context.Background()
+	if _, err := registry.Push(ctx, st, doc, 0, "release cycle test"); err != nil {
+		t.Fatal(err)
+	}
+	view.Beacons["host0"].Releases = bramaActive("1.4.2")
+	view.Beacons["host1"].Releases = bramaActive("1.4.3")
+	for name, b := range view.Beacons {
+		raw, _ := json.Marshal(b)
+		if _, err := st.Put(ctx, store.BeaconPrefix+name, raw, store.PutOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	actor := &countingActor{}
+	r := &Runner{Store: st, Connect: func() (channel.Connector, func()) { return connect, func() {} }, Actor: actor}
+	c, err := r.Run(ctx, Options{Mode: registry.AutonomyReport})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Counts[ActionConverge] != 1 || !strings.Contains(c.Summary, "converge 1") {
+		t.Fatalf("counts %v, summary %q", c.Counts, c.Summary)
+	}
+	_, cells := c.Table()
+	found := false
+	for _, row := range cells {
+		if row[0] == "host0" && row[2] == ActionConverge && row[3] == "would activate brama 1.4.3, now 1.4.2" {
+			found = true
+		}
+	}
+	if !found || len(actor.hosts) != 0 {
+		t.Fatalf("table %v, acted on %v", cells, actor.hosts)
+	}
+	c, err = r.Run(ctx, Options{Mode: registry.AutonomyEnforce, LeaseTTL: MinLeaseTTL})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// host0's svc0 is stopped in the fixture: its start, then its converge.
+	if len(actor.hosts) != 2 || actor.hosts[0] != "host0" || actor.hosts[1] != "host0" || c.Failed != 0 {
+		t.Fatalf("acted on %v, failed %d", actor.hosts, c.Failed)
 	}
 }
