@@ -241,9 +241,10 @@ func TestTheImportRulesHold(t *testing.T) {
 		}
 	}
 	// The autonomy cycle and the desktop page act on hosts by calling
-	// fleet: they import neither channel, channel/local nor repair, and of
-	// everything they link only fleet (and channel's own packages) imports
-	// channel.
+	// fleet (and release/rollout for the release versions): they import
+	// neither channel, channel/local nor repair, and of everything they
+	// link only fleet and release/rollout (and channel's own packages)
+	// import channel.
 	for _, top := range []string{"autonomy", "desktop"} {
 		for _, bad := range []string{"channel", "channel/local", "repair"} {
 			if pkgs[top].imports[bad] {
@@ -251,8 +252,8 @@ func TestTheImportRulesHold(t *testing.T) {
 			}
 		}
 		for dep := range deps(pkgs, top) {
-			if pkgs[dep] != nil && pkgs[dep].imports["channel"] && dep != "fleet" && !strings.HasPrefix(dep, "channel/") {
-				t.Errorf("%s links %s, which imports channel: only fleet may", top, dep)
+			if pkgs[dep] != nil && pkgs[dep].imports["channel"] && dep != "fleet" && dep != "release/rollout" && !strings.HasPrefix(dep, "channel/") {
+				t.Errorf("%s links %s, which imports channel: only fleet and release/rollout may", top, dep)
 			}
 			if dep == "repair" {
 				t.Errorf("%s links repair", top)

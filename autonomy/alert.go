@@ -16,7 +16,10 @@ const (
 	EventActionFailed = "autonomy_action_failed" // an action failed or its unit was not clean after it
 )
 
-type hostService struct{ host, service string }
+// hostService keys a row across cycles: its host, its service and, for a
+// release row, its product (so a service's own refusal and its product's
+// are remembered apart).
+type hostService struct{ host, service, product string }
 
 // AlertRecord is one alert of a cycle and what each channel answered.
 type AlertRecord struct {
@@ -49,7 +52,7 @@ func (r *Runner) alert(ctx context.Context, doc *registry.Document, c *Cycle) []
 		if prev, _ := History(ctx, r.Store, 1); len(prev) > 0 {
 			for _, row := range prev[0].Rows {
 				if row.Refusal != nil {
-					before[hostService{row.Host, row.Service}] = row.Refusal.Code
+					before[hostService{row.Host, row.Service, row.Product}] = row.Refusal.Code
 				}
 			}
 		}
@@ -72,7 +75,7 @@ func (r *Runner) alert(ctx context.Context, doc *registry.Document, c *Cycle) []
 			if row.Result.Error != nil {
 				rec.Code = row.Result.Error.Code
 			}
-		case row.Refusal != nil && previous()[hostService{row.Host, row.Service}] != row.Refusal.Code:
+		case row.Refusal != nil && previous()[hostService{row.Host, row.Service, row.Product}] != row.Refusal.Code:
 			rec = AlertRecord{Event: EventRefused, Code: string(row.Refusal.Code), Summary: fmt.Sprintf("autonomy cycle (%s) refused %s on %s: %s", c.Mode, row.Service, row.Host, row.Refusal.Message)}
 		default:
 			continue
@@ -100,5 +103,9 @@ func failedSummary(row Row) string {
 			why += " with drifted bytes"
 		}
 	}
-	return fmt.Sprintf("autonomy cycle: %s of %s on %s failed: %s", res.Action, row.Service, row.Host, why)
+	what := row.Service
+	if row.Product != "" {
+		what = "release " + row.Product
+	}
+	return fmt.Sprintf("autonomy cycle: %s of %s on %s failed: %s", res.Action, what, row.Host, why)
 }

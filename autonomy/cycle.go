@@ -12,6 +12,7 @@ import (
 	"github.com/wisent/stado/fleet"
 	"github.com/wisent/stado/refusal"
 	"github.com/wisent/stado/registry"
+	"github.com/wisent/stado/release/rollout"
 	"github.com/wisent/stado/store"
 )
 
@@ -134,15 +135,25 @@ func (r *Runner) plan(ctx context.Context, c *Cycle, f *fleet.Fleet, view *beaco
 	if err != nil {
 		return fmt.Errorf("verify sweep: %w", err)
 	}
-	c.Rows = Plan(Input{Doc: view.Document, Catalog: f.Catalog, Beacons: view.Rows(""), Verify: vr})
+	c.Rows = Plan(Input{Doc: view.Document, Catalog: f.Catalog, Beacons: view.Rows(""), Verify: vr,
+		Releases: rollout.ShowFleet(view, rollout.DeclarationsOf(view.Document), "")})
 	return nil
 }
 
 func (r *Runner) enforce(ctx context.Context, c *Cycle, f *fleet.Fleet, o Options) {
+	// A service's hosts, for its share: the hosts declaring it, and for a
+	// release row of a product no service declares, the hosts converging it.
 	hosts := map[string]int{}
+	declared := map[string]bool{}
 	for _, t := range f.Doc.Targets {
 		for _, s := range t.Services {
 			hosts[s.Name]++
+			declared[t.Name+"/"+s.Name] = true
+		}
+	}
+	for _, r := range c.Rows {
+		if r.Product != "" && !declared[r.Host+"/"+r.Service] {
+			hosts[r.Service]++
 		}
 	}
 	actor := r.Actor

@@ -1,7 +1,8 @@
 // Package autonomy owns the autonomy cycle (stado optimize run): it joins
 // the latest host beacons with a fresh verify sweep, plans every declared
 // service (restore, reinstall, start, restart or nothing, or a recorded
-// refusal), and in enforce mode acts on the plan through the write half
+// refusal) and every declared release version a host does not run
+// (converge), and in enforce mode acts on the plan through the write half
 // (package fleet) under a blast-radius cap, one enforcer per store at a
 // time by a lease, then re-verifies every unit it touched. Every cycle is
 // recorded in the store under autonomy/ (a bounded history), and refusals
@@ -14,9 +15,12 @@
 // the benchmarks run it alone.
 //
 // autonomy imports fleet (the write half, its only road to a host: hosts come
-// through a fleet.Connector), beacon (the read half's join), alert (the
-// alerts of failed and refused actions), register (the record an alert
-// document carries), catalog, units, refusal and registry. It must not
+// through a fleet.Connector), release/rollout (the release rows: where each
+// host's products stand against the declared versions, read from the
+// beacons, and the activation of a converge row over the same connector),
+// beacon (the read half's join), alert (the alerts of failed and refused
+// actions), register (the record an alert document carries), catalog,
+// units, refusal and registry. It must not
 // import channel, repair or cli (the module's architecture test holds it to that);
 // nothing but cli imports it.
 package autonomy

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/wisent/stado/fleet"
+	"github.com/wisent/stado/release/rollout"
 	"github.com/wisent/stado/units"
 )
 
@@ -31,6 +32,9 @@ type ActionResult struct {
 	Reverify      *fleet.ServiceVerify `json:"reverify,omitempty"`
 	ReverifyError string               `json:"reverify_error,omitempty"`
 	Clean         bool                 `json:"clean"`
+	// Release is a converge row's activation as the host answered it
+	// (outcome, from and to versions, pid and evidence, or the refusal).
+	Release *rollout.Line `json:"release,omitempty"`
 }
 
 // Actor acts on plan rows. ActOn acts on rows, all of one host, in order:
@@ -193,6 +197,13 @@ func (a *FleetActor) ActOn(ctx context.Context, host string, rows []*Row, procee
 			return
 		}
 		res := &ActionResult{Action: r.Action, Started: now().UTC()}
+		if r.Action == ActionConverge {
+			a.converge(ctx, conn, host, r, res)
+			res.Ended = now().UTC()
+			r.Result = res
+			done(r)
+			continue
+		}
 		var err error
 		switch r.Action {
 		case ActionRestart:
@@ -227,5 +238,31 @@ func (a *FleetActor) ActOn(ctx context.Context, host string, rows []*Row, procee
 		res.Ended = now().UTC()
 		r.Result = res
 		done(r)
+	}
+}
+
+// converge activates the declared version of r's product on host: one
+// rollout.Converge of that host and product alone, in apply mode. The
+// host proves the takeover itself (or restores its backup and refuses),
+// so the result is its line, ok when the declared image is active and
+// proven (activated, installed or unchanged).
+func (a *FleetActor) converge(ctx context.Context, conn fleet.Connector, host string, r *Row, res *ActionResult) {
+	rep, err := rollout.Converge(ctx, rollout.Options{Doc: a.Fleet.Doc, Declared: rollout.DeclarationsOf(a.Fleet.Doc),
+		Targets: []string{host}, Product: r.Product, Connector: conn, MaxConcurrent: 1, Wait: a.Wait}) // no Mode: apply
+	if len(rep.Lines) == 1 {
+		l := rep.Lines[0]
+		res.Release = &l
+	}
+	res.Error = fleet.DescribeHostError(host, err)
+	if res.Error == nil && res.Release == nil {
+		res.Error = &fleet.HostError{Host: host, Stage: fleet.StagePlan, Message: fmt.Sprintf("the registry declares no version of %s for %s any more", r.Product, host)}
+	}
+	if res.Error == nil {
+		switch l := res.Release; {
+		case !l.Failed() && l.Outcome != rollout.OutcomeNotAttempted:
+			res.OK, res.Clean = true, true
+		default:
+			res.Error = &fleet.HostError{Host: host, Stage: fleet.StagePlan, Code: res.Release.Code, Message: fmt.Sprintf("%s: %s %s: %s", host, r.Product, res.Release.Outcome, res.Release.Refusal)}
+		}
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/wisent/stado/fleet"
 	"github.com/wisent/stado/refusal"
 	"github.com/wisent/stado/registry"
+	"github.com/wisent/stado/release/rollout"
 	"github.com/wisent/stado/units"
 )
 
@@ -19,6 +20,9 @@ const (
 	ActionStart     = "start"     // inactive or failed: start it
 	ActionRestart   = "restart"   // failing, without a crash loop: restart it
 	ActionNone      = "none"      // as declared: nothing to do
+	// ActionConverge: the host's active image of a product is not the
+	// version the registry declares for it: activate the declared one.
+	ActionConverge = "converge"
 )
 
 // Codes of the refusals a cycle records. declaration_incomplete and
@@ -84,10 +88,28 @@ type VerifyEvidence struct {
 	Check *fleet.ServiceVerify `json:"check,omitempty"`
 }
 
+// ReleaseEvidence is what a converge row's decision rests on: the
+// declared version and what the host's fresh beacon says of the product
+// (rollout.ShowFleet's row).
+type ReleaseEvidence struct {
+	Declared string `json:"declared"`
+	Pinned   bool   `json:"pinned,omitempty"`
+	// Status is rollout's (converged, differs, not_installed, unknown).
+	Status string                    `json:"status"`
+	Active *beacon.ReleaseImage      `json:"active,omitempty"`
+	Backup *beacon.ReleaseImage      `json:"backup,omitempty"`
+	Last   *beacon.ReleaseActivation `json:"last,omitempty"`
+	// Unknown says why the host's images are not known.
+	Unknown string `json:"unknown,omitempty"`
+}
+
 // Evidence is what a row's decision rests on.
 type Evidence struct {
 	Beacon BeaconEvidence `json:"beacon"`
 	Verify VerifyEvidence `json:"verify"`
+	// Release is set on a converge row (one per host and declared
+	// product).
+	Release *ReleaseEvidence `json:"release,omitempty"`
 }
 
 // Row is one declared service on one host: the action planned for it, or
@@ -98,6 +120,10 @@ type Row struct {
 	Host    string `json:"host"`
 	Service string `json:"service"`
 	Unit    string `json:"unit"`
+	// Product is set on a release row: the product whose declared version
+	// the row converges. Its Service is the host's service declaring the
+	// product, or the product's name when none does (install only).
+	Product string `json:"product,omitempty"`
 	// Action is one of the Action constants; "" when Refusal is set.
 	Action string `json:"action,omitempty"`
 	// Plan says in words what the action would do ("would create
@@ -120,6 +146,10 @@ type Input struct {
 	Catalog *catalog.Catalog
 	Beacons []beacon.Row
 	Verify  *fleet.VerifyResult
+	// Releases are the release rows of the fleet from the same beacons
+	// (rollout.ShowFleet over the registry's declarations); a row with no
+	// declared version plans nothing.
+	Releases []rollout.Row
 }
 
 // Plan decides every declared service of in.Doc, in registry order. It is
@@ -140,6 +170,11 @@ type Input struct {
 //  6. a unit of the catalog's recovery list that needs an action:
 //     recovery_unit (stado's own host process is restarted only by the
 //     host repair step).
+//
+// After a target's services come its release rows, one per product the
+// registry declares a version of for it (planRelease): converge when the
+// fresh beacon's active image is another version or none, nothing when it
+// is the declared one, a refusal when the images are not known.
 func Plan(in Input) []Row {
 	// Beacon rows and verify checks come in registry order, so each is
 	// looked for first at its own index in its host's list, then by a scan.
@@ -152,6 +187,12 @@ func Plan(in Input) []Row {
 	if in.Verify != nil {
 		for i := range in.Verify.Hosts {
 			hosts[in.Verify.Hosts[i].Host] = &in.Verify.Hosts[i]
+		}
+	}
+	releases := map[string][]*rollout.Row{}
+	for k := range in.Releases {
+		if rr := &in.Releases[k]; rr.Declared != "" {
+			releases[rr.Host] = append(releases[rr.Host], rr)
 		}
 	}
 	n := 0
@@ -170,8 +211,68 @@ func Plan(in Input) []Row {
 			b := findPtr(bs, i, func(r *beacon.Row) bool { return r.Service == s.Name })
 			rows = append(rows, planOne(in.Catalog, t.Name, s, b, hv, c))
 		}
+		for _, rr := range releases[t.Name] {
+			if row, ok := planRelease(&t, rr, hv); ok {
+				rows = append(rows, row)
+			}
+		}
 	}
 	return rows
+}
+
+// planRelease decides one declared product on one host from its release
+// row; false when the host runs the declared version (nothing to say).
+// An unknown image (stale, absent or unreadable beacon, no release block,
+// an unreadable state file) is refused no_evidence with the reason, and a
+// host the sweep could not reach unreachable: the cycle never guesses what
+// a host runs.
+func planRelease(t *registry.Target, rr *rollout.Row, hv *fleet.HostVerify) (Row, bool) {
+	r := Row{Host: t.Name, Service: rr.Product, Product: rr.Product}
+	for _, s := range t.Services {
+		if s.Product == rr.Product {
+			r.Service, r.Unit = s.Name, s.Unit
+			break
+		}
+	}
+	ev := &ReleaseEvidence{Declared: rr.Declared, Pinned: rr.Pinned, Status: rr.Status, Active: rr.Active, Backup: rr.Backup, Last: rr.Last, Unknown: rr.Unknown}
+	r.Evidence.Release = ev
+	// A release row reads no unit state of the beacon, only its freshness.
+	if rr.Beacon != nil {
+		r.Evidence.Beacon.Freshness = *rr.Beacon
+	}
+	if r.Evidence.Beacon.Freshness.Kind != beacon.FreshnessFresh {
+		r.Evidence.Beacon.State = beacon.StateUnknown
+	}
+	if hv != nil {
+		r.Evidence.Verify = VerifyEvidence{Reachable: hv.Reachable, Stage: hv.Stage}
+		if hv.Error != nil {
+			r.Evidence.Verify.Error = hv.Error.Message
+		}
+	}
+	switch {
+	case rr.Status == rollout.StatusConverged:
+		return r, false
+	case rr.Status == rollout.StatusUnknown:
+		r.Refusal = &Refusal{Code: CodeNoEvidence, Message: fmt.Sprintf("%s on %s: %s is declared, and the host's images are not known (%s)", rr.Product, t.Name, rr.Declared, rr.Unknown)}
+	case hv != nil && !hv.Reachable:
+		cause := r.Evidence.Verify.Error
+		if cause == "" {
+			cause = "no answer"
+		}
+		r.Refusal = &Refusal{Code: CodeUnreachable, Stage: hv.Stage, Message: fmt.Sprintf("%s is unreachable at stage %s: %s", t.Name, hv.Stage, cause)}
+	case rr.Status == rollout.StatusDiffers || rr.Status == rollout.StatusNotInstalled:
+		now := "none"
+		if rr.Active != nil {
+			now = rr.Active.Version
+		}
+		r.Action, r.Plan = ActionConverge, fmt.Sprintf("would activate %s %s, now %s", rr.Product, rr.Declared, now)
+		if rr.Pinned {
+			r.Plan += " (pinned)"
+		}
+	default:
+		return r, false
+	}
+	return r, true
 }
 
 // find returns the element of list that matches, looking at index i first.
@@ -355,7 +456,7 @@ func Counts(rows []Row) map[string]int {
 func Summary(rows []Row) string {
 	c := Counts(rows)
 	var parts []string
-	for _, k := range []string{ActionRestore, ActionReinstall, ActionStart, ActionRestart, ActionNone} {
+	for _, k := range []string{ActionRestore, ActionReinstall, ActionStart, ActionRestart, ActionConverge, ActionNone} {
 		if c[k] > 0 {
 			parts = append(parts, fmt.Sprintf("%s %d", k, c[k]))
 		}

@@ -74,6 +74,8 @@ func resultWord(res *ActionResult) string {
 	switch {
 	case res == nil:
 		return "-"
+	case res.Release != nil:
+		return releaseWord(res)
 	case res.OK:
 		return "ok, verified clean"
 	case res.Error != nil:
@@ -84,6 +86,34 @@ func resultWord(res *ActionResult) string {
 		return "not clean: " + res.Reverify.State
 	}
 	return "failed"
+}
+
+// releaseWord is a converge row's result: the host's outcome with the
+// versions and pid, or its refusal with the code.
+func releaseWord(res *ActionResult) string {
+	l := res.Release
+	from := l.From
+	if from == "" {
+		from = "none"
+	}
+	if res.OK {
+		s := "ok, " + l.Outcome + " " + from + " → " + l.To
+		if l.Outcome == "unchanged" {
+			s = "ok, unchanged, " + l.To + " active"
+		}
+		if l.PID > 0 {
+			s += fmt.Sprintf(", pid %d", l.PID)
+		}
+		return s
+	}
+	s := "failed: " + l.Outcome + " " + from + " → " + l.To
+	if l.Code != "" {
+		s += " [" + l.Code + "]"
+	}
+	if l.Refusal != "" {
+		s += ": " + l.Refusal
+	}
+	return s
 }
 
 // HistoryTable is the newest cycles, one row each.

@@ -15,7 +15,9 @@
 // fleet.MaskEnv, as the CLI masks them.
 //
 // desktop imports the read half (beacon, catalog, registry, and store for
-// the store the page reads and watches), the write half
+// the store the page reads and watches), release/rollout (where each row's
+// product stands against its declared version, from the same beacons, as
+// `release version show` reads it), the write half
 // (fleet, its only road to a host: the server takes a fleet.Connector),
 // register (the recovery rows it shows) and refusal. It never imports
 // channel or repair (the module's architecture test holds it to that); cli imports

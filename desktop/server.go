@@ -6,6 +6,7 @@ import (
 	"crypto/subtle"
 	"embed"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"html/template"
@@ -375,6 +376,17 @@ func (s *Server) refuse(w http.ResponseWriter, r *http.Request, status int, code
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
 	w.WriteHeader(status)
 	s.tmpl.ExecuteTemplate(w, "refusal", refusalView{Code: code, Message: msg})
+}
+
+// renderJSON writes v as one JSON document.
+func (s *Server) renderJSON(w http.ResponseWriter, v any) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		http.Error(w, "encode: "+err.Error(), http.StatusInternalServerError)
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Write(append(b, '\n'))
 }
 
 // render executes the named template into w; a template error is a 500.

@@ -15,6 +15,7 @@ import (
 	"github.com/wisent/stado/catalog"
 	"github.com/wisent/stado/refusal"
 	"github.com/wisent/stado/registry"
+	"github.com/wisent/stado/release/rollout"
 	"github.com/wisent/stado/store"
 )
 
@@ -124,8 +125,54 @@ type Row struct {
 	VerdictDetail string `json:"verdict_detail,omitempty"`
 	// Age is how old the beacon is ("12s"), or why there is none.
 	Age string `json:"age"`
+	// Release is where the row's product stands on its host, for a
+	// declaration that names a product; nil otherwise.
+	Release *Release `json:"release,omitempty"`
 	// search is the lowercased text a search matches.
 	search string
+}
+
+// Release is a row's product on its host as the host's beacon carries it
+// (rollout.ShowFleet's row, the same `stado release version show` prints):
+// the declared version, the active and backup images and the last
+// activation with its evidence.
+type Release struct {
+	Product  string `json:"product"`
+	Declared string `json:"declared,omitempty"`
+	Pinned   bool   `json:"pinned,omitempty"`
+	// Status is rollout's: converged, differs, not_installed, undeclared
+	// or unknown (Unknown says why).
+	Status  string                    `json:"status"`
+	Unknown string                    `json:"unknown,omitempty"`
+	Active  *beacon.ReleaseImage      `json:"active,omitempty"`
+	Backup  *beacon.ReleaseImage      `json:"backup,omitempty"`
+	Last    *beacon.ReleaseActivation `json:"last,omitempty"`
+	// Version is the version column: the active version ("none" when no
+	// image is active), then " → " and the declared one when they differ;
+	// "unknown" when the host's images are not known.
+	Version string `json:"version"`
+}
+
+// releaseOf is the Release of a show row.
+func releaseOf(r *rollout.Row) *Release {
+	rel := &Release{Product: r.Product, Declared: r.Declared, Pinned: r.Pinned, Status: r.Status, Unknown: r.Unknown,
+		Active: r.Active, Backup: r.Backup, Last: r.Last}
+	active := "none"
+	if r.Active != nil {
+		active = r.Active.Version
+	}
+	switch {
+	case r.Status == rollout.StatusUnknown:
+		rel.Version = "unknown"
+		if r.Declared != "" {
+			rel.Version += " → " + r.Declared
+		}
+	case r.Declared != "" && r.Declared != active:
+		rel.Version = active + " → " + r.Declared
+	default:
+		rel.Version = active
+	}
+	return rel
 }
 
 // Rows joins the snapshot's registry with its beacons at now, in host
@@ -150,9 +197,21 @@ func (sn *snapshot) judge(now time.Time) []Row {
 	v := *sn.view
 	v.Now = now
 	in := v.Rows("")
+	// Where each host's products stand, judged from the same beacons at
+	// the same instant; only products a declaration names are looked up.
+	releases := map[string]*rollout.Row{}
+	for _, rr := range rollout.ShowFleet(&v, rollout.DeclarationsOf(v.Document), "") {
+		releases[rr.Host+"\x00"+rr.Product] = &rr
+	}
 	out := make([]Row, 0, len(in))
 	for _, r := range in {
-		out = append(out, sn.newRow(r))
+		var rel *Release
+		if r.Product != "" {
+			if rr := releases[r.Host+"\x00"+r.Product]; rr != nil {
+				rel = releaseOf(rr)
+			}
+		}
+		out = append(out, sn.newRow(r, rel))
 	}
 	sn.rows, sn.rowsAt = out, now
 	return out
@@ -173,13 +232,13 @@ func (sn *snapshot) asksQuestion(name string) bool {
 	return a
 }
 
-func (sn *snapshot) newRow(r beacon.Row) Row {
+func (sn *snapshot) newRow(r beacon.Row, rel *Release) Row {
 	src, ok := sn.source[r.Unit]
 	if !ok {
 		src = sn.cat.SourceOf(r.Unit, true)
 		sn.source[r.Unit] = src
 	}
-	row := Row{Row: r, Source: src}
+	row := Row{Row: r, Source: src, Release: rel}
 	switch r.Beacon.Kind {
 	case beacon.FreshnessMissing:
 		row.Age = "no beacon"
@@ -224,7 +283,11 @@ func (sn *snapshot) newRow(r beacon.Row) Row {
 	if row.Verdict == "" && asks {
 		row.Verdict = "no answering verdict in this beacon"
 	}
-	row.search = strings.ToLower(strings.Join([]string{r.Host, r.Service, r.Unit, row.Source, r.State, row.Mark, r.Detail()}, "\x00"))
+	version := ""
+	if rel != nil {
+		version = rel.Version
+	}
+	row.search = strings.ToLower(strings.Join([]string{r.Host, r.Service, r.Unit, row.Source, r.State, row.Mark, r.Detail(), version}, "\x00"))
 	return row
 }
 
@@ -334,14 +397,46 @@ func (s *Server) handlePage(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) handleRows(w http.ResponseWriter, r *http.Request) {
-	s.render(w, "rows", s.pageOf(r))
+	p := s.pageOf(r)
+	if r.URL.Query().Get("format") == "json" {
+		s.renderJSON(w, rowsDocOf(p))
+		return
+	}
+	s.render(w, "rows", p)
+}
+
+// RowsKind marks the JSON document of GET /rows?format=json.
+const RowsKind = "stado.desktop.rows"
+
+// rowsDoc is one page of the table as JSON: the rows the page shows, with
+// the same filter and paging.
+type rowsDoc struct {
+	Kind     string         `json:"kind"`
+	Revision int64          `json:"revision"`
+	At       time.Time      `json:"at"`
+	Total    int            `json:"total"`
+	Matched  int            `json:"matched"`
+	Page     int            `json:"page"`
+	Pages    int            `json:"pages"`
+	Counts   map[string]int `json:"counts"`
+	Rows     []Row          `json:"rows"`
+	Error    *refusalView   `json:"error,omitempty"`
+}
+
+func rowsDocOf(p Page) rowsDoc {
+	rows := p.Rows
+	if rows == nil {
+		rows = []Row{}
+	}
+	return rowsDoc{Kind: RowsKind, Revision: p.Revision, At: p.At, Total: p.Total, Matched: p.Matched, Page: p.Page, Pages: p.Pages,
+		Counts: p.Counts, Rows: rows, Error: p.Error}
 }
 
 // refusalView is a refusal as the page shows it.
 type refusalView struct {
-	Code    string
-	Message string
-	Hint    string
+	Code    string `json:"code"`
+	Message string `json:"message"`
+	Hint    string `json:"hint,omitempty"`
 }
 
 func viewOfError(err error) *refusalView {

@@ -528,12 +528,14 @@ func TestDesktopRendersAndFiltersAThousandHostsInChromium(t *testing.T) {
 	defer st.Close()
 	ctx := context.Background()
 	now := time.Now()
-	doc := &registry.Document{Version: 1}
+	// svc00 is product brama everywhere, declared at 2.0; host0000 runs 1.0.
+	doc := &registry.Document{Version: 1, Releases: map[string]registry.ReleaseDecl{"brama": {Version: "2.0"}}}
 	for h := range 1000 {
 		tg := registry.Target{Name: fmt.Sprintf("host%04d", h), SSH: registry.SSH{Address: "127.0.0.1", Port: 22, User: "root"}, OS: "linux"}
 		for s := range 20 {
 			tg.Services = append(tg.Services, registry.Service{Name: fmt.Sprintf("svc%02d", s), Unit: fmt.Sprintf("svc%02d.service", s), Program: "/bin/sleep", Args: []string{"infinity"}})
 		}
+		tg.Services[0].Product = "brama"
 		doc.Targets = append(doc.Targets, tg)
 	}
 	if _, err := registry.Push(ctx, st, doc, 0, "scale"); err != nil {
@@ -541,6 +543,11 @@ func TestDesktopRendersAndFiltersAThousandHostsInChromium(t *testing.T) {
 	}
 	for h := range 1000 {
 		b := beacon.Beacon{Kind: beacon.Kind, Version: beacon.FormatVersion, Host: fmt.Sprintf("host%04d", h), Pass: 1, At: now, IntervalSeconds: 3600, StaleAfterSeconds: 600}
+		active := "2.0"
+		if h == 0 {
+			active = "1.0"
+		}
+		b.Releases = &beacon.Releases{State: beacon.ReleasesRead, Products: []beacon.ProductRelease{{Product: "brama", Active: &beacon.ReleaseImage{Version: active, SHA256: "sha-" + active}}}}
 		for s := range 20 {
 			u := beacon.UnitReport{Service: fmt.Sprintf("svc%02d", s), Unit: fmt.Sprintf("svc%02d.service", s), State: beacon.StateActive, PID: 100 + s}
 			if (h+s)%97 == 0 {
@@ -573,6 +580,10 @@ func TestDesktopRendersAndFiltersAThousandHostsInChromium(t *testing.T) {
 	rows := read(t, bctx, 10*time.Second, "count", chromedp.Evaluate[int](`document.querySelectorAll("tr.row").length`))
 	t.Logf("1000 hosts x 20 services: first render in Chromium %.0f ms (navigation start to DOMContentLoaded, including the redirect that sets the cookie); %d rows on the first page", first, rows)
 	screenshot(t, bctx, artifactDir(t), "desktop-scale")
+	// The version column: the active version, and the declared one where they differ.
+	if v := read(t, bctx, 10*time.Second, "version cell", chromedp.Evaluate[string](`document.querySelector('tr.row[data-host="host0000"][data-service="svc00"] td.version').textContent.trim()`)); v != "1.0 → 2.0" {
+		t.Errorf("host0000's version cell reads %q, want 1.0 → 2.0", v)
+	}
 
 	filter := func(q string) (float64, int) {
 		ms := read(t, bctx, 30*time.Second, "filter "+q, chromedp.Evaluate[float64](fmt.Sprintf(`(async () => {
