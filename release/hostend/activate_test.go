@@ -272,7 +272,7 @@ func TestWhenNeitherTheNewImageNorTheBackupServesTheRestoreFails(t *testing.T) {
 	f.activate("1.0.0")
 	f.serves = false
 	req := f.request("1.1.0")
-	req.Wait = 500 * time.Millisecond
+	req.Wait = 3 * time.Second // long enough for a loaded machine to start the process; it never serves
 	_, err := f.host.Activate(context.Background(), req)
 	if code := codeOf(t, err); code != refusal.ReleaseRestoreFailed || !strings.Contains(err.Error(), "does not serve: nothing listens on port 8080") {
 		t.Fatalf("refusal %s %v: a backup that does not serve either is release_restore_failed", code, err)
