@@ -1,6 +1,10 @@
 package release
 
-import "time"
+import (
+	"time"
+
+	"github.com/wisent/stado/registry"
+)
 
 // Kinds of the documents of the release flow.
 const (
@@ -132,6 +136,10 @@ type ActivateRequest struct {
 	// Address its declared listen address.
 	Port    int    `json:"port,omitempty"`
 	Address string `json:"address,omitempty"`
+	// Service is the declaration of the unit when it names a
+	// service-protocol executable: the serving read then also needs its
+	// ready operation to say ready, as `service serving` does.
+	Service *registry.Service `json:"service,omitempty"`
 	// Wait bounds the proof of the new image (and again of a restored one).
 	Wait time.Duration `json:"wait"`
 	Mode string        `json:"mode"`

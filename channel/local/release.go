@@ -30,6 +30,9 @@ func (h *Host) ReleaseActivate(ctx context.Context, req release.ActivateRequest)
 	if req.Mode == "" {
 		req.Mode = channel.ModeApply
 	}
+	if svc := req.Service; svc != nil && svc.Protocol != nil {
+		rh.Serving = h.readyServing(rh.Serving, *svc)
+	}
 	return rh.Activate(ctx, req)
 }
 
@@ -70,6 +73,14 @@ func (h *Host) checkActivate(req release.ActivateRequest) error {
 	if req.Unit != "" {
 		if err := h.checkUnitOf(req.Scope, req.Unit); err != nil {
 			return err
+		}
+	}
+	if s := req.Service; s != nil {
+		if s.Unit != req.Unit {
+			return refusal.New(refusal.InvalidArguments, "the request's service declares unit %q, not %q", s.Unit, req.Unit)
+		}
+		if vs := declaration.ValidateService(s, h.OS()); len(vs) > 0 {
+			return refusal.New(refusal.InvalidContent, "the request's service: %s", vs[0])
 		}
 	}
 	if err := release.ValidProduct(req.Product); err != nil {
@@ -147,4 +158,26 @@ func (h *Host) releaseServing(_ context.Context, _, unit string, port int, addre
 		return hostend.ServingReading{Sentence: fmt.Sprintf("%s is held by pid %d (%s), not by %s", where, on[0].PID, on[0].Program, unit)}, nil
 	}
 	return hostend.ServingReading{Sentence: "nothing listens on " + where}, nil
+}
+
+// readyServing is port's serving read plus, for a declaration naming a
+// service-protocol executable, its ready operation: owning the port is not
+// enough there, as it is not for `service serving`.
+func (h *Host) readyServing(port func(ctx context.Context, scope, unit string, p int, address string) (hostend.ServingReading, error), svc registry.Service) func(ctx context.Context, scope, unit string, p int, address string) (hostend.ServingReading, error) {
+	return func(ctx context.Context, scope, unit string, p int, address string) (hostend.ServingReading, error) {
+		r, err := port(ctx, scope, unit, p, address)
+		if err != nil || !r.Serving {
+			return r, err
+		}
+		pr := h.readReady(ctx, h.nodeID(), svc)
+		if pr.Ready != nil && *pr.Ready {
+			r.Sentence += " and its protocol executable says ready"
+			return r, nil
+		}
+		why := pr.Cause
+		if why == "" {
+			why = "its ready operation says not ready"
+		}
+		return hostend.ServingReading{Sentence: r.Sentence + ", but its protocol executable is not ready: " + why}, nil
+	}
 }

@@ -3,9 +3,13 @@ package local
 import (
 	"context"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/wisent/stado/declaration"
+	"github.com/wisent/stado/registry"
 )
 
 // procWith is a /proc fixture in which pid 42 of unit listens on
@@ -57,5 +61,29 @@ func TestTheReleaseServingReadIsThePortOwnershipOfServiceServing(t *testing.T) {
 				t.Fatalf("reading %+v %v, want serving %v saying %q", r, err, tc.serving, tc.phrase)
 			}
 		})
+	}
+}
+
+// Where the declaration names a service-protocol executable, the
+// activation's serving read also needs its ready operation to say ready
+// (the real fixture implementing the protocol's operations).
+func TestTheReleaseServingReadNeedsReadyWhereAProtocolIsDeclared(t *testing.T) {
+	bin := filepath.Join(t.TempDir(), "service-protocol")
+	if out, err := exec.Command("go", "build", "-o", bin, "../../tests/fixtures/service-protocol").CombinedOutput(); err != nil {
+		t.Fatalf("build the fixture: %v\n%s", err, out)
+	}
+	state := t.TempDir()
+	h := &Host{GOOS: "linux", Home: t.TempDir(), ProcRoot: procWith(t, "brama.service")}
+	svc := registry.Service{Name: "brama", Unit: "brama.service", Program: "/usr/local/bin/brama",
+		Env: map[string]string{"FIXTURE_STATE": state}, Protocol: &declaration.ServiceProtocol{Exec: []string{bin}}}
+	read := h.readyServing(h.releaseServing, svc)
+	os.WriteFile(filepath.Join(state, "running"), nil, 0o644)
+	os.WriteFile(filepath.Join(state, "ready"), []byte("false"), 0o644)
+	if r, err := read(context.Background(), "system", "brama.service", 8080, "127.0.0.1"); err != nil || r.Serving || !strings.Contains(r.Sentence, "not ready") {
+		t.Fatalf("owned but not ready: %+v %v, want not serving", r, err)
+	}
+	os.WriteFile(filepath.Join(state, "ready"), []byte("true"), 0o644)
+	if r, err := read(context.Background(), "system", "brama.service", 8080, "127.0.0.1"); err != nil || !r.Serving || !strings.Contains(r.Sentence, "says ready") {
+		t.Fatalf("owned and ready: %+v %v, want serving", r, err)
 	}
 }

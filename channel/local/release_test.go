@@ -7,6 +7,7 @@ import (
 
 	"github.com/wisent/stado/channel/local"
 	"github.com/wisent/stado/refusal"
+	"github.com/wisent/stado/registry"
 	"github.com/wisent/stado/release"
 	"github.com/wisent/stado/release/hostend"
 )
@@ -44,6 +45,10 @@ func TestReleaseActivateChecksTheRequestBeforeActing(t *testing.T) {
 		{"mode", func(r *release.ActivateRequest) { r.Mode = "force" }, refusal.InvalidArguments},
 		// a product that would name a path
 		{"product", func(r *release.ActivateRequest) { r.Product = "../brama" }, refusal.Validation},
+		// a declaration of another unit than the one to restart
+		{"service of another unit", func(r *release.ActivateRequest) {
+			r.Service = &registry.Service{Name: "other", Unit: "other.service", Program: "/usr/local/bin/other"}
+		}, refusal.InvalidArguments},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			req := ok

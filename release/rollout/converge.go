@@ -286,6 +286,11 @@ func (r *run) request(t *registry.Target, product string) release.ActivateReques
 		req.Scope, req.Unit = s.EffectiveScope(), s.Unit
 		if e, ok := r.o.Doc.DirectoryEntryOn(s.Name, t.Name); ok {
 			req.Port, req.Address = e.Port, r.o.Doc.ListenAddress(e)
+			if s.Protocol != nil {
+				// the host reads the protocol's ready operation too
+				svc := *s
+				req.Service = &svc
+			}
 		}
 	}
 	return req
