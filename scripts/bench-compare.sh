@@ -515,8 +515,10 @@ if command -v go >/dev/null && "$BIN" release --help >/dev/null 2>&1 9>&-; then
   HOME=$REL "$BIN" release key generate --out "$REL" --name bench >"$LOGS/release-setup.log" 2>&1 9>&- || REL_OK=
   for k in $(seq 1 "$N"); do
     bash "$TB" exec "host$k" sh -c "mkdir -p /var/lib/stado/release/keys && cat > /var/lib/stado/release/keys/bench.pub" < "$REL/bench.pub" || REL_OK=
-    # Ansible's copy of the product: its own unit on its own port
-    bash "$TB" exec "host$k" sh -c "mkdir -p /var/lib/bench-rel && printf '[Service]\nExecStart=/var/lib/bench-rel/relprod --addr $(addr "$k"):18502\n' > /etc/systemd/system/bench-rel-ans.service && systemctl daemon-reload" || REL_OK=
+    # Ansible's copy of the product: its own unit on its own port, its file
+    # under the host's own /var/lib/stado (the testbed shares the rest of
+    # /var/lib between hosts)
+    bash "$TB" exec "host$k" sh -c "mkdir -p /var/lib/stado/bench-rel && printf '[Service]\nExecStart=/var/lib/stado/bench-rel/relprod --addr $(addr "$k"):18502\n' > /etc/systemd/system/bench-rel-ans.service && systemctl daemon-reload" || REL_OK=
   done
   for i in $(seq 0 "$RUNS"); do
     rel_build "1.0.$i" >>"$LOGS/release-setup.log" 2>&1 &&
@@ -543,7 +545,7 @@ cat > "$W/release.yml" <<EOF
     - name: copy the new build
       ansible.builtin.copy:
         src: "{{ build }}"
-        dest: /var/lib/bench-rel/relprod
+        dest: /var/lib/stado/bench-rel/relprod
         mode: "0755"
     - name: restart it
       ansible.builtin.systemd:
@@ -556,7 +558,7 @@ stado_rel_converge() { stado "$1" release version converge --all --max-concurren
 ans_rel() { ans "$1" ansible-playbook "$W/release.yml" -e "build=$REL/relprod-1.0.$REL_RUN"; }
 ssh_rel_host() {
   local a; a=$(addr "$1")
-  "${SSH[@]}" "$a" "cat > /var/lib/bench-rel/relprod.new && chmod 0755 /var/lib/bench-rel/relprod.new && mv /var/lib/bench-rel/relprod.new /var/lib/bench-rel/relprod && systemctl restart bench-rel-ans.service" < "$REL/relprod-1.0.$REL_RUN"
+  "${SSH[@]}" "$a" "cat > /var/lib/stado/bench-rel/relprod.new && chmod 0755 /var/lib/stado/bench-rel/relprod.new && mv /var/lib/stado/bench-rel/relprod.new /var/lib/stado/bench-rel/relprod && systemctl restart bench-rel-ans.service" < "$REL/relprod-1.0.$REL_RUN"
 }
 ssh_rel_all() {
   local pids=() k rc=0
