@@ -111,6 +111,10 @@ type Runner struct {
 	// time.Ticker. A test hands in a channel it feeds itself, so it drives
 	// pass after pass without sleeping through an interval.
 	NewTicker func(d time.Duration) (ticks <-chan time.Time, stop func())
+	// Notifier, when not nil, hears from Run how the pass loop fares and
+	// tells the service manager (READY=1, WATCHDOG=1, STATUS=); see
+	// Notifier. RunPass alone never uses it.
+	Notifier *Notifier
 
 	mu      sync.Mutex
 	pass    int64
@@ -153,18 +157,49 @@ func (r *Runner) Persist(ref Refusal) {
 // configured interval (NewTicker) until ctx ends. It returns nil when ctx
 // is cancelled; a pass never ends it. A pass that outlasts the interval
 // delays the next one rather than piling passes up.
+//
+// With a Notifier, the end of every pass is reported (READY=1 after the
+// first, then WATCHDOG=1 and STATUS=), and while Run waits for the next
+// tick it pets the watchdog every half of its interval, and once more just
+// before it starts a pass. Nothing is sent while a pass runs, so one that
+// hangs longer than the watchdog's interval gets the process restarted. A
+// pass interval longer than the watchdog's is logged once at start: the
+// idle petting keeps the process alive between such passes.
 func (r *Runner) Run(ctx context.Context) error {
 	cfg := r.Config.withDefaults()
 	ticks, stop := r.newTicker(cfg.Interval)
 	defer stop()
+	n := r.Notifier
+	var pets <-chan time.Time
+	if every := n.petEvery(); every > 0 {
+		if cfg.Interval > n.Watchdog {
+			r.logger().Warn("the pass interval is longer than the systemd watchdog; it is petted between passes, so only a pass that hangs past it restarts the process",
+				"interval", cfg.Interval, "watchdog", n.Watchdog)
+		}
+		t := time.NewTicker(every)
+		defer t.Stop()
+		pets = t.C
+	}
 	for {
-		if _, err := r.RunPass(ctx); err != nil && ctx.Err() == nil {
+		n.idle(r.logger())
+		b, err := r.RunPass(ctx)
+		if err != nil && ctx.Err() == nil {
 			r.logger().Warn("beacon pass", "err", err)
 		}
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-ticks:
+		if ctx.Err() == nil {
+			n.passEnded(r.logger(), b, err)
+		}
+	wait:
+		for {
+			select {
+			case <-ctx.Done():
+				n.stopping(r.logger())
+				return nil
+			case <-pets:
+				n.idle(r.logger())
+			case <-ticks:
+				break wait
+			}
 		}
 	}
 }

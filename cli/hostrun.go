@@ -85,11 +85,16 @@ func runHostRun(ctx context.Context, env *Env, o hostRunOptions) error {
 	}
 	defer stopContrib()
 
+	// READY=1 and the watchdog under a Type=notify unit; nil elsewhere
+	notifier, err := beacon.SystemdNotifier()
+	if err != nil {
+		env.Logger.Warn("host run", "err", err)
+	}
 	runner := &beacon.Runner{
 		Host: host, Store: st, Config: beacon.ConfigFor(env.StoreURL, o.Interval, o.StaleAfter), Contributors: contributors,
 		Observer: &beacon.UnitsObserver{Manager: mgr, AdminDirs: adminDirs, Users: users},
 		Identity: beacon.MachineIdentity(env.Now()),
-		Version:  Version, Logger: env.Logger.With("host", host), Now: env.Now,
+		Version:  Version, Logger: env.Logger.With("host", host), Now: env.Now, Notifier: notifier,
 		ReleaseRoot:   release.Root(env.Getenv, os.Geteuid(), homeDir(env)),
 		ReleaseImages: release.ImagesDir(release.Root(env.Getenv, os.Geteuid(), homeDir(env))),
 	}

@@ -48,6 +48,11 @@ type UnitSettings struct {
 	// notify-reload, idle); PIDFile is PIDFile=.
 	Type    string `yaml:"type,omitempty" json:"type,omitempty"`
 	PIDFile string `yaml:"pid_file,omitempty" json:"pid_file,omitempty"`
+	// WatchdogSec is systemd WatchdogSec= (a time span): the service must
+	// send WATCHDOG=1 within it or systemd kills it as hung (and Restart=
+	// starts it again). A service sends it over the notify protocol, so it
+	// usually comes with type notify. launchd has no watchdog.
+	WatchdogSec string `yaml:"watchdog_sec,omitempty" json:"watchdog_sec,omitempty"`
 	// ExpandEnv says the init system expands $NAME and ${NAME} in args from
 	// the unit's environment ("$$" is then a literal '$'), as systemd does
 	// in ExecStart=; false renders every '$' literally. systemd only.
@@ -136,7 +141,7 @@ var SystemdKeyNames = map[string]string{
 	"Description": "description", "WorkingDirectory": "working_directory", "User": "user", "Group": "group",
 	"UMask": "umask", "Restart": "restart", "RestartSec": "restart_sec",
 	"StartLimitIntervalSec": "start_limit_interval_sec", "StartLimitBurst": "start_limit_burst",
-	"Type": "type", "PIDFile": "pid_file", "ExecStart": "program",
+	"Type": "type", "PIDFile": "pid_file", "WatchdogSec": "watchdog_sec", "ExecStart": "program",
 	"ExecStartPre": "exec_start_pre", "ExecStartPost": "exec_start_post", "ExecReload": "exec_reload",
 	"ExecStop": "exec_stop", "ExecStopPost": "exec_stop_post", "EnvironmentFile": "environment_files",
 	"Environment": "env", "After": "after", "Before": "before", "Wants": "wants", "Requires": "requires",

@@ -38,6 +38,14 @@ func TestValidateServiceReportsPathsRelativeToTheService(t *testing.T) {
 		{"secret arg without args", declaration.OSLinux, func(s *declaration.Service) { s.Args = nil; s.SecretArgs = []int{0} }, []string{"secret_args[0]"}},
 		// A systemd-only setting is refused on darwin at its own field.
 		{"systemd setting on darwin", declaration.OSDarwin, func(s *declaration.Service) { s.Unit = "com.example.web"; s.ExecStartPre = []string{"/bin/true"} }, []string{"exec_start_pre"}},
+		// watchdog_sec is a systemd time span, and systemd's alone.
+		{"watchdog span", declaration.OSLinux, func(s *declaration.Service) { s.Type = "notify"; s.WatchdogSec = "2min" }, nil},
+		{"watchdog not a span", declaration.OSLinux, func(s *declaration.Service) { s.WatchdogSec = "two minutes" }, []string{"watchdog_sec"}},
+		{"watchdog on darwin", declaration.OSDarwin, func(s *declaration.Service) { s.Unit = "com.example.web"; s.WatchdogSec = "30s" }, []string{"watchdog_sec"}},
+		{"watchdog set twice", declaration.OSLinux, func(s *declaration.Service) {
+			s.WatchdogSec = "30s"
+			s.SystemdKeys = []declaration.UnitKey{{Section: "Service", Key: "WatchdogSec", Value: "1min"}}
+		}, []string{"systemd_keys[0].key"}},
 		// The command's size is a limit of the service as a whole.
 		{"command too large", declaration.OSLinux, func(s *declaration.Service) {
 			s.Args = []string{strings.Repeat("a", 100<<10), strings.Repeat("b", 100<<10), strings.Repeat("c", 100<<10)}

@@ -63,6 +63,8 @@ func (v *validator) unitSettings(s *Service, os, p string) {
 	}
 	v.timeSpan(p+".restart_sec", u.RestartSec, os == OSDarwin)
 	v.timeSpan(p+".timeout_stop_sec", u.TimeoutStopSec, os == OSDarwin)
+	v.timeSpan(p+".watchdog_sec", u.WatchdogSec, false)
+	linuxOnly("watchdog_sec", u.WatchdogSec != "")
 	v.timeSpan(p+".start_limit_interval_sec", u.StartLimitIntervalSec, false)
 	linuxOnly("start_limit_interval_sec", u.StartLimitIntervalSec != "")
 	linuxOnly("start_limit_burst", u.StartLimitBurst != nil)
@@ -406,6 +408,8 @@ func fieldSet(s *Service, field, key string) bool {
 		return u.Type != ""
 	case "pid_file":
 		return u.PIDFile != ""
+	case "watchdog_sec":
+		return u.WatchdogSec != ""
 	case "nice":
 		return u.Nice != nil
 	case "process_type":

@@ -346,7 +346,7 @@ func isTyped(e *entry) bool {
 		switch e.key {
 		case "WorkingDirectory", "User", "Group", "UMask", "Restart", "RestartSec", "Type", "PIDFile",
 			"ExecStartPre", "ExecStartPost", "ExecReload", "ExecStop", "ExecStopPost", "EnvironmentFile",
-			"Nice", "IOSchedulingClass", "IOSchedulingPriority", "KillMode", "Delegate", "TimeoutStopSec":
+			"Nice", "IOSchedulingClass", "IOSchedulingPriority", "KillMode", "Delegate", "TimeoutStopSec", "WatchdogSec":
 			return true
 		case "StandardOutput", "StandardError":
 			return strings.HasPrefix(e.value, "append:")
@@ -609,6 +609,8 @@ func (p *Parsed) scalar(key string, e *entry) {
 		u.RestartSec = val
 	case "TimeoutStopSec":
 		u.TimeoutStopSec = val
+	case "WatchdogSec":
+		u.WatchdogSec = val
 	case "StartLimitIntervalSec":
 		u.StartLimitIntervalSec = val
 	case "StartLimitBurst":

@@ -62,13 +62,13 @@ func TestParseSystemdReadsUnitSyntax(t *testing.T) {
 		{name: "variable", unit: "[Service]\nExecStart=/bin/echo ${FOO} $$lit\nRestart=always\n",
 			want: adopted(declaration.Service{Name: "x", Unit: "x.service", Scope: "system", Program: "/bin/echo", Args: []string{"${FOO}", "$$lit"}}, declaration.UnitSettings{Restart: "always", ExpandEnv: true})},
 		// What real units carry lands in its fields; the rest is kept verbatim.
-		{name: "settings", unit: "[Unit]\nDescription=d\nAfter=network.target\nWants=a.service b.service\nConditionPathExists=/etc/x\n[Service]\nType=forking\nPIDFile=/run/x.pid\nUser=nobody\nGroup=nogroup\nUMask=0027\nWorkingDirectory=/var/lib/x\nEnvironmentFile=-/etc/default/x\nExecStartPre=/bin/x -t\nExecStart=/bin/true\nExecReload=/bin/kill -HUP $MAINPID\nRestart=on-failure\nRestartSec=5s\nLimitNOFILE=1024:4096\nKillMode=process\nDelegate=yes\nTimeoutStopSec=30\nNice=5\nStandardOutput=append:/var/log/x.log\nProtectSystem=full\n[Install]\nWantedBy=graphical.target\n",
+		{name: "settings", unit: "[Unit]\nDescription=d\nAfter=network.target\nWants=a.service b.service\nConditionPathExists=/etc/x\n[Service]\nType=forking\nPIDFile=/run/x.pid\nUser=nobody\nGroup=nogroup\nUMask=0027\nWorkingDirectory=/var/lib/x\nEnvironmentFile=-/etc/default/x\nExecStartPre=/bin/x -t\nExecStart=/bin/true\nExecReload=/bin/kill -HUP $MAINPID\nRestart=on-failure\nRestartSec=5s\nLimitNOFILE=1024:4096\nKillMode=process\nDelegate=yes\nTimeoutStopSec=30\nWatchdogSec=1min 30s\nNice=5\nStandardOutput=append:/var/log/x.log\nProtectSystem=full\n[Install]\nWantedBy=graphical.target\n",
 			want: adopted(declaration.Service{Name: "x", Unit: "x.service", Scope: "system", Program: "/bin/true"}, declaration.UnitSettings{
 				Description: "d", After: []string{"network.target"}, Wants: []string{"a.service", "b.service"},
 				Type: "forking", PIDFile: "/run/x.pid", User: "nobody", Group: "nogroup", UMask: "0027", WorkingDirectory: "/var/lib/x",
 				EnvironmentFiles: []string{"-/etc/default/x"}, ExecStartPre: []string{"/bin/x -t"}, ExecReload: []string{"/bin/kill -HUP $MAINPID"},
 				Restart: "on-failure", RestartSec: "5s", Limits: map[string]declaration.Limit{"nofile": {Soft: "1024", Hard: "4096"}},
-				KillMode: "process", Delegate: &tr, TimeoutStopSec: "30", Nice: intp(5), StdoutPath: "/var/log/x.log",
+				KillMode: "process", Delegate: &tr, TimeoutStopSec: "30", WatchdogSec: "1min 30s", Nice: intp(5), StdoutPath: "/var/log/x.log",
 				WantedBy:    []string{"graphical.target"},
 				SystemdKeys: []declaration.UnitKey{{Section: "Unit", Key: "ConditionPathExists", Value: "/etc/x"}, {Section: "Service", Key: "ProtectSystem", Value: "full"}},
 			})},

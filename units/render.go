@@ -376,6 +376,9 @@ func RenderSystemd(s declaration.Service) ([]byte, error) {
 	if s.TimeoutStopSec != "" {
 		add("Service", "TimeoutStopSec", s.TimeoutStopSec)
 	}
+	if s.WatchdogSec != "" {
+		add("Service", "WatchdogSec", s.WatchdogSec)
+	}
 	if s.KillMode != "" {
 		add("Service", "KillMode", s.KillMode)
 	}

@@ -19,22 +19,26 @@ const testHostname = "node7.example"
 
 // behaviour is what a unit makes its supervisor do, computed from the unit
 // files alone, independently of the parser: the command, the environment,
-// the account, the dependencies and the limits.
+// the account, the dependencies, the limits, and how systemd learns the
+// service is up and still alive (Type=, WatchdogSec=).
 type behaviour struct {
-	Argv   []string
-	Env    map[string]string
-	User   string
-	Group  string
-	Deps   map[string][]string
-	Limits map[string]string
+	Argv     []string
+	Env      map[string]string
+	User     string
+	Group    string
+	Deps     map[string][]string
+	Limits   map[string]string
+	Type     string
+	Watchdog string
 }
 
 // systemdBehaviour computes what systemd does with a unit named unit read
 // from path with its drop-ins on the host testHostname: the last ExecStart=
 // after the last reset, Environment= words in order (the last assignment
 // of a variable wins, an empty line resets), the last User=/Group=,
-// dependency lists accumulated with resets, the last Limit*=. Specifiers
-// of the unit's name and %H are written out as systemd would.
+// dependency lists accumulated with resets, the last Limit*=, Type= and
+// WatchdogSec=. Specifiers of the unit's name and %H are written out as
+// systemd would.
 func systemdBehaviour(t *testing.T, unit, path string, data []byte, dropins []DropIn) behaviour {
 	t.Helper()
 	entries, err := lexUnit(data, "unit")
@@ -85,6 +89,10 @@ func systemdBehaviour(t *testing.T, unit, path string, data []byte, dropins []Dr
 			b.User = v
 		case e.section == "Service" && e.key == "Group":
 			b.Group = v
+		case e.section == "Service" && e.key == "Type":
+			b.Type = v
+		case e.section == "Service" && e.key == "WatchdogSec":
+			b.Watchdog = v
 		case strings.HasPrefix(e.key, "Limit") && e.section == "Service":
 			b.Limits[e.key] = v
 		case e.section == "Unit" && (e.key == "After" || e.key == "Before" || e.key == "Wants" || e.key == "Requires"),
@@ -392,6 +400,32 @@ func TestRoundTripInstanceWithASystemdEscape(t *testing.T) {
 		s.Unit = unit
 		if _, err := RenderSystemd(s); err == nil {
 			t.Errorf("%s renders", unit)
+		}
+	}
+}
+
+// A notify service with a watchdog adopts into type and watchdog_sec (not
+// kept verbatim) and renders back to the same Type= and WatchdogSec=; a
+// drop-in's WatchdogSec= wins over the unit's, as systemd reads it.
+func TestRoundTripKeepsANotifyServicesWatchdog(t *testing.T) {
+	unit := "[Service]\nType=notify\nExecStart=/usr/local/bin/stado host run\nWatchdogSec=2min\nRestart=always\n"
+	for _, c := range []struct {
+		rc   roundTripCase
+		want string
+	}{
+		{roundTripCase{name: "unit", path: "/etc/systemd/system/stado.service", data: []byte(unit)}, "2min"},
+		{roundTripCase{name: "drop-in", path: "/etc/systemd/system/stado.service", data: []byte(unit),
+			dropins: []DropIn{{Path: "/etc/systemd/system/stado.service.d/watchdog.conf", Content: "[Service]\nWatchdogSec=4s\n"}}}, "4s"},
+	} {
+		p, out := checkRoundTrip(t, c.rc)
+		if out == nil {
+			t.Fatalf("%s: not complete: %s", c.rc.name, p.Reason)
+		}
+		if p.Service.Type != "notify" || p.Service.WatchdogSec != c.want || len(p.Service.SystemdKeys) != 0 {
+			t.Errorf("%s: type %q watchdog_sec %q kept %v, want notify, %s and nothing kept", c.rc.name, p.Service.Type, p.Service.WatchdogSec, p.Service.SystemdKeys, c.want)
+		}
+		if !strings.Contains(string(out), "\nWatchdogSec="+c.want+"\n") {
+			t.Errorf("%s: rendering lacks WatchdogSec=%s:\n%s", c.rc.name, c.want, out)
 		}
 	}
 }
