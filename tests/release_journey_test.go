@@ -15,6 +15,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -301,7 +302,16 @@ func str(m map[string]any, keys ...string) string {
 	}
 }
 
+// releaseHosts serializes the release journeys that converge relprod: they
+// share each host's release directory and store URL. Other journeys never
+// read those (their host processes name their store in the environment),
+// so these two run beside them.
+var releaseHosts sync.Mutex
+
 func TestReleaseConvergeProvesEachImageAndRestoresTheExactBackup(t *testing.T) {
+	t.Parallel()
+	releaseHosts.Lock()
+	t.Cleanup(releaseHosts.Unlock) // after the journey's own cleanups (LIFO)
 	r := newRelBed(t, 3, "file://"+testbed.Shared(t, 3).NewStore(t), "rj", 18421)
 	releaseJourney(t, r)
 }
@@ -563,6 +573,10 @@ func (r *relBed) beaconOf(t *testing.T, host string) (version string, pass int64
 	return b.StadoVersion, b.Pass, b.At
 }
 
+// Not parallel: while it runs, host2's channel program is the stado under
+// upgrade (and, for a moment, a build that cannot start), which a journey
+// beside it would call.
+//
 // stado is a product too: host2's host process is converged from one
 // signed stado build to the next, proven by a beacon the new build
 // publishes; a stado build that exits at once is rolled back and host2
@@ -691,6 +705,9 @@ func publishMismatch(t *testing.T, r *relBed, from, version string) {
 
 // On etcd: the same journey, the hosts fetching chunks from an etcd store.
 func TestReleaseConvergeOnEtcdProvesEachImageAndRestoresTheExactBackup(t *testing.T) {
+	t.Parallel()
+	releaseHosts.Lock()
+	t.Cleanup(releaseHosts.Unlock) // after the journey's own cleanups (LIFO)
 	cluster := etcdtest.Start(t, 1)
 	var eps []string
 	for _, e := range cluster.Endpoints() {
