@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	ucli "github.com/urfave/cli/v2"
@@ -69,6 +70,12 @@ func registryNames(ctx context.Context, env *Env, words []string) completion.Nam
 	for i, w := range words {
 		if w == "--store" && i+1 < len(words)-1 {
 			env.StoreURL = words[i+1]
+		}
+	}
+	// A completion reads; it never creates the file store a URL names.
+	if dir, ok := strings.CutPrefix(env.StoreURL, "file://"); ok {
+		if _, err := os.Stat(dir); err != nil {
+			return completion.Names{}
 		}
 	}
 	ctx, cancel := context.WithTimeout(ctx, completeBound)

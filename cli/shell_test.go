@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	ucli "github.com/urfave/cli/v2"
 
@@ -62,20 +63,21 @@ func complete(t *testing.T, storeURL string, words ...string) []string {
 
 func TestTheCompleterOffersTheRegistrysNames(t *testing.T) {
 	url := "file://" + completionFleet(t)
+	absent := filepath.Join(t.TempDir(), "absent")
 	cases := []struct {
 		words []string
 		want  []string
 	}{
-		{[]string{"service", "ensure", ""}, []string{"brama", "kolejka", "skarbiec"}},                               // NAME from the help's placeholder
-		{[]string{"service", "ensure", "b"}, []string{"brama"}},                                                     // the prefix typed
-		{[]string{"service", "ensure", "brama", "--host", ""}, []string{"alpha", "beta"}},                           // --host takes a host
-		{[]string{"service", "list", "--service", "sk"}, []string{"skarbiec"}},                                      // --service takes a service
-		{[]string{"release", "version", "set", ""}, []string{"brama"}},                                              // PRODUCT: the declared releases
-		{[]string{"host", "bootstrap", ""}, []string{"alpha", "beta"}},                                              // HOST
-		{[]string{"service", "ensure", "brama", "--host", "alpha", ""}, nil},                                        // no second argument
-		{[]string{"serv"}, []string{"service"}},                                                                     // commands
-		{[]string{"service", "ensure", "--dry"}, []string{"--dry-run"}},                                             // flags
-		{[]string{"--store", "file:///nowhere", "service", "ensure", ""}, nil},                                      // the store the line names, unreadable: nothing
+		{[]string{"service", "ensure", ""}, []string{"brama", "kolejka", "skarbiec"}},                     // NAME from the help's placeholder
+		{[]string{"service", "ensure", "b"}, []string{"brama"}},                                           // the prefix typed
+		{[]string{"service", "ensure", "brama", "--host", ""}, []string{"alpha", "beta"}},                 // --host takes a host
+		{[]string{"service", "list", "--service", "sk"}, []string{"skarbiec"}},                            // --service takes a service
+		{[]string{"release", "version", "set", ""}, []string{"brama"}},                                    // PRODUCT: the declared releases
+		{[]string{"host", "bootstrap", ""}, []string{"alpha", "beta"}},                                    // HOST
+		{[]string{"service", "ensure", "brama", "--host", "alpha", ""}, nil},                              // no second argument
+		{[]string{"serv"}, []string{"service"}},                                                           // commands
+		{[]string{"service", "ensure", "--dry"}, []string{"--dry-run"}},                                   // flags
+		{[]string{"--store", "file://" + absent, "service", "ensure", ""}, nil},                           // the store the line names, unreadable: nothing
 		{[]string{"host", ""}, []string{"bootstrap", "channel", "health", "run", "unit", "unlock-store"}}, // a group's commands, hidden ones left out
 	}
 	for _, c := range cases {
@@ -83,13 +85,24 @@ func TestTheCompleterOffersTheRegistrysNames(t *testing.T) {
 			t.Errorf("%q: got %q, want %q", c.words, got, c.want)
 		}
 	}
+	if _, err := os.Stat(absent); err == nil {
+		t.Errorf("completing created the store %s", absent)
+	}
 }
 
 func TestTheCompleterPrintsNothingWhenTheStoreCannotBeRead(t *testing.T) {
-	for _, url := range []string{"file:///nonexistent/stado-store", "nosuch://x"} {
+	absent := filepath.Join(t.TempDir(), "absent")
+	for _, url := range []string{"file://" + absent, "nosuch://x", "etcd://127.0.0.1:1/stado"} {
+		start := time.Now()
 		if got := complete(t, url, "service", "ensure", ""); len(got) != 0 {
 			t.Errorf("%s: offered %q", url, got)
 		}
+		if d := time.Since(start); d > completeBound+time.Second {
+			t.Errorf("%s: took %v, bound %v", url, d, completeBound)
+		}
+	}
+	if _, err := os.Stat(absent); err == nil {
+		t.Errorf("completing created the store %s", absent)
 	}
 }
 

@@ -209,4 +209,3 @@ func gzipFile(src, dst string) error {
 	}
 	return os.WriteFile(dst, buf.Bytes(), 0o644)
 }
-
