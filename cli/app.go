@@ -20,8 +20,12 @@ import (
 	"github.com/wisent/stado/store/etcdstore"
 )
 
-// Version is stado's version, set at build time with -ldflags -X.
-var Version = "0.1.0-dev"
+// Version is stado's version and Commit the source revision it was built
+// from, both set at build time with -ldflags -X (the Makefile's build).
+var (
+	Version = "0.1.0-dev"
+	Commit  = "unknown"
+)
 
 // Env carries everything a command depends on, so tests replace any part.
 type Env struct {

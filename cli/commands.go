@@ -38,6 +38,9 @@ func commands(env *Env) []*ucli.Command {
 		newOptimizeCommand(env),
 		newDesktopCommand(env),
 		newReleaseCommand(env),
+		newCompletionCommand(env),
+		newCompleteCommand(env),
+		newManCommand(env),
 	}
 }
 
@@ -47,7 +50,7 @@ func newVersionCommand(env *Env) *ucli.Command {
 		Usage:     "print stado's version",
 		UsageText: "stado version [--json]\n\nexample:\n   stado version --json",
 		Action: func(c *ucli.Context) error {
-			return emit(env, "stado.version", map[string]string{"version": Version}, func(t *text) { t.f("stado %s\n", Version) })
+			return emit(env, "stado.version", map[string]string{"version": Version, "commit": Commit}, func(t *text) { t.f("stado %s (commit %s)\n", Version, Commit) })
 		},
 	}, true)
 }

@@ -28,7 +28,10 @@
 // host-side unit commands; printer for the output layer; refusal for the
 // exit-code table; release/rollout for the release version commands (show
 // and converge); release/hostend for the release directory and the store
-// `host channel` gives the release verbs.
+// `host channel` gives the release verbs; completion for `stado completion`
+// and the hidden `__complete` the scripts call back (its names read from the
+// validated registry, never over SSH); manpage and safefile for the hidden
+// `__man` that writes the manual pages make install and make package ship.
 //
 // cli is the top of the dependency graph; nothing imports it but cmd/stado.
 package cli

@@ -19,6 +19,9 @@ var reportingExempt = map[string]bool{
 	"stado host run":         true, // the long-running host process
 	"stado resolver proxy":   true, // a long-running proxy
 	"stado host keeper":      true, // the long-running connection keeper
+	"stado completion":       true, // prints the shell script itself
+	"stado __complete":       true, // prints candidates one a line, for the shell
+	"stado __man":            true, // writes the pages into --dir
 }
 
 func walk(prefix string, cmds []*ucli.Command, fn func(path string, c *ucli.Command)) {
