@@ -28,7 +28,8 @@
 // host-side unit commands; printer for the output layer; refusal for the
 // exit-code table; release/rollout for the release version commands (show
 // and converge); release/hostend for the release directory and the store
-// `host channel` gives the release verbs.
+// `host channel` gives the release verbs; metrics for the host process's
+// /metrics and the store it times.
 //
 // cli is the top of the dependency graph; nothing imports it but cmd/stado.
 package cli
