@@ -196,19 +196,25 @@ func (m *Host) Gatherer() prometheus.Gatherer { return m.reg }
 // resetGauges sets every gauge of a closed label set to zero and drops
 // the series of open ones (refusal codes, products).
 func (m *Host) resetGauges() {
-	m.units.Reset()
-	m.undeclared.Reset()
-	m.questions.Reset()
-	m.refusals.Reset()
+	m.setGauges(map[[2]string]float64{}, map[string]float64{}, map[string]float64{}, map[string]float64{})
 	m.activeRelease.Reset()
+}
+
+// setGauges sets the per-pass gauges from this pass's counts: every series
+// of a closed set (zero when not counted), and the refusal codes counted.
+func (m *Host) setGauges(units map[[2]string]float64, undeclared, questions, refusals map[string]float64) {
 	for _, st := range unitStates {
 		for _, sc := range scopes {
-			m.units.WithLabelValues(sc, st).Set(0)
+			m.units.WithLabelValues(sc, st).Set(units[[2]string{sc, st}])
 		}
-		m.undeclared.WithLabelValues(st).Set(0)
+		m.undeclared.WithLabelValues(st).Set(undeclared[st])
 	}
 	for _, st := range answerStates {
-		m.questions.WithLabelValues(st).Set(0)
+		m.questions.WithLabelValues(st).Set(questions[st])
+	}
+	m.refusals.Reset()
+	for code, n := range refusals {
+		m.refusals.WithLabelValues(code).Set(n)
 	}
 }
 
@@ -241,39 +247,41 @@ func (m *Host) PassEnded(r beacon.PassReport) {
 
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	m.resetGauges()
 	scopeOf := map[string]string{}
 	if t := r.Pass.Target; t != nil {
 		for _, s := range t.Services {
 			scopeOf[s.Name] = s.EffectiveScope()
 		}
 	}
+	units := map[[2]string]float64{}
+	undeclared, questions, refusals := map[string]float64{}, map[string]float64{}, map[string]float64{}
 	for _, u := range b.Units {
 		scope, ok := scopeOf[u.Service]
 		if !ok {
 			scope = "system" // a declaration's default
 		}
-		m.units.WithLabelValues(in(scopes, scope), in(unitStates, u.State)).Inc()
+		units[[2]string{in(scopes, scope), in(unitStates, u.State)}]++
 		if u.Answering != nil {
+			questions[in(answerStates, u.Answering.State)]++
 			m.answering(u.Service, u.Answering)
 		}
 	}
 	for _, u := range b.Undeclared {
-		m.undeclared.WithLabelValues(in(unitStates, u.State)).Inc()
+		undeclared[in(unitStates, u.State)]++
 	}
 	for _, ref := range b.Refusals {
-		m.refusals.WithLabelValues(ref.Code).Inc()
+		refusals[ref.Code]++
 	}
+	m.setGauges(units, undeclared, questions, refusals)
 	for _, p := range b.PeerRecoveries {
 		m.peer(p)
 	}
 	m.releases(b.Releases)
 }
 
-// answering reads one service's block: the question's state, its verdict
+// answering reads one service's block: its verdict
 // when it ended this pass, and the episode's attempt once it has ended.
 func (m *Host) answering(service string, a *beacon.Answering) {
-	m.questions.WithLabelValues(in(answerStates, a.State)).Inc()
 	switch {
 	case a.State == beacon.AnswerFinished && a.Finished != nil:
 		// a finished question is carried as finished by one pass only
@@ -320,8 +328,11 @@ func (m *Host) peer(p beacon.PeerRecovery) {
 // ended decodes a block's recovery record when it is an attempt that has
 // ended and began in this process's life.
 func (m *Host) ended(raw json.RawMessage) (register.Recovery, bool) {
+	if len(raw) == 0 {
+		return register.Recovery{}, false
+	}
 	var rec register.Recovery
-	if len(raw) == 0 || json.Unmarshal(raw, &rec) != nil {
+	if json.Unmarshal(raw, &rec) != nil {
 		return rec, false
 	}
 	return rec, rec.State == register.Attempted && !rec.When.Before(m.since)
@@ -344,6 +355,7 @@ func outcome(rec register.Recovery) string {
 // and each product's last activation once, when it happened in this
 // process's life.
 func (m *Host) releases(r *beacon.Releases) {
+	m.activeRelease.Reset()
 	if r == nil {
 		return
 	}
