@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -337,5 +338,27 @@ func TestLabelValuesOutsideTheirSetAreCountedAsOther(t *testing.T) {
 	}
 	if got := testutil.ToFloat64(m.activations.WithLabelValues("other")); got != 1 {
 		t.Errorf("other activations %v, want 1", got)
+	}
+}
+
+func TestManyDeclaredServicesAddNoSeries(t *testing.T) {
+	count := func(units int) int {
+		m := New(t0)
+		b := &beacon.Beacon{At: t0}
+		for i := range units {
+			b.Units = append(b.Units, beacon.UnitReport{Service: fmt.Sprintf("svc%d", i), Unit: fmt.Sprintf("svc%d.service", i),
+				State: []string{beacon.StateActive, beacon.StateFailed, "novel"}[i%3], Answering: &beacon.Answering{State: beacon.AnswerWaiting}})
+			b.Undeclared = append(b.Undeclared, beacon.UnitReport{Unit: fmt.Sprintf("stray%d.service", i), State: beacon.StateActive})
+		}
+		m.PassEnded(beacon.PassReport{Pass: &beacon.Pass{Beacon: b}})
+		n, err := testutil.GatherAndCount(m.Gatherer())
+		if err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	// no family is labelled by a service, unit or host name
+	if one, many := count(1), count(3000); one != many {
+		t.Fatalf("1 service: %d series, 3000 services: %d", one, many)
 	}
 }
