@@ -36,7 +36,8 @@ func newHostRunCommand(env *Env) *ucli.Command {
 		UsageText: "stado host run [--host NAME] [--interval 15s] [--stale-after 45s] [--listen ADDR:PORT] [--peer-recoveries 2]\n\n" +
 			"Meant to run under the host's init system as the stado product (stado service ensure stado --host NAME).\n" +
 			"Each pass observes every declared unit and the undeclared loaded ones, asks the answering questions,\n" +
-			"reads this host's resolver waiting list, and publishes beacons/<host> to the store.\n\n" +
+			"reads this host's resolver waiting list, and publishes beacons/<host> to the store.\n" +
+			"Beside its passes it serves /healthz, the release routes and /metrics (Prometheus; docs/metrics.md).\n\n" +
 			"example:\n   stado host run --host host1 --store file:///var/lib/stado/store --interval 5s",
 		Flags: []ucli.Flag{
 			&ucli.StringFlag{Name: "host", Usage: "the registry target this process runs as (default: the hostname)", EnvVars: []string{"STADO_HOST"}},
