@@ -288,6 +288,26 @@ func TestTheImportRulesHold(t *testing.T) {
 			}
 		}
 	}
+	// Metrics observe, they never act: only package metrics speaks to the
+	// Prometheus library, only cli (the host process's wiring) imports it,
+	// and it links nothing that talks to hosts.
+	for dir, p := range pkgs {
+		for e := range p.ext {
+			if strings.HasPrefix(e, "github.com/prometheus/") && dir != "metrics" {
+				t.Errorf("%s imports %s; only package metrics speaks to Prometheus", dir, e)
+			}
+		}
+	}
+	for _, dir := range importers("metrics") {
+		if dir != "cli" {
+			t.Errorf("%s imports metrics; only cli wires the host process's metrics", dir)
+		}
+	}
+	for _, bad := range []string{"channel", "channel/local", "fleet", "repair", "autonomy", "desktop", "cli"} {
+		if deps(pkgs, "metrics")[bad] {
+			t.Errorf("metrics links %s", bad)
+		}
+	}
 	// No cycles, and nothing imports cli or cmd.
 	for dir := range pkgs {
 		if deps(pkgs, dir)[dir] {

@@ -8,7 +8,9 @@
 // filter selects, each row's source and what is refused, and return typed
 // results the CLI only prints. It
 // also serves the host process's small read-only HTTP API beside its passes
-// (hostapi.go: /healthz and release objects from the store), and tells
+// (hostapi.go: /healthz, release objects from the store, and /metrics
+// when handed a handler — it never imports a metrics library: package
+// metrics hears each pass through PassObserver), and tells
 // systemd how the pass loop fares (notify.go: READY=1 after the first
 // pass, the watchdog petted only between passes, STATUS=).
 //

@@ -17,7 +17,8 @@ import (
 	"github.com/wisent/stado/store"
 )
 
-// The host process's HTTP API beside its passes: GET /healthz, and GET
+// The host process's HTTP API beside its passes: GET /healthz, GET
+// /metrics when the runner has a MetricsHandler, and GET
 // /api/release/object?uri=stado://releases/NAME, which serves a release
 // object from the store, and GET /api/release/chunk?sha256=HEX, which
 // serves a release chunk to a peer from this host's installed images or
@@ -186,5 +187,8 @@ func (r *Runner) APIHandler() http.Handler {
 	mux.HandleFunc("GET /api/release/chunk", func(w http.ResponseWriter, req *http.Request) {
 		r.serveChunk(w, req, writeJSON)
 	})
+	if r.MetricsHandler != nil {
+		mux.Handle("GET /metrics", r.MetricsHandler)
+	}
 	return mux
 }

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/http"
 	"sort"
 	"sync"
 	"time"
@@ -32,6 +33,28 @@ type Observer interface {
 // service: it starts work in goroutines and reads their records next pass.
 type Contributor interface {
 	Contribute(ctx context.Context, p *Pass)
+}
+
+// PassObserver hears of every pass RunPass ends, published or not: the
+// metrics of `stado host run` are one. PassEnded is called on the pass's
+// goroutine after the publication; it must not block and must not change
+// the pass it is handed.
+type PassObserver interface {
+	PassEnded(PassReport)
+}
+
+// PassReport is one ended pass as a PassObserver hears it.
+type PassReport struct {
+	// Pass is the pass with its document, target and beacon as composed.
+	Pass *Pass
+	// Took is the pass's length on the runner's clock, from its start to
+	// the end of its publication.
+	Took time.Duration
+	// PublishErr is the store's refusal of the beacon; nil when published.
+	PublishErr error
+	// Slimmed is set when the beacon was over MaxBytes and was published
+	// without its reports (the beacon_too_large refusal).
+	Slimmed bool
 }
 
 // Pass is one pass in progress, handed to every contributor.
@@ -115,6 +138,11 @@ type Runner struct {
 	// tells the service manager (READY=1, WATCHDOG=1, STATUS=); see
 	// Notifier. RunPass alone never uses it.
 	Notifier *Notifier
+	// PassObserver, when not nil, is told of every pass RunPass ends.
+	PassObserver PassObserver
+	// MetricsHandler, when not nil, is served by the host API at GET
+	// /metrics (the host process's Prometheus metrics, package metrics).
+	MetricsHandler http.Handler
 
 	mu      sync.Mutex
 	pass    int64
@@ -210,6 +238,7 @@ func (r *Runner) Run(ctx context.Context) error {
 // as a refusal for the next beacon; the returned error says so too.
 func (r *Runner) RunPass(ctx context.Context) (*Beacon, error) {
 	cfg := r.Config.withDefaults()
+	start := r.now()
 	r.mu.Lock()
 	r.pass++
 	number := r.pass
@@ -261,7 +290,11 @@ func (r *Runner) RunPass(ctx context.Context) (*Beacon, error) {
 		c.Contribute(ctx, p)
 	}
 	r.checkIdentity(ctx, p)
-	if err := r.publish(ctx, b, cfg); err != nil {
+	slimmed, err := r.publish(ctx, b, cfg)
+	if r.PassObserver != nil {
+		r.PassObserver.PassEnded(PassReport{Pass: p, Took: r.now().Sub(start), PublishErr: err, Slimmed: slimmed})
+	}
+	if err != nil {
 		ref := Refusal{Code: "store_unwritable", Subject: store.BeaconPrefix + r.Host, Message: err.Error()}
 		r.mu.Lock()
 		r.pending = append(r.pending, ref)
@@ -350,12 +383,15 @@ func (r *Runner) checkIdentity(ctx context.Context, p *Pass) {
 	}
 }
 
-func (r *Runner) publish(ctx context.Context, b *Beacon, cfg Config) error {
+// publish puts b under beacons/<host>; slimmed says it was over MaxBytes
+// and went out without its reports.
+func (r *Runner) publish(ctx context.Context, b *Beacon, cfg Config) (slimmed bool, err error) {
 	data, err := json.Marshal(b)
 	if err != nil {
-		return fmt.Errorf("encode beacon: %w", err)
+		return false, fmt.Errorf("encode beacon: %w", err)
 	}
 	if len(data) > MaxBytes {
+		slimmed = true
 		// Over the bound readers hold it to: publish what the pass is and
 		// why its reports are missing, so this host reads unknown with the
 		// cause instead of going stale without one.
@@ -364,11 +400,11 @@ func (r *Runner) publish(ctx context.Context, b *Beacon, cfg Config) error {
 		slim.Refusals = []Refusal{{Code: CodeBeaconTooLarge, Subject: r.Host,
 			Message: fmt.Sprintf("this pass's beacon was %d bytes, over the %d-byte limit: its reports are left out (docs/limits.md)", len(data), MaxBytes)}}
 		if data, err = json.Marshal(&slim); err != nil {
-			return fmt.Errorf("encode beacon: %w", err)
+			return slimmed, fmt.Errorf("encode beacon: %w", err)
 		}
 	}
 	if _, err := r.Store.Put(ctx, store.BeaconPrefix+r.Host, data, store.PutOptions{TTL: cfg.TTL}); err != nil {
-		return fmt.Errorf("publish beacon %s: %w", store.BeaconPrefix+r.Host, err)
+		return slimmed, fmt.Errorf("publish beacon %s: %w", store.BeaconPrefix+r.Host, err)
 	}
-	return nil
+	return slimmed, nil
 }

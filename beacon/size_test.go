@@ -82,7 +82,7 @@ func TestAPassOverTheLimitPublishesWhyInsteadOfItsReports(t *testing.T) {
 	r := &Runner{Host: "h1", Store: st}
 	b := &Beacon{Kind: Kind, Version: FormatVersion, Host: "h1", Pass: 7, At: time.Now().UTC(), IntervalSeconds: 15,
 		Units: []UnitReport{{Service: "api", Unit: "api.service", State: StateActive, LastStderr: strings.Repeat("y", MaxBytes)}}}
-	if err := r.publish(ctx, b, Config{}); err != nil {
+	if slimmed, err := r.publish(ctx, b, Config{}); err != nil || !slimmed {
 		t.Fatal(err)
 	}
 	o, err := st.Get(ctx, store.BeaconPrefix+"h1")

@@ -31,7 +31,8 @@
 // `host channel` gives the release verbs; completion for `stado completion`
 // and the hidden `__complete` the scripts call back (its names read from the
 // validated registry, never over SSH); manpage and safefile for the hidden
-// `__man` that writes the manual pages make install and make package ship.
+// `__man` that writes the manual pages make install and make package ship;
+// metrics for the host process's /metrics and the store it times.
 //
 // cli is the top of the dependency graph; nothing imports it but cmd/stado.
 package cli

@@ -9,6 +9,7 @@ import (
 
 	"github.com/wisent/stado/beacon"
 	"github.com/wisent/stado/channel/sshclient"
+	"github.com/wisent/stado/metrics"
 	"github.com/wisent/stado/registry"
 	"github.com/wisent/stado/release"
 	"github.com/wisent/stado/repair"
@@ -31,11 +32,12 @@ type hostRunOptions struct {
 func newHostRunCommand(env *Env) *ucli.Command {
 	return withShared(env, &ucli.Command{
 		Name:  "run",
-		Usage: "run this host's stado process: publish a beacon every pass and serve the release API",
+		Usage: "run this host's stado process: publish a beacon every pass and serve the release API and /metrics",
 		UsageText: "stado host run [--host NAME] [--interval 15s] [--stale-after 45s] [--listen ADDR:PORT] [--peer-recoveries 2]\n\n" +
 			"Meant to run under the host's init system as the stado product (stado service ensure stado --host NAME).\n" +
 			"Each pass observes every declared unit and the undeclared loaded ones, asks the answering questions,\n" +
-			"reads this host's resolver waiting list, and publishes beacons/<host> to the store.\n\n" +
+			"reads this host's resolver waiting list, and publishes beacons/<host> to the store.\n" +
+			"Beside its passes it serves /healthz, the release routes and /metrics (Prometheus; docs/metrics.md).\n\n" +
 			"example:\n   stado host run --host host1 --store file:///var/lib/stado/store --interval 5s",
 		Flags: []ucli.Flag{
 			&ucli.StringFlag{Name: "host", Usage: "the registry target this process runs as (default: the hostname)", EnvVars: []string{"STADO_HOST"}},
@@ -71,6 +73,9 @@ func runHostRun(ctx context.Context, env *Env, o hostRunOptions) error {
 		return err
 	}
 	defer st.Close()
+	// every store operation of the process timed for /metrics
+	m := metrics.New(env.Now())
+	st = m.Instrument(st)
 	// an init system out of reach is each pass's units_unreadable refusal, never an exit
 	mgr, adminDirs := beacon.OpenInitSystem(ctx, units.OpenHostManager, homeDir(env))
 	defer mgr.Close()
@@ -95,6 +100,7 @@ func runHostRun(ctx context.Context, env *Env, o hostRunOptions) error {
 		Observer: &beacon.UnitsObserver{Manager: mgr, AdminDirs: adminDirs, Users: users},
 		Identity: beacon.MachineIdentity(env.Now()),
 		Version:  Version, Logger: env.Logger.With("host", host), Now: env.Now, Notifier: notifier,
+		PassObserver: m, MetricsHandler: m.Handler(),
 		ReleaseRoot:   release.Root(env.Getenv, os.Geteuid(), homeDir(env)),
 		ReleaseImages: release.ImagesDir(release.Root(env.Getenv, os.Geteuid(), homeDir(env))),
 	}
