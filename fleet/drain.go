@@ -31,7 +31,7 @@ type Drain struct {
 	Step    string              `json:"step"`
 	State   string              `json:"state"`
 	Result  *channel.StepResult `json:"result,omitempty"`
-	Env     []channel.EnvVar    `json:"env,omitempty"`
+	Env     []channel.EnvVar    `json:"-"`               // values of the names the step needs; not reported
 	Cause   string              `json:"cause,omitempty"` // the host's refusal, when it refused the step
 }
 
