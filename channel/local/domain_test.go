@@ -12,7 +12,7 @@ import (
 	"github.com/wisent/stado/units/unitstest"
 )
 
-// ensure on darwin opens the user scope in the target's declared launchd
+// ensure (and verify) on darwin opens the user scope in the target's declared launchd
 // domain; without one, the scope's own manager (gui/<uid>). A domain on a
 // linux host, or outside the grammar, is refused before any manager opens.
 func TestEnsureOpensTheDeclaredLaunchdDomainForUserScope(t *testing.T) {
@@ -42,6 +42,11 @@ func TestEnsureOpensTheDeclaredLaunchdDomainForUserScope(t *testing.T) {
 		if len(opened) != 1 || opened[0] != want {
 			t.Errorf("domain %q opened %v, want [%s]", domain, opened, want)
 		}
+	}
+	// verify reads the units where ensure put them
+	opened = nil
+	if _, err := h.Verify(ctx, channel.VerifyRequest{OS: "darwin", LaunchdDomain: "gui/502", Services: []channel.VerifyService{{Service: s}}}); err != nil || len(opened) != 1 || opened[0] != "domain gui/502" {
+		t.Errorf("verify in gui/502: opened %v, %v", opened, err)
 	}
 	opened = nil
 	if _, err := h.Ensure(ctx, channel.EnsureRequest{OS: "darwin", LaunchdDomain: "gui/me", Service: s, Mode: channel.ModePlan}); !refusal.Is(err, refusal.InvalidScope) {

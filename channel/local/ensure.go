@@ -64,7 +64,7 @@ func (h *Host) Ensure(ctx context.Context, req channel.EnsureRequest) (channel.E
 		// The serving read the write half would make next, in this call.
 		// A reading that cannot be taken is left out: the caller reads
 		// again itself.
-		vr, verr := h.Verify(ctx, channel.VerifyRequest{OS: req.OS, Services: []channel.VerifyService{
+		vr, verr := h.Verify(ctx, channel.VerifyRequest{OS: req.OS, LaunchdDomain: req.LaunchdDomain, Services: []channel.VerifyService{
 			{Service: req.Service, Port: req.Serving.Port, Address: req.Serving.Address}}})
 		if verr == nil && len(vr.Units) == 1 {
 			res.Serving = &vr.Units[0]
