@@ -100,6 +100,9 @@ func runDrain(ctx context.Context, h channel.Host, host string, d *Drain) error 
 			Message: fmt.Sprintf("drain step %s of %s on %s was refused: %v; the unit was not stopped", d.Step, d.Product, host, err),
 			Hint:    NoDrainFlag + " stops the unit without draining it"}
 	}
+	if rep.Host == "" {
+		rep.Host = host
+	}
 	d.Result = &rep
 	if !rep.OK {
 		d.State = DrainFailed
