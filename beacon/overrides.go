@@ -17,13 +17,15 @@ func overrideFindings(cat *catalog.Catalog, d *registry.Document) []Finding {
 		return nil
 	}
 	var out []Finding
-	for _, t := range d.Targets {
-		for _, s := range t.Services {
-			for _, o := range cat.Overrides(s, t.OS) {
-				out = append(out, Finding{Host: t.Name, Service: s.Name, Unit: s.Unit, Code: "product_setting_overridden",
-					Message: fmt.Sprintf("sets %s: %s over product %s's %s, which the catalog marks safety-relevant", o.Setting, o.Got, o.Product, o.Want)})
+	for _, w := range cat.OverrideWarnings(d) {
+		unit := ""
+		if t, ok := d.Target(w.Host); ok {
+			if s, _ := t.Service(w.Service); s != nil {
+				unit = s.Unit
 			}
 		}
+		out = append(out, Finding{Host: w.Host, Service: w.Service, Unit: unit, Code: w.Code,
+			Message: fmt.Sprintf("%s (registry field %s)", w.Message, w.Path)})
 	}
 	return out
 }

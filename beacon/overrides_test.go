@@ -38,8 +38,8 @@ func TestDoctorNamesADeclarationOverridingASafetyRelevantSetting(t *testing.T) {
 			got = append(got, f)
 		}
 	}
-	if len(got) != 1 || got[0].Host != "overridden" || got[0].Service != "agent" ||
-		got[0].Message != "sets kill_mode: control-group over product oarbank-agent's process, which the catalog marks safety-relevant" {
+	if len(got) != 1 || got[0].Host != "overridden" || got[0].Service != "agent" || got[0].Unit != "oarbank-agent.service" ||
+		got[0].Message != "sets kill_mode: control-group over product oarbank-agent's process, which the catalog marks safety-relevant (registry field targets[1].services[0].kill_mode)" {
 		t.Fatalf("override findings = %+v (all: %+v)", got, res.Findings)
 	}
 	if res.OK {

@@ -75,6 +75,11 @@ type Product struct {
 	// Settings are unit settings per init system (settings.go); nil means
 	// none beyond stado's defaults.
 	Settings *Settings `json:"settings,omitempty" yaml:"settings,omitempty"`
+	// Drain names the repair-catalog step that asks the product to stop
+	// what it runs on the host (an agent's workloads) before its unit is
+	// stopped: service retire and remove run it first (drain.go). "" means
+	// the product owns nothing that outlives its unit.
+	Drain string `json:"drain,omitempty" yaml:"drain,omitempty"`
 	// Origin is OriginShipped or OriginSite.
 	Origin string `json:"origin" yaml:"origin"`
 

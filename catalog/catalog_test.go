@@ -326,3 +326,24 @@ func TestOarbankAgentDeclarationLeavesWorkloadsRunningAcrossARestart(t *testing.
 		t.Fatal("a declaration shares its settings with the catalog")
 	}
 }
+
+// The agent owns workloads that outlive its unit: its drain step asks it
+// to stop them, with its home from the declaration, on both init systems.
+func TestOarbankAgentNamesADrainStepThatRunsTheAgentsDrain(t *testing.T) {
+	p, _ := Shipped().Lookup("oarbank-agent")
+	st, ok := Shipped().Step(p.Drain)
+	if p.Drain == "" || !ok {
+		t.Fatalf("drain %q, step found %v", p.Drain, ok)
+	}
+	for _, os := range []string{registry.OSLinux, registry.OSDarwin} {
+		cmd, err := st.Command(os, map[string]string{"OARBANK_HOME": "/var/tmp/oarbank"})
+		if err != nil || strings.Join(cmd.Argv, " ") != p.Program+" drain" || cmd.Env["OARBANK_HOME"] != "/var/tmp/oarbank" {
+			t.Errorf("%s: %+v, %v", os, cmd, err)
+		}
+	}
+	for _, other := range Shipped().Products() {
+		if other.Name != "oarbank-agent" && other.Drain != "" {
+			t.Errorf("%s declares drain %s: only the agent owns workloads", other.Name, other.Drain)
+		}
+	}
+}

@@ -105,6 +105,11 @@ func (c *Catalog) extend(site *Catalog) (*Catalog, []registry.Violation) {
 				}
 			}
 		}
+		if p.Drain != "" {
+			if _, ok := m.steps[p.Drain]; !ok {
+				chk.add(join(p.path, "drain"), nil, "no repair step %q in the catalog (steps: %s)", p.Drain, joinNames(sortedStepNames(m.steps)))
+			}
+		}
 		if p.Answering != nil {
 			for j, step := range p.Answering.Repair {
 				if _, ok := m.steps[step]; !ok {

@@ -20,7 +20,7 @@ var (
 
 var (
 	topFields     = []string{"version", "products", "recovery", "steps"}
-	productFields = []string{"name", "description", "source", "units", "program", "args", "env", "port", "answering", "settings"}
+	productFields = []string{"name", "description", "source", "units", "program", "args", "env", "port", "answering", "settings", "drain"}
 	unitFields    = []string{"systemd", "launchd"}
 	envFields     = []string{"name", "default", "description"}
 	stepFields    = []string{"description", "needs", "linux", "darwin"}
@@ -210,6 +210,14 @@ func (c *checker) product(n *yaml.Node, p, wantSource, origin string) *Product {
 	}
 	if v, ok := f["settings"]; ok && !isNull(v) {
 		prod.Settings = c.settings(v, join(p, "settings"))
+	}
+	if v, ok := f["drain"]; ok && !isNull(v) {
+		if s, ok := c.str(v, join(p, "drain")); ok {
+			if !entryName.MatchString(s) {
+				c.add(join(p, "drain"), v, "must name a repair step (lowercase letters, digits and dashes), got %q", s)
+			}
+			prod.Drain = s
+		}
 	}
 	if len(c.out) > before {
 		return nil

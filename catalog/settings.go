@@ -3,6 +3,7 @@ package catalog
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"strings"
 
 	"gopkg.in/yaml.v3"
@@ -81,6 +82,39 @@ func (c *Catalog) Overrides(s registry.Service, os string) []Override {
 		}
 	}
 	return out
+}
+
+// OverrideCode is the code of a declaration overriding a safety-relevant
+// product setting, in registry validate's warnings and doctor's findings.
+const OverrideCode = "product_setting_overridden"
+
+// OverrideWarnings returns a warning for each safety-relevant product
+// setting a declaration of d overrides (Overrides), at its field path
+// ("targets[0].services[1].kill_mode"), naming the product and both
+// values; empty, never nil, when there is none.
+func (c *Catalog) OverrideWarnings(d *registry.Document) []registry.Warning {
+	out := []registry.Warning{}
+	if d == nil {
+		return out
+	}
+	for i, t := range d.Targets {
+		for j, s := range t.Services {
+			for _, o := range c.Overrides(s, t.OS) {
+				out = append(out, registry.Warning{Code: OverrideCode, Host: t.Name, Service: s.Name,
+					Path:    fmt.Sprintf("targets[%d].services[%d].%s", i, j, o.Setting),
+					Message: fmt.Sprintf("sets %s: %s over product %s's %s, which the catalog marks safety-relevant", o.Setting, o.Got, o.Product, o.Want)})
+			}
+		}
+	}
+	return out
+}
+
+// Validated is registry validate of d, a valid document read from file,
+// with the warnings of this catalog about it (OverrideWarnings).
+func (c *Catalog) Validated(file string, d *registry.Document) registry.Validated {
+	v := registry.Tally(file, d)
+	v.Warnings = c.OverrideWarnings(d)
+	return v
 }
 
 // settingValues maps each declaration key us sets to its value in YAML.

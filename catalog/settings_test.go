@@ -2,6 +2,7 @@ package catalog
 
 import (
 	"reflect"
+	"strings"
 	"testing"
 
 	"github.com/wisent/stado/registry"
@@ -72,5 +73,29 @@ func TestOverridingASafetyRelevantSettingIsReported(t *testing.T) {
 				t.Fatalf("Overrides = %+v, want %+v", got, tc.want)
 			}
 		})
+	}
+}
+
+// registry validate's warnings: each override of a safety-relevant
+// setting at its field path, naming the product; none for a declaration
+// that keeps the product's value.
+func TestValidatedWarnsAtTheFieldPathOfAnOverriddenSafetySetting(t *testing.T) {
+	d := &registry.Document{Version: 1, Targets: []registry.Target{{Name: "node1", OS: registry.OSLinux, Services: []registry.Service{
+		{Name: "api", Unit: "api.service", Program: "/usr/bin/api"},
+		{Name: "agent", Unit: "oarbank-agent.service", Product: "oarbank-agent", Program: "/usr/local/bin/oarbank-agent",
+			UnitSettings: registry.UnitSettings{KillMode: "mixed"}},
+	}}}}
+	v := Shipped().Validated("fleet.yaml", d)
+	if !v.Valid || len(v.Warnings) != 1 {
+		t.Fatalf("validated %+v, want valid with one warning", v)
+	}
+	w := v.Warnings[0]
+	if w.Code != "product_setting_overridden" || w.Path != "targets[0].services[1].kill_mode" || w.Host != "node1" || w.Service != "agent" ||
+		!strings.Contains(w.Message, "oarbank-agent") || !strings.Contains(w.Message, "mixed") {
+		t.Fatalf("warning %+v", w)
+	}
+	d.Targets[0].Services[1].KillMode = ""
+	if v := Shipped().Validated("fleet.yaml", d); v.Warnings == nil || len(v.Warnings) != 0 {
+		t.Fatalf("warnings %#v, want empty and not nil", v.Warnings)
 	}
 }

@@ -85,6 +85,11 @@ type EnsureRequest struct {
 	// is refused (os_mismatch) before anything is read.
 	OS      string           `json:"os"`
 	Service registry.Service `json:"service"`
+	// LaunchdDomain is the target's declared launchd domain
+	// (registry.Target.LaunchdDomain): on darwin the domain a user-scope
+	// unit is bootstrapped in instead of gui/<uid> of the channel's user.
+	// Only with OS darwin; "" keeps gui/<uid>.
+	LaunchdDomain string `json:"launchd_domain,omitempty"`
 	// Settle is how long a newly started process must keep its pid; Wait
 	// bounds the whole confirmation.
 	Settle time.Duration `json:"settle"`

@@ -19,6 +19,9 @@ type VerifyRequest struct {
 	// is refused (os_mismatch).
 	OS       string          `json:"os"`
 	Services []VerifyService `json:"services"`
+	// LaunchdDomain is the target's declared launchd domain, as in
+	// EnsureRequest: where a darwin host reads its user-scope units.
+	LaunchdDomain string `json:"launchd_domain,omitempty"`
 }
 
 // VerifyService is one declaration to verify and, when the service has a

@@ -9,6 +9,7 @@ import (
 
 	ucli "github.com/urfave/cli/v2"
 
+	"github.com/wisent/stado/catalog"
 	"github.com/wisent/stado/registry"
 	"github.com/wisent/stado/store"
 )
@@ -258,7 +259,9 @@ func newRegistryValidateCommand(env *Env) *ucli.Command {
 		ArgsUsage: "FILE",
 		UsageText: "stado registry validate FILE [--json]\n\n" +
 			"Reports every violation with its field path (exit 3), or a summary of a\n" +
-			"valid document. Reads no store. - reads stdin.\n\n" +
+			"valid document with its warnings (a declaration overriding a product setting\n" +
+			"the shipped catalog marks safety-relevant: product_setting_overridden, exit 0).\n" +
+			"Reads no store. - reads stdin.\n\n" +
 			"example:\n   stado registry validate examples/fleet.yaml",
 		Action: func(c *ucli.Context) error {
 			if c.NArg() != 1 {
@@ -274,6 +277,6 @@ func runRegistryValidate(env *Env, file string) error {
 	if err != nil {
 		return err
 	}
-	res := registry.Tally(file, d)
+	res := catalog.Shipped().Validated(file, d)
 	return emit(env, "stado.registry.validate", res, func(t *text) { t.lines(res.Lines()) })
 }

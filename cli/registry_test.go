@@ -226,6 +226,12 @@ func TestRegistryValidateReportsValidAndInvalidFiles(t *testing.T) {
 	if code != 0 || !strings.Contains(out, "valid") || !strings.Contains(out, "host1/legacy: declaration_incomplete") {
 		t.Fatalf("good: exit %d %s", code, out)
 	}
+	// a declaration overriding the agent's kill_mode is valid, with a
+	// warning naming the field path and the product
+	code, out, _ = runRegistryCLI(t, dir, "registry", "validate", "../registry/testdata/good/agent-kill-mode.yaml")
+	if code != 0 || !strings.Contains(out, "warning product_setting_overridden: targets[0].services[0].kill_mode") || !strings.Contains(out, "product oarbank-agent") {
+		t.Fatalf("override: exit %d %s", code, out)
+	}
 	code, _, errs := runRegistryCLI(t, dir, "registry", "validate", "../registry/testdata/bad/os_unknown.yaml")
 	if code != ExitRefused || !strings.Contains(errs, "targets[0].os: must be linux or darwin") || !strings.Contains(errs, "os_unknown.yaml") {
 		t.Fatalf("bad: exit %d %s", code, errs)

@@ -40,6 +40,10 @@ func dryRunFlag(shows string) ucli.Flag {
 	return &ucli.BoolFlag{Name: "dry-run", Usage: "print " + shows + " and change nothing"}
 }
 
+func noDrainFlag() ucli.Flag {
+	return &ucli.BoolFlag{Name: "no-drain", Usage: "do not run the product's drain step first (its workloads are left running)"}
+}
+
 func hostFlag(usage string) ucli.Flag { return &ucli.StringFlag{Name: "host", Usage: usage} }
 
 func hostsFlag(usage string) ucli.Flag { return &ucli.StringSliceFlag{Name: "host", Usage: usage} }
@@ -249,12 +253,13 @@ func newServiceRetireCommand(env *Env) *ucli.Command {
 	return withShared(env, &ucli.Command{
 		Name:  "retire",
 		Usage: "stop a declared unit, remove it from its host and withdraw its declaration",
-		UsageText: "stado service retire UNIT --host HOST [--reason TEXT] [--dry-run] [--json]\n\n" +
-			"UNIT is the declaration's name or unit. A unit no declaration covers is refused with not_found.\n\n" +
+		UsageText: "stado service retire UNIT --host HOST [--reason TEXT] [--no-drain] [--dry-run] [--json]\n\n" +
+			"UNIT is the declaration's name or unit. A unit no declaration covers is refused with not_found.\n" +
+			"A product with a drain step (the Oarbank agent) is drained first; a failed drain is refused with drain_failed (exit 3).\n\n" +
 			"example:\n   stado service retire legacy-api --host host2 --reason \"replaced by brama\"",
-		Flags: append([]ucli.Flag{hostFlag("the target declaring it"), reasonFlag(), dryRunFlag("the unit it would remove and the declaration it would withdraw")}, sshFlags()...),
+		Flags: append([]ucli.Flag{hostFlag("the target declaring it"), reasonFlag(), dryRunFlag("the drain step it would run, the unit it would remove and the declaration it would withdraw"), noDrainFlag()}, sshFlags()...),
 		Action: writeAction(env, "UNIT", func(ctx context.Context, f *fleet.Fleet, c *ucli.Context, name string) error {
-			res, err := f.Retire(ctx, fleet.WithdrawOptions{Name: name, Host: c.String("host"), Reason: c.String("reason"), DryRun: c.Bool("dry-run")})
+			res, err := f.Retire(ctx, withdrawOptions(c, name))
 			return reportWithdraw(env, "stado.service.retire", res, err, true)
 		}),
 	}, true)
@@ -263,18 +268,23 @@ func newServiceRetireCommand(env *Env) *ucli.Command {
 func newServiceRemoveCommand(env *Env) *ucli.Command {
 	return withShared(env, &ucli.Command{
 		Name:  "remove",
-		Usage: "withdraw a declaration from the registry, leaving the host untouched (no SSH)",
-		UsageText: "stado service remove NAME --host HOST [--reason TEXT] [--dry-run] [--json]\n\n" +
-			"A declaration that is not there is refused with not_found (exit 3), also when remove is repeated.\n\n" +
+		Usage: "withdraw a declaration from the registry, leaving the host's unit untouched",
+		UsageText: "stado service remove NAME --host HOST [--reason TEXT] [--no-drain] [--dry-run] [--json]\n\n" +
+			"A declaration that is not there is refused with not_found (exit 3), also when remove is repeated.\n" +
+			"Only a product with a drain step (the Oarbank agent) reaches its host: the step runs first, and a failed\n" +
+			"drain is refused with drain_failed (exit 3).\n\n" +
 			"example:\n   stado service remove legacy-api --host host2 --reason \"host rebuilt without it\"",
-		// the ssh flags are accepted so every write command takes the same
-		// flags; remove opens no connection
-		Flags: append([]ucli.Flag{hostFlag("the target declaring it"), reasonFlag(), dryRunFlag("the declaration it would withdraw (the host is not touched)")}, sshFlags()...),
+		// remove connects only to run a product's drain step
+		Flags: append([]ucli.Flag{hostFlag("the target declaring it"), reasonFlag(), dryRunFlag("the drain step it would run and the declaration it would withdraw"), noDrainFlag()}, sshFlags()...),
 		Action: writeAction(env, "NAME", func(ctx context.Context, f *fleet.Fleet, c *ucli.Context, name string) error {
-			res, err := f.Remove(ctx, fleet.WithdrawOptions{Name: name, Host: c.String("host"), Reason: c.String("reason"), DryRun: c.Bool("dry-run")})
+			res, err := f.Remove(ctx, withdrawOptions(c, name))
 			return reportWithdraw(env, "stado.service.remove", res, err, false)
 		}),
 	}, true)
+}
+
+func withdrawOptions(c *ucli.Context, name string) fleet.WithdrawOptions {
+	return fleet.WithdrawOptions{Name: name, Host: c.String("host"), Reason: c.String("reason"), DryRun: c.Bool("dry-run"), NoDrain: c.Bool("no-drain")}
 }
 
 func reportWithdraw(env *Env, kind string, res fleet.WithdrawResult, err error, retired bool) error {

@@ -206,7 +206,7 @@ func (f *Fleet) ensureOne(ctx context.Context, p ensurePlan, reason string, o En
 	if o.DryRun {
 		mode = channel.ModePlan
 	}
-	req := channel.EnsureRequest{OS: t.OS, Service: s, Settle: o.Settle, Wait: o.Wait, Mode: mode}
+	req := channel.EnsureRequest{OS: t.OS, LaunchdDomain: t.LaunchdDomain, Service: s, Settle: o.Settle, Wait: o.Wait, Mode: mode}
 	if port, ok := f.servingPort(t, s); ok && !o.DryRun {
 		req.Serving = &port // the first serving read travels with the ensure
 	}

@@ -67,6 +67,7 @@ func (c *fakeClock) After(d time.Duration) <-chan time.Time {
 
 type bed struct {
 	fleet *fleet.Fleet
+	host  *local.Host // host1
 	mem   *unitstest.Memory
 	home  string
 	store store.Store
@@ -104,7 +105,7 @@ func newBed(t *testing.T) *bed {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &bed{fleet: f, mem: mem, home: home, store: st}
+	return &bed{fleet: f, host: h, mem: mem, home: home, store: st}
 }
 
 func (b *bed) ensure(t *testing.T, o fleet.EnsureOptions) (fleet.EnsureOutcome, error) {

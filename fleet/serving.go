@@ -101,7 +101,7 @@ func (f *Fleet) WaitServing(ctx context.Context, o ServingOptions) (*ServingResu
 		return nil, &refusal.Error{Code: refusal.NotFound, Message: fmt.Sprintf("%s has no directory entry on %s: no declared port to wait for", s.Name, t.Name),
 			Hint: "declare one under directory: in the registry (service, host, port), then wait"}
 	}
-	req := channel.VerifyRequest{OS: t.OS, Services: []channel.VerifyService{{Service: s, Port: e.Port, Address: f.Doc.ListenAddress(e)}}}
+	req := channel.VerifyRequest{OS: t.OS, LaunchdDomain: t.LaunchdDomain, Services: []channel.VerifyService{{Service: s, Port: e.Port, Address: f.Doc.ListenAddress(e)}}}
 	h, err := f.host(t)
 	if err != nil {
 		return nil, err
@@ -119,7 +119,7 @@ func (f *Fleet) servingFor(ctx context.Context, h channel.Host, t registry.Targe
 	if !ok {
 		return nil, nil
 	}
-	req := channel.VerifyRequest{OS: t.OS, Services: []channel.VerifyService{{Service: s, Port: port.Port, Address: port.Address}}}
+	req := channel.VerifyRequest{OS: t.OS, LaunchdDomain: t.LaunchdDomain, Services: []channel.VerifyService{{Service: s, Port: port.Port, Address: port.Address}}}
 	return waitServing(ctx, h, t.Name, req, o, first)
 }
 

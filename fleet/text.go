@@ -162,10 +162,19 @@ func (r WithdrawResult) Lines(retired bool) []string {
 	case r.DryRun:
 		return []string{fmt.Sprintf("%s: would %s", r.Host, strings.Join(r.Plan, ", then "))}
 	case retired:
-		return []string{fmt.Sprintf("%s: retired %s (%s): unit stopped and removed from %s, declaration withdrawn at registry revision %d",
-			r.Host, r.Service.Name, r.Service.Unit, r.Path, r.Revision)}
+		return append(r.drainLines(), fmt.Sprintf("%s: retired %s (%s): unit stopped and removed from %s, declaration withdrawn at registry revision %d",
+			r.Host, r.Service.Name, r.Service.Unit, r.Path, r.Revision))
 	}
-	return []string{fmt.Sprintf("%s: declaration %s withdrawn at registry revision %d; the host's unit %s is untouched", r.Host, r.Service.Name, r.Revision, r.Service.Unit)}
+	return append(r.drainLines(), fmt.Sprintf("%s: declaration %s withdrawn at registry revision %d; the host's unit %s is untouched", r.Host, r.Service.Name, r.Revision, r.Service.Unit))
+}
+
+// drainLines say what the drain did, each prefixed with the host.
+func (r WithdrawResult) drainLines() []string {
+	var out []string
+	for _, l := range r.Drain.Lines() {
+		out = append(out, r.Host+": "+l)
+	}
+	return out
 }
 
 // Lines of env: KEY=VALUE, sorted, values as masked.

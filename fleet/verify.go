@@ -171,7 +171,7 @@ func (f *Fleet) verifyTargets(o VerifyOptions) ([]registry.Target, error) {
 // VerifyRequest is the verify request of target t: its declarations (only
 // name's when set) with each one's directory port and address.
 func (f *Fleet) VerifyRequest(t registry.Target, name string) channel.VerifyRequest {
-	req := channel.VerifyRequest{OS: t.OS, Services: make([]channel.VerifyService, 0, len(t.Services))}
+	req := channel.VerifyRequest{OS: t.OS, LaunchdDomain: t.LaunchdDomain, Services: make([]channel.VerifyService, 0, len(t.Services))}
 	for _, s := range t.Services {
 		if name != "" && s.Name != name && s.Unit != name {
 			continue

@@ -14,6 +14,9 @@ type WithdrawOptions struct {
 	Host   string
 	Reason string
 	DryRun bool
+	// NoDrain stops the unit (retire) or withdraws the declaration
+	// (remove) without running the product's drain step.
+	NoDrain bool
 }
 
 // WithdrawResult is what retire and remove did (or would do). Env values
@@ -26,11 +29,17 @@ type WithdrawResult struct {
 	Revision  int64            `json:"registry_revision,omitempty"`
 	DryRun    bool             `json:"dry_run,omitempty"`
 	Plan      []string         `json:"plan,omitempty"`
-	Error     *HostError       `json:"error,omitempty"`
+	// Drain is what the product's drain step did first; nil when the
+	// product declares none.
+	Drain *Drain     `json:"drain,omitempty"`
+	Error *HostError `json:"error,omitempty"`
 }
 
 // Retire stops the declared unit, removes it from its host (one channel
-// call) and withdraws its declaration. A name no declaration covers is
+// call) and withdraws its declaration. A declaration of a product with a
+// drain step (catalog.Product.Drain) runs that step on the host first; a
+// failed drain is refused with drain_failed and nothing is stopped or
+// withdrawn, unless o.NoDrain skips it. A name no declaration covers is
 // refused with not_found; a unit on the fixed recovery list (the host
 // process itself) with recovery_unit, before any host is reached.
 func (f *Fleet) Retire(ctx context.Context, o WithdrawOptions) (WithdrawResult, error) {
@@ -47,7 +56,8 @@ func (f *Fleet) Retire(ctx context.Context, o WithdrawOptions) (WithdrawResult, 
 	if where == "" {
 		where = "its " + s.EffectiveScope() + " unit directory"
 	}
-	res.Plan = []string{"unit-remove " + s.Unit + " from " + where + " (stops and unloads it)", withdrawWords(f.Doc, t, s)}
+	drain := planDrain(f.Catalog, s, o, &res)
+	res.Plan = append(res.Plan, "unit-remove "+s.Unit+" from "+where+" (stops and unloads it)", withdrawWords(f.Doc, t, s))
 	if o.DryRun {
 		res.Path = s.UnitPath
 		return res, nil
@@ -56,12 +66,17 @@ func (f *Fleet) Retire(ctx context.Context, o WithdrawOptions) (WithdrawResult, 
 	if err != nil {
 		return res, err
 	}
+	if drain != nil {
+		if err := runDrain(ctx, h, t.Name, drain); err != nil {
+			return res, err
+		}
+	}
 	rm, err := h.UnitRemove(ctx, channel.RemoveRequest{UnitRef: channel.UnitRef{Scope: s.EffectiveScope(), Unit: s.Unit}, Path: s.UnitPath})
 	if err != nil {
 		return res, err
 	}
 	res.Path, res.UnitFound = rm.Path, rm.Removed
-	rev, err := f.withdraw(ctx, t.Name, s.Name, Reason(o.Reason, "service retire %s on %s", s.Name, t.Name))
+	rev, err := f.withdraw(ctx, t.Name, s.Name, reasonWithDrain(Reason(o.Reason, "service retire %s on %s", s.Name, t.Name), res.Drain))
 	if err != nil {
 		return res, &stagedError{host: t.Name, stage: StageRegistry, err: err}
 	}
@@ -69,9 +84,13 @@ func (f *Fleet) Retire(ctx context.Context, o WithdrawOptions) (WithdrawResult, 
 	return res, nil
 }
 
-// Remove withdraws a declaration and leaves the host untouched: no channel
-// call. A declaration that is not there is refused with not_found; one of a
-// unit on the fixed recovery list with recovery_unit.
+// Remove withdraws a declaration and leaves the host's unit untouched. The
+// one channel call it makes is the drain step of a product that declares
+// one (catalog.Product.Drain), run first and refused with drain_failed
+// when it fails, unless o.NoDrain skips it; any other declaration is
+// withdrawn without a channel call. A declaration that is not there is
+// refused with not_found; one of a unit on the fixed recovery list with
+// recovery_unit.
 func (f *Fleet) Remove(ctx context.Context, o WithdrawOptions) (WithdrawResult, error) {
 	res := WithdrawResult{Host: o.Host, DryRun: o.DryRun}
 	t, s, err := f.Declared(o.Host, o.Name)
@@ -82,11 +101,21 @@ func (f *Fleet) Remove(ctx context.Context, o WithdrawOptions) (WithdrawResult, 
 		return res, err
 	}
 	res.Service = s.Masked(false)
-	res.Plan = []string{withdrawWords(f.Doc, t, s) + " (the host keeps its unit)"}
+	drain := planDrain(f.Catalog, s, o, &res)
+	res.Plan = append(res.Plan, withdrawWords(f.Doc, t, s)+" (the host keeps its unit)")
 	if o.DryRun {
 		return res, nil
 	}
-	rev, err := f.withdraw(ctx, t.Name, s.Name, Reason(o.Reason, "service remove %s on %s", s.Name, t.Name))
+	if drain != nil {
+		h, err := f.host(t)
+		if err != nil {
+			return res, err
+		}
+		if err := runDrain(ctx, h, t.Name, drain); err != nil {
+			return res, err
+		}
+	}
+	rev, err := f.withdraw(ctx, t.Name, s.Name, reasonWithDrain(Reason(o.Reason, "service remove %s on %s", s.Name, t.Name), res.Drain))
 	if err != nil {
 		return res, err
 	}

@@ -33,6 +33,7 @@ const (
 	StoreUnwritable       Code = "store_unwritable"       // the store refused the write
 	Usage                 Code = "usage"                  // the command line is wrong
 	DropInConflict        Code = "dropin_conflict"        // a host drop-in repeats the declaration's commands and cannot be set aside
+	DrainFailed           Code = "drain_failed"           // retire/remove: the product's drain step failed, so its unit was not stopped
 
 	// The host channel's grammar and the host's own checks.
 	EmptyCommand       Code = "empty_command"
@@ -134,7 +135,7 @@ var known = map[Code]bool{}
 func init() {
 	for _, c := range []Code{
 		Validation, Conflict, NotFound, Ambiguous, AlreadyDeclared, DeclarationIncomplete, RecoveryUnit,
-		TargetNotEmpty, StoreUnwritable, Usage, DropInConflict,
+		TargetNotEmpty, StoreUnwritable, Usage, DropInConflict, DrainFailed,
 		EmptyCommand, ForbiddenCharacter, UnbalancedQuote, PathTraversal, TooLong, UnknownVerb,
 		InvalidArguments, InvalidScope, InvalidUnit, InvalidPath, InvalidLines, InvalidPort, InvalidStep,
 		InvalidEnv, InvalidContent, ContentTooLarge, InvalidDuration, ProtocolMismatch, OSMismatch,

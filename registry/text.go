@@ -179,12 +179,26 @@ type Validated struct {
 	Services   int      `json:"services"`
 	Directory  int      `json:"directory"`
 	Incomplete []string `json:"incomplete"`
+	// Warnings are what a valid document does that its reader should know
+	// (a declaration overriding a product setting the catalog marks
+	// safety-relevant); never nil. They do not make it invalid.
+	Warnings []Warning `json:"warnings"`
+}
+
+// Warning is a finding about a valid document that is not a refusal: a
+// stable code, the field path it is about and what it means.
+type Warning struct {
+	Code    string `json:"code"`
+	Path    string `json:"path"`
+	Host    string `json:"host,omitempty"`
+	Service string `json:"service,omitempty"`
+	Message string `json:"message"`
 }
 
 // Tally is the Validated of d, a valid document read from file; Incomplete
 // is empty, never nil.
 func Tally(file string, d *Document) Validated {
-	v := Validated{File: file, Valid: true, Targets: len(d.Targets), Directory: len(d.Directory), Incomplete: []string{}}
+	v := Validated{File: file, Valid: true, Targets: len(d.Targets), Directory: len(d.Directory), Incomplete: []string{}, Warnings: []Warning{}}
 	for _, t := range d.Targets {
 		v.Services += len(t.Services)
 		for _, s := range t.Services {
@@ -201,6 +215,9 @@ func (v Validated) Lines() []string {
 	out := []string{fmt.Sprintf("%s: valid (%d targets, %d services, %d directory entries)", v.File, v.Targets, v.Services, v.Directory)}
 	for _, name := range v.Incomplete {
 		out = append(out, "  "+name+": declaration_incomplete (no program; cannot be reinstalled)")
+	}
+	for _, w := range v.Warnings {
+		out = append(out, fmt.Sprintf("  warning %s: %s: %s", w.Code, w.Path, w.Message))
 	}
 	return out
 }

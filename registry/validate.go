@@ -29,7 +29,11 @@ func label(l string, edge, inner *declaration.Charset) bool {
 	return declaration.Grammar(l, edge, inner, 63) && edge[l[len(l)-1]]
 }
 
-func validDomain(d string) bool {
+func validDomain(d string) bool { return ValidLaunchdDomain(d) }
+
+// ValidLaunchdDomain reports whether d is a launchd domain a target may
+// declare (launchd_domain): "system", "gui/<uid>" or "user/<uid>".
+func ValidLaunchdDomain(d string) bool {
 	if d == "system" {
 		return true
 	}

@@ -28,6 +28,10 @@ type Launchd struct {
 	Launchctl string
 	// User names the owner of a gui/<uid> domain in refusals; optional.
 	User string
+	// Scope is the declaration scope the manager serves; "" means the one
+	// its domain implies (system for "system", else user). A user-scope
+	// manager of a declared system domain sets it (LaunchdFor).
+	Scope string
 
 	mu    sync.Mutex
 	paths map[string]string // label -> plist path installed by this Launchd
@@ -51,6 +55,9 @@ func (l *Launchd) launchctl(args ...string) []string {
 func (l *Launchd) target(label string) string { return l.Domain + "/" + label }
 
 func (l *Launchd) scope() string {
+	if l.Scope != "" {
+		return l.Scope
+	}
 	if l.Domain == "system" {
 		return declaration.ScopeSystem
 	}

@@ -244,3 +244,44 @@ func TestRenderRefusesValuesNoUnitCanCarry(t *testing.T) {
 		t.Errorf("incomplete declaration: got %v", err)
 	}
 }
+
+// A target's declared launchd domain is where its user-scope jobs are
+// bootstrapped and acted on; its plist stays in the user's LaunchAgents.
+// No domain keeps gui/<uid> of the account; system scope is always system.
+func TestLaunchdForUserScopeUsesTheDeclaredDomain(t *testing.T) {
+	home := t.TempDir()
+	a := Account{Name: "builder", UID: 501, Home: home}
+	plist := home + "/Library/LaunchAgents/com.wisent.brama.plist"
+	for _, c := range []struct {
+		scope, domain, want string
+	}{
+		{declaration.ScopeUser, "", "gui/501"},
+		{declaration.ScopeUser, "gui/502", "gui/502"},
+		{declaration.ScopeUser, "system", "system"},
+		{declaration.ScopeSystem, "gui/502", "system"},
+	} {
+		t.Run(c.scope+"_"+c.domain, func(t *testing.T) {
+			// loaded: kickstart addresses the job in the domain
+			fake := &fakeLaunchctl{t: t, prints: map[string]string{c.want + "/com.wisent.brama": "running-system-wazuh.txt"}}
+			l := LaunchdFor(fake, c.scope, c.domain, a)
+			if err := l.Restart(context.Background(), "com.wisent.brama"); err != nil {
+				t.Fatal(err)
+			}
+			if want := [][]string{{"/bin/launchctl", "kickstart", "-k", c.want + "/com.wisent.brama"}}; !reflect.DeepEqual(fake.acts(), want) {
+				t.Fatalf("acts %v, want %v", fake.acts(), want)
+			}
+			if c.scope != declaration.ScopeUser {
+				return
+			}
+			// not loaded: bootstrap into the domain from the user's plist
+			fake = &fakeLaunchctl{t: t}
+			l = LaunchdFor(fake, c.scope, c.domain, a)
+			if err := l.Restart(context.Background(), "com.wisent.brama"); err != nil {
+				t.Fatal(err)
+			}
+			if want := [][]string{{"/bin/launchctl", "bootstrap", c.want, plist}}; !reflect.DeepEqual(fake.acts(), want) {
+				t.Fatalf("acts %v, want %v", fake.acts(), want)
+			}
+		})
+	}
+}

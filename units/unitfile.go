@@ -148,26 +148,49 @@ func readBounded(path string) ([]byte, error) {
 
 // Open connects to this host's init system for scope ("system" or "user"):
 // systemd over D-Bus on linux, launchctl on darwin. home is the login user's
-// home. The returned func closes it.
+// home. The returned func closes it. It is OpenDomain with no declared
+// launchd domain.
 func Open(ctx context.Context, goos, scope, home string) (Manager, func(), error) {
+	return OpenDomain(ctx, goos, scope, "", home)
+}
+
+// OpenDomain is Open with the target's declared launchd domain (registry
+// launchd_domain: "system", "gui/<uid>" or "user/<uid>"), which on darwin
+// is the domain user-scope units are bootstrapped in and acted on
+// (LaunchdFor); "" keeps gui/<uid> of the login user. On linux the domain
+// must be "".
+func OpenDomain(ctx context.Context, goos, scope, domain, home string) (Manager, func(), error) {
 	switch goos {
 	case declaration.OSLinux:
+		if domain != "" {
+			return nil, nil, fmt.Errorf("a launchd domain (%s) names no systemd manager", domain)
+		}
 		m, err := NewSystemd(ctx, scope, home, ExecRunner{})
 		if err != nil {
 			return nil, nil, err
 		}
 		return m, m.Close, nil
 	case declaration.OSDarwin:
-		if scope != declaration.ScopeUser {
-			return NewLaunchd(ExecRunner{}, "system", home), func() {}, nil
-		}
-		a := currentAccount(home)
-		l := NewLaunchd(ExecRunner{}, GUIDomain(a.UID), home)
-		l.User = a.Name
-		return l, func() {}, nil
+		return LaunchdFor(ExecRunner{}, scope, domain, currentAccount(home)), func() {}, nil
 	default:
 		return nil, nil, fmt.Errorf("no init system stado drives on %s", goos)
 	}
+}
+
+// LaunchdFor is the launchd manager of scope for account a: system scope
+// is the system domain; user scope is the declared domain when one is
+// given, else gui/<uid> of a. A user-scope unit keeps its plist in a's
+// LaunchAgents whichever domain it runs in.
+func LaunchdFor(r Runner, scope, domain string, a Account) *Launchd {
+	if scope != declaration.ScopeUser {
+		return NewLaunchd(r, "system", a.Home)
+	}
+	if domain == "" {
+		domain = GUIDomain(a.UID)
+	}
+	l := NewLaunchd(r, domain, a.Home)
+	l.User, l.Scope = a.Name, declaration.ScopeUser
+	return l
 }
 
 // ReadDropInFiles is ReadDropIns with each drop-in's path, so blockers

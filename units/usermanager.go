@@ -258,9 +258,7 @@ func openUserManager(ctx context.Context, goos string, a Account, r Runner) (*us
 		}
 		return &userManager{m: m, close: m.Close}, nil
 	case declaration.OSDarwin:
-		l := NewLaunchd(r, GUIDomain(a.UID), a.Home)
-		l.User = a.Name
-		return &userManager{m: l, close: func() {}}, nil
+		return &userManager{m: LaunchdFor(r, declaration.ScopeUser, "", a), close: func() {}}, nil
 	default:
 		return nil, fmt.Errorf("no init system stado drives on %s", goos)
 	}

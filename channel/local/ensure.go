@@ -28,6 +28,9 @@ func (h *Host) Ensure(ctx context.Context, req channel.EnsureRequest) (channel.E
 	if req.OS != "" && req.OS != h.OS() {
 		return res, refusal.New(refusal.OSMismatch, "the registry says this host runs %s, and it runs %s", req.OS, h.OS())
 	}
+	if err := h.checkDomain(req.LaunchdDomain); err != nil {
+		return res, err
+	}
 	if s.Incomplete() {
 		return res, &units.IncompleteError{Service: s.Name, Unit: s.Unit, Reason: s.IncompleteReason}
 	}
@@ -44,7 +47,7 @@ func (h *Host) Ensure(ctx context.Context, req channel.EnsureRequest) (channel.E
 	// A product's unit keeps the installed fields its rendering does not
 	// declare, such as an operator's resource limits (units.KeepInstalled).
 	content = units.KeepInstalledAt(s, h.OS(), res.Path, content)
-	err = h.withManager(ctx, u.Scope, func(m units.Manager) error {
+	err = h.withDomainManager(ctx, u.Scope, req.LaunchdDomain, func(m units.Manager) error {
 		// Drop-ins that would repeat the file's commands are decided on
 		// before anything is written (dropins.go).
 		aside, loaded, err := h.dropInsToSetAside(ctx, m, s, content)
@@ -61,7 +64,7 @@ func (h *Host) Ensure(ctx context.Context, req channel.EnsureRequest) (channel.E
 		// The serving read the write half would make next, in this call.
 		// A reading that cannot be taken is left out: the caller reads
 		// again itself.
-		vr, verr := h.Verify(ctx, channel.VerifyRequest{OS: req.OS, Services: []channel.VerifyService{
+		vr, verr := h.Verify(ctx, channel.VerifyRequest{OS: req.OS, LaunchdDomain: req.LaunchdDomain, Services: []channel.VerifyService{
 			{Service: req.Service, Port: req.Serving.Port, Address: req.Serving.Address}}})
 		if verr == nil && len(vr.Units) == 1 {
 			res.Serving = &vr.Units[0]

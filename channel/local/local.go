@@ -68,6 +68,9 @@ type Host struct {
 	// Manager opens the init system's manager of a scope; the func it
 	// returns closes it.
 	Manager func(ctx context.Context, scope string) (units.Manager, func(), error)
+	// DomainManager opens the manager of a user scope in a declared
+	// launchd domain (ensure's LaunchdDomain); nil refuses such a request.
+	DomainManager func(ctx context.Context, scope, domain string) (units.Manager, func(), error)
 	// Catalog loads the catalog repair steps come from; nil means the
 	// shipped one.
 	Catalog func(ctx context.Context) (*catalog.Catalog, error)
@@ -96,6 +99,9 @@ func New(home, user, version string) *Host {
 	h.RunStep = (&StepRunner{Home: home}).Run
 	h.Manager = func(ctx context.Context, scope string) (units.Manager, func(), error) {
 		return units.Open(ctx, h.OS(), scope, h.Home)
+	}
+	h.DomainManager = func(ctx context.Context, scope, domain string) (units.Manager, func(), error) {
+		return units.OpenDomain(ctx, h.OS(), scope, domain, h.Home)
 	}
 	return h
 }
@@ -159,6 +165,38 @@ func (h *Host) service(u channel.UnitRef, path string) (registry.Service, error)
 	s := registry.Service{Name: u.Unit, Unit: u.Unit, Scope: u.Scope, UnitPath: path}
 	s.UnitPath = units.UnitPath(s, h.OS(), h.Home)
 	return s, h.checkPath(u, s.UnitPath)
+}
+
+// withDomainManager is withManager in a declared launchd domain: a
+// user-scope unit of a darwin host whose target declares one. Any other
+// request, or no domain, is withManager.
+func (h *Host) withDomainManager(ctx context.Context, scope, domain string, fn func(units.Manager) error) error {
+	if domain == "" || scope != registry.ScopeUser {
+		return h.withManager(ctx, scope, fn)
+	}
+	if h.DomainManager == nil {
+		return refusal.New(refusal.NoManager, "this host has no manager of launchd domain %s wired", domain)
+	}
+	m, closeFn, err := h.DomainManager(ctx, scope, domain)
+	if err != nil {
+		return err
+	}
+	defer closeFn()
+	return fn(m)
+}
+
+// checkDomain refuses a declared launchd domain on a host that is not
+// darwin, or one outside the registry's grammar.
+func (h *Host) checkDomain(domain string) error {
+	switch {
+	case domain == "":
+		return nil
+	case h.OS() != registry.OSDarwin:
+		return refusal.New(refusal.InvalidScope, "launchd_domain %q is for a darwin host, and this host runs %s", domain, h.OS())
+	case !registry.ValidLaunchdDomain(domain):
+		return refusal.New(refusal.InvalidScope, "launchd_domain must be system, gui/<uid> or user/<uid>, got %q", domain)
+	}
+	return nil
 }
 
 func (h *Host) withManager(ctx context.Context, scope string, fn func(units.Manager) error) error {

@@ -30,6 +30,9 @@ func (h *Host) Verify(ctx context.Context, req channel.VerifyRequest) (channel.V
 	if req.OS != "" && req.OS != h.OS() {
 		return channel.VerifyResult{}, refusal.New(refusal.OSMismatch, "the registry says this host runs %s, and it runs %s", req.OS, h.OS())
 	}
+	if err := h.checkDomain(req.LaunchdDomain); err != nil {
+		return channel.VerifyResult{}, err
+	}
 	byScope := map[string][]int{}
 	var scopes []string
 	rendered := make([][]byte, len(req.Services))
@@ -50,7 +53,7 @@ func (h *Host) Verify(ctx context.Context, req channel.VerifyRequest) (channel.V
 		for k, i := range idx {
 			names[k] = res.Units[i].Unit
 		}
-		err := h.withManager(ctx, scope, func(m units.Manager) error {
+		err := h.withDomainManager(ctx, scope, req.LaunchdDomain, func(m units.Manager) error {
 			vs, err := m.ShowMany(ctx, names)
 			if err != nil {
 				return err
