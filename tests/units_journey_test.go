@@ -79,7 +79,7 @@ func unitsInstallTestBinary(t testing.TB, bed *testbed.Bed) {
 	if err := safefile.Write(filepath.Join(bed.BinDir(), filepath.Base(unitsTestInHost)), unitsBuild.data, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	bed.InstallBin(t, filepath.Join(bed.BinDir(), filepath.Base(unitsTestInHost)))
+	bed.InstallShared(t, filepath.Join(bed.BinDir(), filepath.Base(unitsTestInHost)))
 }
 
 // unitsRunTestBinary runs the units test binary inside h with both gates

@@ -54,6 +54,9 @@ func installSample(t testing.TB, bed *testbed.Bed) {
 	if sampleBuild.err != nil {
 		t.Fatal(sampleBuild.err)
 	}
+	// every host has its own /usr/local/bin: place it in each (again, for
+	// hosts booted since)
+	bed.InstallShared(t, filepath.Join(bed.BinDir(), filepath.Base(sampleProgram)))
 }
 
 // writeBed is one write journey's view of the shared testbed: its own store

@@ -49,6 +49,31 @@ func (b *Bed) InstallStado(t testing.TB, path string) {
 	}
 }
 
+// InstallShared places the program at path as /usr/local/bin/NAME of every
+// host that is not bare, as InstallBin does, but keeps it for the rest of the
+// process (as InstallStado keeps stado): for a fixture many journeys share.
+// Calling it again places it again, so a host booted since gets it too.
+func (b *Bed) InstallShared(t testing.TB, path string) {
+	t.Helper()
+	name := filepath.Base(path)
+	src := filepath.Join(b.BinDir(), name)
+	if filepath.Clean(path) != src {
+		data, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatalf("testbed: install %s: %v", name, err)
+		}
+		if err := os.MkdirAll(b.BinDir(), 0o755); err != nil {
+			t.Fatalf("testbed: install %s: %v", name, err)
+		}
+		if err := safefile.Write(src, data, 0o755); err != nil {
+			t.Fatalf("testbed: install %s: %v", name, err)
+		}
+	}
+	if err := b.placeEverywhere(src); err != nil {
+		t.Fatalf("testbed: install %s: %v", name, err)
+	}
+}
+
 // InstallBin places the program at path (a fixture a journey built) as
 // /usr/local/bin/NAME of every host that is not bare, NAME being its base
 // name: copied into BinDir unless it is already there, then linked into each
