@@ -225,7 +225,10 @@ func (c *Client) call(ctx context.Context, t registry.Target, req *keeperRequest
 		case f.Kind == frameFailed && !started && f.Failure != nil:
 			return nil, nil, false, f.Failure.remoteError(t.Name)
 		case f.Kind == frameStarted && !started:
+			// the keeper has the connection and the command runs, stdin
+			// sent: the rest is the host's, and the fan-out's slot goes back
 			started, addr = true, f.Address
+			channel.ReleaseSlot(ctx)
 		case f.Kind == frameStdout && started:
 			_, _ = out.Write(f.Data)
 		case f.Kind == frameStderr && started:

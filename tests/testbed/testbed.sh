@@ -196,6 +196,42 @@ ensure_deps() {
   fi
 }
 
+# --- kernel limits a boot of N hosts needs -------------------------------------
+# The hosts share one kernel and one root user, so the per-user limits add up
+# over every host: each host's systemd and journald hold inotify instances
+# (about 6 per host; a stock machine's 128 stop a boot at about host29) and
+# watches (about 20 per host), and every process and thread of every host
+# takes a pid (about 7 per host booted, a few dozen under a journey's calls).
+# Each limit is raised only upward, to what N hosts need with room to spare,
+# and every change is said on stderr; one that cannot be raised (not root,
+# read-only /proc/sys) fails the boot before any host starts, naming the
+# limit and the value needed. Root's keyrings (kernel.keys.root_maxkeys,
+# about 6 per host) have a stock limit of a million; no unit of a host runs
+# as another user.
+#   name                          fixed part   per host
+KERNEL_LIMITS=(
+  "fs.inotify.max_user_instances  512          16"
+  "fs.inotify.max_user_watches    8192         256"
+  "kernel.pid_max                 16384        64"
+)
+sysctl_path() { local n=$1; echo "/proc/sys/${n//.//}"; }
+raise_limits() { # hosts : raise each kernel limit a boot of that many hosts needs, or fail naming it
+  local n=$1 l name fixed per need was have f
+  for l in "${KERNEL_LIMITS[@]}"; do
+    read -r name fixed per <<<"$l"
+    need=$(( fixed + per * n ))
+    f=$(sysctl_path "$name")
+    read -r was < "$f" || die "cannot read $name ($f)"
+    [ "$was" -ge "$need" ] && continue
+    have=$was
+    if { echo "$need" > "$f"; } 2>/dev/null && read -r have < "$f" && [ "$have" -ge "$need" ]; then
+      log "raised $name from $was to $need (a boot of $n hosts)"
+    else
+      die "$name is $have; a boot of $n hosts needs at least $need and this cannot raise it (not root, or /proc/sys read-only): run 'sysctl -w $name=$need' on the machine, or boot fewer hosts"
+    fi
+  done
+}
+
 # --- per-host files ----------------------------------------------------------
 # Generators not wanted in a host (masked per host in /etc/systemd/system-generators).
 MASKED_GENERATORS=(
@@ -516,6 +552,7 @@ cmd_up() {
   any_alive && die "already up in $TB (run 'testbed.sh down' first)"
   down_locked quiet                       # leftovers of a crashed run
   ensure_deps
+  raise_limits "$n"
   cgb=$(cg2_base)
   for k in ${TESTBED_BARE:-}; do
     [[ "$k" =~ ^host[0-9]+$ ]] && [ "${k#host}" -ge 1 ] && [ "${k#host}" -le "$n" ] \
