@@ -44,7 +44,8 @@
 #   STADO_BIN              at 'up': install this file as /usr/local/bin/stado of every host
 #   TESTBED_BARE           at 'up': hosts ("host3 host4") whose /usr/local/bin stays
 #                          empty (sshd only, no stado; 'install-bin' skips them)
-#   TESTBED_BOOT_TIMEOUT   seconds to wait for the hosts to boot (default 120)
+#   TESTBED_BOOT_TIMEOUT   seconds to wait for the hosts to boot (default 120 plus 2 per
+#                          host: 100 hosts took 90 s on 2 loaded cores)
 #   TESTBED_DOWN_TIMEOUT   seconds to wait for a clean shutdown before SIGKILL (default 20)
 #   TESTBED_LOCK           machine-wide lock file (default /run/stado-testbed.lock)
 #   TESTBED_LOCK_HELD=1    the caller already holds TESTBED_LOCK (the Go package does)
@@ -61,7 +62,7 @@ set -euo pipefail
 TB=$(readlink -m "${TESTBED_DIR:-/tmp/stado-testbed}")
 STORE=$(readlink -m "${TESTBED_STORE:-/var/lib/stado-testbed/store}")
 LOCK=${TESTBED_LOCK:-/run/stado-testbed.lock}
-BOOT_TIMEOUT=${TESTBED_BOOT_TIMEOUT:-120}
+BOOT_TIMEOUT=${TESTBED_BOOT_TIMEOUT:-}
 DOWN_TIMEOUT=${TESTBED_DOWN_TIMEOUT:-20}
 IP_PREFIX=127.0.1
 CG_NAME=stado-testbed
@@ -577,7 +578,7 @@ cmd_up() {
   for k in $(seq 1 "$n"); do launch_host "$k" "$cgb"; done; vlog "spawned"
   for k in $(seq 1 "$n"); do record_host "$k"; done; vlog "recorded"
   vlog "launched; waiting for boot + sshd"
-  deadline=$(( $(date +%s) + BOOT_TIMEOUT ))
+  deadline=$(( $(date +%s) + ${BOOT_TIMEOUT:-$(( 120 + 2 * n ))} ))
   local waiters=()
   for k in $(seq 1 "$n"); do wait_host "$k" "$deadline" 9>&- & waiters+=($!); done
   for k in "${waiters[@]}"; do wait "$k" || failed=1; done
