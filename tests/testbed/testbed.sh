@@ -215,7 +215,7 @@ KERNEL_LIMITS=(
   "fs.inotify.max_user_watches    8192         256"
   "kernel.pid_max                 16384        64"
 )
-sysctl_path() { local n=$1; echo "/proc/sys/${n//.//}"; }
+sysctl_path() { local n=$1; echo "${TESTBED_SYSCTL_DIR:-/proc/sys}/${n//.//}"; }
 raise_limits() { # hosts : raise each kernel limit a boot of that many hosts needs, or fail naming it
   local n=$1 l name fixed per need was have f
   for l in "${KERNEL_LIMITS[@]}"; do
@@ -758,6 +758,7 @@ main() {
     ssh) cmd_ssh "$@" ;;
     env) cmd_env ;;
     install-bin) [ $# = 1 ] || die "usage: testbed.sh install-bin PATH"; install_bin "$1" ;;
+    __raise-limits) raise_limits "$@" ;;   # tests: with TESTBED_SYSCTL_DIR, a fake /proc/sys
     __hostinit) hostinit "$@" ;;
     __launch) launcher "$@" ;;
     *) sed -n '2,/^set -euo/p' "$SELF" | sed '$d' | sed 's/^# \{0,1\}//'; [ -z "$cmd" ] || [ "$cmd" = -h ] || [ "$cmd" = --help ] || exit 2 ;;
