@@ -29,7 +29,7 @@ func sshFlags() []ucli.Flag {
 // parallelFlag bounds the fan-out of commands that act on many hosts.
 func parallelFlag() ucli.Flag {
 	return &ucli.IntFlag{Name: "parallel", Value: channel.DefaultParallel, Usage: "hosts dialing or sending their request at once; hosts whose unit is settling hold no slot " +
-		"(the default is measured: a cold 100-host fan-out on 2 cores was as fast at 4–32 and slower at 64+; docs/commands.md)"}
+		"(16 is measured: a cold 100-host fan-out on 2 cores was as fast at 4–32 and slower at 64+; docs/commands.md)"}
 }
 
 // dialerFrom builds the channel dialer the ssh flags name.
