@@ -55,6 +55,9 @@
 #   TESTBED_VERBOSE=1      timestamps of the phases of 'up'
 #
 # Must run as root, on a machine where systemd is installed but need not be PID 1.
+# 'up N' first raises the kernel limits N hosts need (inotify instances and
+# watches, pid_max; KERNEL_LIMITS below), only upward, saying each change on
+# stderr, and fails naming the limit when it cannot raise one.
 # Only one testbed per machine at a time (the addresses 127.0.1.K and the cgroup
 # <cgroup2>/stado-testbed are fixed; TESTBED_LOCK serialises up and down).
 set -euo pipefail
