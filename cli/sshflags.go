@@ -51,7 +51,7 @@ func dialerFrom(c *ucli.Context) *sshclient.Dialer {
 func connectorFrom(c *ucli.Context, env *Env) (channel.Connector, func()) {
 	var keeperTransport sshclient.Transport
 	if !c.Bool("no-keeper") {
-		keeperTransport = &keeper.Client{Start: env.StartKeeper, Logger: env.Logger}
+		keeperTransport = &keeper.Client{Start: env.StartKeeper, StartBehind: true, Logger: env.Logger}
 	}
 	return sshConnector(dialerFrom(c), keeperTransport)
 }
