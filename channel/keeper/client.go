@@ -62,6 +62,14 @@ type Client struct {
 	// commands: StartProcess of this executable's `host keeper`; a test:
 	// a keeper in its own process); nil never starts one.
 	Start func() error
+	// StartBehind, with Start, makes a keeper that is not running cost
+	// nothing: the Client starts one (once) and does not wait for it, and
+	// every call of this Client then returns ErrUnavailable, so its pool
+	// dials the hosts itself — a cold command, not a keeper's start and
+	// then a cold dial. The next command finds the keeper serving. Without
+	// it, the Client waits for the keeper it started (StartTimeout) and
+	// calls through it.
+	StartBehind bool
 	// StartTimeout bounds the wait for a started keeper's socket; default
 	// DefaultStartTimeout.
 	StartTimeout time.Duration
@@ -71,6 +79,7 @@ type Client struct {
 	Logger *slog.Logger
 
 	warned atomic.Bool
+	behind atomic.Bool // this Client started a keeper without waiting for it
 }
 
 // distrust logs err, the first untrusted keeper of c, once.
@@ -225,7 +234,10 @@ func (c *Client) call(ctx context.Context, t registry.Target, req *keeperRequest
 		case f.Kind == frameFailed && !started && f.Failure != nil:
 			return nil, nil, false, f.Failure.remoteError(t.Name)
 		case f.Kind == frameStarted && !started:
+			// the keeper has the connection and the command runs, stdin
+			// sent: the rest is the host's, and the fan-out's slot goes back
 			started, addr = true, f.Address
+			channel.ReleaseSlot(ctx)
 		case f.Kind == frameStdout && started:
 			_, _ = out.Write(f.Data)
 		case f.Kind == frameStderr && started:
@@ -244,7 +256,7 @@ func (c *Client) call(ctx context.Context, t registry.Target, req *keeperRequest
 
 // connect dials the keeper's socket once it is trusted (dialTrusted);
 // when nothing listens there and Start is set, it starts a keeper and polls
-// for its socket until StartTimeout. A socket or directory that is not
+// for its socket until StartTimeout, or with StartBehind returns at once. A socket or directory that is not
 // trusted is never answered by a start: the error wraps ErrUntrusted.
 func (c *Client) connect(ctx context.Context) (*net.UnixConn, error) {
 	sock := c.Socket
@@ -254,10 +266,21 @@ func (c *Client) connect(ctx context.Context) (*net.UnixConn, error) {
 			return nil, err
 		}
 	}
+	if c.behind.Load() {
+		return nil, errors.New("a keeper was started for the next command; this one dials its hosts itself")
+	}
 	uid := os.Geteuid()
 	conn, err := dialTrusted(ctx, sock, uid)
 	if err == nil || c.Start == nil || !notListening(err) {
 		return conn, err
+	}
+	if c.StartBehind {
+		if c.behind.CompareAndSwap(false, true) {
+			if err := c.Start(); err != nil {
+				return nil, fmt.Errorf("start keeper: %w", err)
+			}
+		}
+		return nil, fmt.Errorf("no keeper on %s; one was started for the next command: %w", sock, err)
 	}
 	if err := c.Start(); err != nil {
 		return nil, fmt.Errorf("start keeper: %w", err)

@@ -202,13 +202,25 @@ func (p *Pool) exec(ctx context.Context, t registry.Target, argv []string, stdin
 		return nil, nil, &channel.RemoteError{Host: t.Name, Address: addr, Stage: channel.StageConnect, Err: fmt.Errorf("open session: %w", err)}
 	}
 	defer sess.Close()
+	// The fan-out's slot (channel.ReleaseSlot) goes back once the request is
+	// sent: the command line and all of stdin. What follows is the host's
+	// work, which costs this end nothing.
 	if stdin != nil {
-		sess.Stdin = stdin
+		sess.Stdin = &releaseAtEOF{r: stdin, ctx: ctx}
 	}
 	var out, errb OutputBuffer
 	sess.Stdout, sess.Stderr = &out, &errb
 	done := make(chan error, 1)
-	go func() { done <- sess.Run(line) }()
+	go func() {
+		err := sess.Start(line)
+		if stdin == nil {
+			channel.ReleaseSlot(ctx)
+		}
+		if err == nil {
+			err = sess.Wait()
+		}
+		done <- err
+	}()
 	select {
 	case err = <-done:
 	case <-ctx.Done():
@@ -220,6 +232,21 @@ func (p *Pool) exec(ctx context.Context, t registry.Target, argv []string, stdin
 	x := ExitOf(err)
 	x.Over = out.Over() || errb.Over()
 	return out.Bytes(), errb.Bytes(), x.Err(t, addr, argv, out.Bytes(), errb.Bytes())
+}
+
+// releaseAtEOF reads r and gives back ctx's fan-out slot when r is
+// exhausted: the SSH session has then taken every byte of the request.
+type releaseAtEOF struct {
+	r   io.Reader
+	ctx context.Context
+}
+
+func (e *releaseAtEOF) Read(p []byte) (int, error) {
+	n, err := e.r.Read(p)
+	if err != nil {
+		channel.ReleaseSlot(e.ctx)
+	}
+	return n, err
 }
 
 // Exit is how a command on a host ended, as facts a Transport can carry:

@@ -44,7 +44,8 @@
 #   STADO_BIN              at 'up': install this file as /usr/local/bin/stado of every host
 #   TESTBED_BARE           at 'up': hosts ("host3 host4") whose /usr/local/bin stays
 #                          empty (sshd only, no stado; 'install-bin' skips them)
-#   TESTBED_BOOT_TIMEOUT   seconds to wait for the hosts to boot (default 120)
+#   TESTBED_BOOT_TIMEOUT   seconds to wait for the hosts to boot (default 120 plus 2 per
+#                          host: 100 hosts took 90 s on 2 loaded cores)
 #   TESTBED_DOWN_TIMEOUT   seconds to wait for a clean shutdown before SIGKILL (default 20)
 #   TESTBED_LOCK           machine-wide lock file (default /run/stado-testbed.lock)
 #   TESTBED_LOCK_HELD=1    the caller already holds TESTBED_LOCK (the Go package does)
@@ -54,6 +55,9 @@
 #   TESTBED_VERBOSE=1      timestamps of the phases of 'up'
 #
 # Must run as root, on a machine where systemd is installed but need not be PID 1.
+# 'up N' first raises the kernel limits N hosts need (inotify instances and
+# watches, pid_max; KERNEL_LIMITS below), only upward, saying each change on
+# stderr, and fails naming the limit when it cannot raise one.
 # Only one testbed per machine at a time (the addresses 127.0.1.K and the cgroup
 # <cgroup2>/stado-testbed are fixed; TESTBED_LOCK serialises up and down).
 set -euo pipefail
@@ -61,7 +65,7 @@ set -euo pipefail
 TB=$(readlink -m "${TESTBED_DIR:-/tmp/stado-testbed}")
 STORE=$(readlink -m "${TESTBED_STORE:-/var/lib/stado-testbed/store}")
 LOCK=${TESTBED_LOCK:-/run/stado-testbed.lock}
-BOOT_TIMEOUT=${TESTBED_BOOT_TIMEOUT:-120}
+BOOT_TIMEOUT=${TESTBED_BOOT_TIMEOUT:-}
 DOWN_TIMEOUT=${TESTBED_DOWN_TIMEOUT:-20}
 IP_PREFIX=127.0.1
 CG_NAME=stado-testbed
@@ -194,6 +198,42 @@ ensure_deps() {
     [ "$made_policy" = 1 ] && rm -f /usr/sbin/policy-rc.d
     [ "$rc" = 0 ] || die "apt-get install openssh-server failed (see $TB/apt.log)"
   fi
+}
+
+# --- kernel limits a boot of N hosts needs -------------------------------------
+# The hosts share one kernel and one root user, so the per-user limits add up
+# over every host: each host's systemd and journald hold inotify instances
+# (about 6 per host; a stock machine's 128 stop a boot at about host29) and
+# watches (about 20 per host), and every process and thread of every host
+# takes a pid (about 7 per host booted, a few dozen under a journey's calls).
+# Each limit is raised only upward, to what N hosts need with room to spare,
+# and every change is said on stderr; one that cannot be raised (not root,
+# read-only /proc/sys) fails the boot before any host starts, naming the
+# limit and the value needed. Root's keyrings (kernel.keys.root_maxkeys,
+# about 6 per host) have a stock limit of a million; no unit of a host runs
+# as another user.
+#   name                          fixed part   per host
+KERNEL_LIMITS=(
+  "fs.inotify.max_user_instances  512          16"
+  "fs.inotify.max_user_watches    8192         256"
+  "kernel.pid_max                 16384        64"
+)
+sysctl_path() { local n=$1; echo "${TESTBED_SYSCTL_DIR:-/proc/sys}/${n//.//}"; }
+raise_limits() { # hosts : raise each kernel limit a boot of that many hosts needs, or fail naming it
+  local n=$1 l name fixed per need was have f
+  for l in "${KERNEL_LIMITS[@]}"; do
+    read -r name fixed per <<<"$l"
+    need=$(( fixed + per * n ))
+    f=$(sysctl_path "$name")
+    read -r was < "$f" || die "cannot read $name ($f)"
+    [ "$was" -ge "$need" ] && continue
+    have=$was
+    if { echo "$need" > "$f"; } 2>/dev/null && read -r have < "$f" && [ "$have" -ge "$need" ]; then
+      log "raised $name from $was to $need (a boot of $n hosts)"
+    else
+      die "$name is $have; a boot of $n hosts needs at least $need and this cannot raise it (not root, or /proc/sys read-only): run 'sysctl -w $name=$need' on the machine, or boot fewer hosts"
+    fi
+  done
 }
 
 # --- per-host files ----------------------------------------------------------
@@ -516,6 +556,7 @@ cmd_up() {
   any_alive && die "already up in $TB (run 'testbed.sh down' first)"
   down_locked quiet                       # leftovers of a crashed run
   ensure_deps
+  raise_limits "$n"
   cgb=$(cg2_base)
   for k in ${TESTBED_BARE:-}; do
     [[ "$k" =~ ^host[0-9]+$ ]] && [ "${k#host}" -ge 1 ] && [ "${k#host}" -le "$n" ] \
@@ -540,7 +581,7 @@ cmd_up() {
   for k in $(seq 1 "$n"); do launch_host "$k" "$cgb"; done; vlog "spawned"
   for k in $(seq 1 "$n"); do record_host "$k"; done; vlog "recorded"
   vlog "launched; waiting for boot + sshd"
-  deadline=$(( $(date +%s) + BOOT_TIMEOUT ))
+  deadline=$(( $(date +%s) + ${BOOT_TIMEOUT:-$(( 120 + 2 * n ))} ))
   local waiters=()
   for k in $(seq 1 "$n"); do wait_host "$k" "$deadline" 9>&- & waiters+=($!); done
   for k in "${waiters[@]}"; do wait "$k" || failed=1; done
@@ -720,6 +761,7 @@ main() {
     ssh) cmd_ssh "$@" ;;
     env) cmd_env ;;
     install-bin) [ $# = 1 ] || die "usage: testbed.sh install-bin PATH"; install_bin "$1" ;;
+    __raise-limits) raise_limits "$@" ;;   # tests: with TESTBED_SYSCTL_DIR, a fake /proc/sys
     __hostinit) hostinit "$@" ;;
     __launch) launcher "$@" ;;
     *) sed -n '2,/^set -euo/p' "$SELF" | sed '$d' | sed 's/^# \{0,1\}//'; [ -z "$cmd" ] || [ "$cmd" = -h ] || [ "$cmd" = --help ] || exit 2 ;;
