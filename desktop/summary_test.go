@@ -1,6 +1,7 @@
 package desktop_test
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"html"
@@ -165,5 +166,43 @@ func TestTheSummaryAndTheTableFollowTheServiceAndHostFilters(t *testing.T) {
 	_, body = p.get(t, "/summary")
 	if n := strings.Count(body, `class="host-count"`); n > 20 {
 		t.Errorf("the summary lists %d hosts", n)
+	}
+}
+
+func TestAHealthyRowWhoseReleaseDiffersIsAReleaseProblem(t *testing.T) {
+	st := releaseFleet(t)
+	// host0000 and host0001 answer successfully: host0000's row is healthy
+	// but runs 1.4.2 where 1.4.3 is declared
+	ctx := context.Background()
+	for _, h := range []string{"host0000", "host0001"} {
+		o, err := st.Get(ctx, store.BeaconPrefix+h)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var b beacon.Beacon
+		if err := json.Unmarshal(o.Value, &b); err != nil {
+			t.Fatal(err)
+		}
+		b.Units[0].Answering = &beacon.Answering{State: beacon.AnswerFinished, Finished: &beacon.Finished{Answered: &beacon.Answered{Status: 200, Successful: true, At: t0}}}
+		raw, _ := json.Marshal(b)
+		if _, err := st.Put(ctx, store.BeaconPrefix+h, raw, store.PutOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	p := openPage(t, st)
+	sm := p.summary(t, "/summary?format=json").Summary
+	var got []string
+	for _, pr := range sm.Problems {
+		got = append(got, pr.Kind+" "+pr.Host)
+	}
+	if strings.Join(got, ", ") != "unknown host0002, release host0000" {
+		t.Errorf("problems: %v, want the stale host first, then host0000's release", got)
+	}
+	if len(sm.Services) != 1 || sm.Services[0].Counts["healthy"] != 2 {
+		t.Errorf("services: %+v", sm.Services)
+	}
+	_, body := p.get(t, "/rows?mark=problems")
+	if !strings.Contains(body, `data-host="host0000"`) || strings.Contains(body, `data-host="host0001"`) {
+		t.Errorf("mark=problems keeps the wrong rows:\n%s", body)
 	}
 }
