@@ -169,7 +169,7 @@ func TestTheSummaryAndTheTableFollowTheServiceAndHostFilters(t *testing.T) {
 	}
 }
 
-func TestAHealthyRowWhoseReleaseDiffersIsAReleaseProblem(t *testing.T) {
+func TestTheSummaryListsAHealthyRowWhoseReleaseDiffersAsAReleaseProblem(t *testing.T) {
 	st := releaseFleet(t)
 	// host0000 and host0001 answer successfully: host0000's row is healthy
 	// but runs 1.4.2 where 1.4.3 is declared
