@@ -97,3 +97,8 @@ func BenchmarkDesktopJudgeRows1000x20(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkDesktopSummary1000x20 answers the summary alone as JSON.
+func BenchmarkDesktopSummary1000x20(b *testing.B) {
+	benchGet(b, bigFleet(b), "/summary?format=json")
+}

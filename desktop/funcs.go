@@ -36,6 +36,21 @@ var funcs = template.FuncMap{
 	"join": strings.Join,
 	"add":  func(a, b int) int { return a + b },
 	"sub":  func(a, b int) int { return a - b },
+	"nz": func(n int) string {
+		if n == 0 {
+			return ""
+		}
+		return fmt.Sprint(n)
+	},
+	"marks": func() []string {
+		return []string{MarkFailing, MarkUnknown, MarkAttention, MarkDown, MarkNoVerdict, MarkHealthy}
+	},
+	"kinds": func() []string {
+		return []string{MarkFailing, MarkUnknown, MarkAttention, MarkDown, MarkNoVerdict, ProblemRelease}
+	},
+	"filterurl": func(host, service, mark string) string {
+		return filterURL(Filter{Host: host, Service: service, Mark: mark})
+	},
 	"ok": func(b bool) string {
 		if b {
 			return "ok"

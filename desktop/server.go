@@ -361,6 +361,7 @@ func (s *Server) routes() {
 	m.Handle("GET /static/", http.StripPrefix("/static/", http.FileServerFS(static)))
 	m.HandleFunc("GET /{$}", s.handlePage)
 	m.HandleFunc("GET /rows", s.handleRows)
+	m.HandleFunc("GET /summary", s.handleSummary)
 	m.HandleFunc("GET /changes", s.handleChanges)
 	m.HandleFunc("GET /inspect", s.handleInspect)
 	m.HandleFunc("GET /op/recoveries", s.handleRecoveries)

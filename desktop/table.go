@@ -293,11 +293,14 @@ func (sn *snapshot) newRow(r beacon.Row, rel *Release) Row {
 
 // Filter selects rows: Query is searched (case-insensitive) in host,
 // service, unit, source, state, mark and detail; Mark keeps one mark
-// ("problems" keeps every row that is not healthy); Host keeps one host.
+// ("problems" keeps every row that is not healthy, and every row whose
+// product's release has not converged); Host keeps one host and Service
+// one service.
 type Filter struct {
-	Query string
-	Mark  string
-	Host  string
+	Query   string
+	Mark    string
+	Host    string
+	Service string
 }
 
 // Keep reports whether r passes f.
@@ -305,10 +308,13 @@ func (f Filter) Keep(r *Row) bool {
 	if f.Host != "" && r.Host != f.Host {
 		return false
 	}
+	if f.Service != "" && r.Service != f.Service {
+		return false
+	}
 	switch f.Mark {
 	case "", "all":
 	case "problems":
-		if r.Mark == MarkHealthy {
+		if problemOf(r) == "" {
 			return false
 		}
 	default:
@@ -338,15 +344,21 @@ type Page struct {
 	Revision int64
 	At       time.Time
 	Hosts    []string
-	Error    *refusalView
+	Services []string
+	// Summary is counted over the rows the host and service filters keep.
+	Summary Summary
+	Error   *refusalView
 }
 
-// Select filters rows and cuts page (1-based) of size.
+// Select filters rows, cuts page (1-based) of size and summarizes the
+// rows in the filter's host and service, in one pass over rows.
 func Select(rows []Row, f Filter, page, size int) Page {
 	p := Page{Total: len(rows), Filter: f, Counts: map[string]int{}}
 	kept := make([]int32, 0, len(rows))
+	z := newSummarizer(f)
 	for i := range rows {
 		p.Counts[rows[i].Mark]++
+		z.add(rows, i)
 		if f.Keep(&rows[i]) {
 			kept = append(kept, int32(i))
 		}
@@ -358,6 +370,7 @@ func Select(rows []Row, f Filter, page, size int) Page {
 	for _, i := range kept[lo:min(lo+size, len(kept))] {
 		p.Rows = append(p.Rows, rows[i])
 	}
+	p.Summary = z.summary()
 	return p
 }
 
@@ -365,19 +378,27 @@ func Select(rows []Row, f Filter, page, size int) Page {
 // rows now.
 func (s *Server) pageOf(r *http.Request) Page {
 	q := r.URL.Query()
-	f := Filter{Query: q.Get("q"), Mark: q.Get("mark"), Host: q.Get("host")}
+	f := Filter{Query: q.Get("q"), Mark: q.Get("mark"), Host: q.Get("host"), Service: q.Get("service")}
 	n, _ := strconv.Atoi(q.Get("page"))
 	sn, err := s.load(r.Context())
 	if err != nil {
-		return Page{Filter: f, Page: 1, Pages: 1, Counts: map[string]int{}, Error: viewOfError(err)}
+		return Page{Filter: f, Page: 1, Pages: 1, Counts: map[string]int{}, Summary: newSummarizer(f).summary(), Error: viewOfError(err)}
 	}
 	now := s.cfg.Now()
 	p := Select(sn.Rows(now), f, n, s.cfg.PageSize)
 	p.Revision, p.At = sn.view.Meta.Revision, now.UTC()
+	seen := map[string]bool{}
 	for _, t := range sn.view.Document.Targets {
 		p.Hosts = append(p.Hosts, t.Name)
+		for _, sv := range t.Services {
+			if !seen[sv.Name] {
+				seen[sv.Name] = true
+				p.Services = append(p.Services, sv.Name)
+			}
+		}
 	}
 	slices.Sort(p.Hosts)
+	slices.Sort(p.Services)
 	return p
 }
 
@@ -405,6 +426,29 @@ func (s *Server) handleRows(w http.ResponseWriter, r *http.Request) {
 	s.render(w, "rows", p)
 }
 
+// SummaryKind marks the JSON document of GET /summary?format=json.
+const SummaryKind = "stado.desktop.summary"
+
+// handleSummary answers the summary alone: as JSON with format=json, else
+// the HTML fragment the page shows above the table.
+func (s *Server) handleSummary(w http.ResponseWriter, r *http.Request) {
+	p := s.pageOf(r)
+	if r.URL.Query().Get("format") == "json" {
+		s.renderJSON(w, summaryDoc{Kind: SummaryKind, Revision: p.Revision, At: p.At, Summary: p.Summary, Error: p.Error})
+		return
+	}
+	s.render(w, "fleetsummary", p.Summary)
+}
+
+// summaryDoc is the summary as JSON.
+type summaryDoc struct {
+	Kind     string       `json:"kind"`
+	Revision int64        `json:"revision"`
+	At       time.Time    `json:"at"`
+	Summary  Summary      `json:"summary"`
+	Error    *refusalView `json:"error,omitempty"`
+}
+
 // RowsKind marks the JSON document of GET /rows?format=json.
 const RowsKind = "stado.desktop.rows"
 
@@ -420,6 +464,7 @@ type rowsDoc struct {
 	Pages    int            `json:"pages"`
 	Counts   map[string]int `json:"counts"`
 	Rows     []Row          `json:"rows"`
+	Summary  Summary        `json:"summary"`
 	Error    *refusalView   `json:"error,omitempty"`
 }
 
@@ -429,7 +474,7 @@ func rowsDocOf(p Page) rowsDoc {
 		rows = []Row{}
 	}
 	return rowsDoc{Kind: RowsKind, Revision: p.Revision, At: p.At, Total: p.Total, Matched: p.Matched, Page: p.Page, Pages: p.Pages,
-		Counts: p.Counts, Rows: rows, Error: p.Error}
+		Counts: p.Counts, Rows: rows, Summary: p.Summary, Error: p.Error}
 }
 
 // refusalView is a refusal as the page shows it.

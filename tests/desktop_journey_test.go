@@ -584,6 +584,39 @@ func TestDesktopRendersAndFiltersAThousandHostsInChromium(t *testing.T) {
 	if v := read(t, bctx, 10*time.Second, "version cell", chromedp.Evaluate[string](`document.querySelector('tr.row[data-host="host0000"][data-service="svc00"] td.version').textContent.trim()`)); v != "1.0 → 2.0" {
 		t.Errorf("host0000's version cell reads %q, want 1.0 → 2.0", v)
 	}
+	// The summary comes first: visible, above the table, bounded.
+	within(t, bctx, 10*time.Second, "the summary", chromedp.WaitVisible(css(`#fleet-summary`)), chromedp.WaitVisible(css(`#by-service`)))
+	above := read(t, bctx, 10*time.Second, "summary above the table", chromedp.Evaluate[bool](`document.getElementById("fleet-summary").getBoundingClientRect().bottom <= document.querySelector("table.services").getBoundingClientRect().top`))
+	if !above {
+		t.Error("the summary is not above the table")
+	}
+	shape := read(t, bctx, 10*time.Second, "summary shape", chromedp.Evaluate[[]int](`[document.querySelectorAll("#by-service tr.service-count").length, document.querySelectorAll("#problems li.problem").length, document.querySelectorAll("#by-host li.host-count").length, Number(document.getElementById("fleet-summary").dataset.problems)]`))
+	t.Logf("summary: %d services counted, %d problems listed of %d, %d hosts with problems listed", shape[0], shape[1], shape[3], shape[2])
+	if shape[0] != 20 || shape[1] != 20 || shape[2] != 20 || shape[3] <= 20 {
+		t.Errorf("summary lists %d services, %d problems (of %d), %d hosts; want 20, 20 (of more), 20", shape[0], shape[1], shape[3], shape[2])
+	}
+	if first := read(t, bctx, 10*time.Second, "first problem", chromedp.Evaluate[string](`document.querySelector("#problems li.problem").dataset.kind`)); first != "failing" {
+		t.Errorf("the first problem listed is %q, want failing", first)
+	}
+	// A filter link of the summary narrows the table: svc07's row of counts.
+	within(t, bctx, 30*time.Second, "the service link", chromedp.Click(css(`#by-service tr[data-of-service="svc07"] a.filter-service`)),
+		chromedp.WaitVisible(css(`#summary[data-matched="1000"]`)))
+	narrowed := read(t, bctx, 10*time.Second, "narrowed rows", chromedp.Evaluate[[]int](`[document.querySelectorAll("tr.row").length, document.querySelectorAll('tr.row:not([data-service="svc07"])').length, document.querySelectorAll("#by-service tr.service-count").length]`))
+	svcLoad := read(t, bctx, 10*time.Second, "navigation timing", chromedp.Evaluate[float64](`(() => { const n = performance.getEntriesByType("navigation")[0]; return n.domContentLoadedEventEnd - n.startTime; })()`))
+	t.Logf("the svc07 link of the summary: page loaded in %.0f ms (navigation start to DOMContentLoaded), %d rows shown", svcLoad, narrowed[0])
+	if narrowed[0] == 0 || narrowed[1] != 0 || narrowed[2] != 1 {
+		t.Errorf("after the svc07 link: %d rows shown, %d of another service, %d services summarized; want some, 0, 1", narrowed[0], narrowed[1], narrowed[2])
+	}
+	// and the first host with problems, kept within svc07
+	host := read(t, bctx, 10*time.Second, "first host", chromedp.Evaluate[string](`document.querySelector("#by-host li.host-count").dataset.ofHost`))
+	within(t, bctx, 30*time.Second, "the host link", chromedp.Click(css(`#by-host li.host-count a.filter-host`)),
+		chromedp.WaitVisible(css(`#summary[data-total="20000"][data-matched="1"]`)))
+	if n := read(t, bctx, 10*time.Second, "host rows", chromedp.Evaluate[int](fmt.Sprintf(`document.querySelectorAll('tr.row[data-host=%q][data-service="svc07"][data-mark="failing"]').length`, host))); n != 1 {
+		t.Errorf("after %s's link within svc07: %d failing rows of it shown, want 1", host, n)
+	}
+	screenshot(t, bctx, artifactDir(t), "desktop-scale-filtered")
+	within(t, bctx, 60*time.Second, "back to every row", chromedp.Navigate(strings.TrimSuffix(srv.URL(ln), "/?token="+srv.Token())+"/"),
+		chromedp.WaitVisible(css(`#summary[data-matched="20000"]`)))
 
 	filter := func(q string) (float64, int) {
 		ms := read(t, bctx, 30*time.Second, "filter "+q, chromedp.Evaluate[float64](fmt.Sprintf(`(async () => {

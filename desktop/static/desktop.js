@@ -6,7 +6,11 @@
   const $ = (sel, root) => (root || document).querySelector(sel);
   const csrf = $('meta[name="csrf"]').content;
   const body = document.body;
-  const state = { q: "", mark: "", host: "", page: 1, gen: Number(body.dataset.gen) || 0, seq: 0, lastRefresh: 0 };
+  // the filters start as the address set them (a summary link), so every
+  // refresh keeps them
+  const start = new URLSearchParams(location.search);
+  const state = { q: start.get("q") || "", mark: start.get("mark") || "", host: start.get("host") || "", service: start.get("service") || "",
+    page: Number(start.get("page")) || 1, gen: Number(body.dataset.gen) || 0, seq: 0, lastRefresh: 0 };
   let inflight = null;
 
   function params() {
@@ -14,6 +18,7 @@
     if (state.q) p.set("q", state.q);
     if (state.mark) p.set("mark", state.mark);
     if (state.host) p.set("host", state.host);
+    if (state.service) p.set("service", state.service);
     if (state.page > 1) p.set("page", String(state.page));
     return p.toString();
   }
@@ -118,7 +123,7 @@
     }
   });
   document.addEventListener("change", (ev) => {
-    if (ev.target.id === "mark" || ev.target.id === "host") {
+    if (ev.target.id === "mark" || ev.target.id === "host" || ev.target.id === "service") {
       state[ev.target.id] = ev.target.value;
       state.page = 1;
       refresh("filter");
