@@ -197,6 +197,7 @@ WatchdogSec=4s
 		bed.Exec(c, h, "systemctl", "reset-failed", unit)
 	})
 	run("systemctl", "link", root+"/usr/lib/systemd/system/"+unit)
+	run("mkdir", "-p", dropinDir)
 	if err := bed.WriteFile(h, dropinDir+"/journey.conf", []byte(dropin), 0o644); err != nil {
 		t.Fatal(err)
 	}
