@@ -70,7 +70,10 @@ say "boot $N simulated hosts (systemd as PID 1, sshd on 127.0.1.K:22)"
 bash "$TB" down >/dev/null 2>&1 || true
 STADO_BIN=$BIN bash "$TB" up $N
 eval "$(bash "$TB" env)"
-go build -o "$TESTBED_BIN/stado-demo-fixture" ./tests/fixtures/answering
+# every host has its own /usr/local/bin: build the fixture aside, then
+# place it in each host
+go build -o "$TESTBED_DIR/stado-demo-fixture" ./tests/fixtures/answering
+bash "$TB" install-bin "$TESTBED_DIR/stado-demo-fixture"
 
 export STADO_SSH_CONFIG=$TESTBED_SSH_CONFIG
 export STADO_KNOWN_HOSTS=$TESTBED_KNOWN_HOSTS
