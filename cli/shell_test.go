@@ -115,6 +115,9 @@ func TestEachCompletionScriptIsValidShell(t *testing.T) {
 		}
 		argv := checks[shell]
 		if _, err := exec.LookPath(argv[0]); err != nil {
+			if os.Getenv("STADO_TESTBED") == "required" { // CI: make deps installs it
+				t.Fatalf("%s is not installed (make deps installs it): its script's syntax cannot be checked", shell)
+			}
 			t.Logf("%s not installed: its script's syntax is not checked", shell)
 			continue
 		}

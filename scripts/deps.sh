@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Installs what stado's tests and demo need on a Debian 12 machine, once:
 # OpenSSH server and client, systemd's tools, etcd, plistutil, Ansible
-# (ansible-core, for make bench's head-to-head) and Chromium (the desktop
-# journeys drive it headless). Go modules
+# (ansible-core, for make bench's head-to-head), Chromium (the desktop
+# journeys drive it headless), minisign, zsh and fish (tests of release
+# keys and completion scripts). Go modules
 # come from the module proxy through `go mod download`.
 set -euo pipefail
 need=()
@@ -14,6 +15,12 @@ command -v plistutil >/dev/null 2>&1 || need+=(libplist-utils)
 command -v nsenter >/dev/null 2>&1 || need+=(util-linux)
 command -v ansible-playbook >/dev/null 2>&1 || need+=(ansible-core)
 command -v chromium >/dev/null 2>&1 || need+=(chromium)
+# the release keys' interop tests (the minisign tool) and the completion
+# scripts' syntax checks (zsh, fish); dpkg-deb for make package's test
+command -v minisign >/dev/null 2>&1 || need+=(minisign)
+command -v zsh >/dev/null 2>&1 || need+=(zsh)
+command -v fish >/dev/null 2>&1 || need+=(fish)
+command -v dpkg-deb >/dev/null 2>&1 || need+=(dpkg)
 [ -x /lib/systemd/systemd ] || need+=(systemd)
 command -v systemd-analyze >/dev/null 2>&1 || need+=(systemd)
 if [ ${#need[@]} -gt 0 ]; then
