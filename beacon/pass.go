@@ -119,14 +119,11 @@ type Runner struct {
 	Identity     Identity
 	Version      string
 	// ReleaseRoot is this host's release directory (release.Root); each
-	// pass reads its state file into the beacon's releases block. Empty
-	// reads none.
+	// pass reads its state file into the beacon's releases block, and the
+	// host API serves chunks to peers from its installed images. Empty
+	// reads none and serves chunks from the store only.
 	ReleaseRoot string
-	// ReleaseImages is this host's installed release images directory,
-	// from which the host API serves chunks to peers; "" serves them from
-	// the store only.
-	ReleaseImages string
-	Logger        *slog.Logger
+	Logger      *slog.Logger
 	// Now is the clock every pass reads; nil means time.Now.
 	Now func() time.Time
 	// NewTicker makes what Run waits on between passes: the channel its

@@ -13,6 +13,7 @@ import (
 	"strconv"
 
 	"github.com/wisent/stado/refusal"
+	"github.com/wisent/stado/release"
 	"github.com/wisent/stado/store"
 )
 
@@ -27,7 +28,7 @@ const ChunkPrefix = store.ReleasePrefix + "chunks/"
 // the bytes of one release chunk, for a peer whose store lacks it. With
 // image, offset and size (which the asker reads from the signed manifest:
 // the chunk's place in the whole file), they are read from the installed
-// image images/IMAGE/ under r.ReleaseImages; else, and when that fails,
+// image images/IMAGE/ under r.ReleaseRoot; else, and when that fails,
 // from the store. Bytes are served only when they have the digest asked
 // for; the asker checks them again. 400 for a request that is not a
 // digest, 404 when neither holds the chunk, 503 when the store cannot be
@@ -83,7 +84,7 @@ func digestOf(b []byte) string {
 // chunkFromImage reads size bytes at offset of the one file of the
 // installed image, when they have the digest sha.
 func (r *Runner) chunkFromImage(sha, image, offset, size string) ([]byte, error) {
-	if r.ReleaseImages == "" || !isDigest(image) {
+	if r.ReleaseRoot == "" || !isDigest(image) {
 		return nil, errors.New("no image named")
 	}
 	off, err1 := strconv.ParseInt(offset, 10, 64)
@@ -91,7 +92,7 @@ func (r *Runner) chunkFromImage(sha, image, offset, size string) ([]byte, error)
 	if err1 != nil || err2 != nil || off < 0 || n <= 0 || n > MaxChunkBytes {
 		return nil, errors.New("no place in the image")
 	}
-	dir := filepath.Join(r.ReleaseImages, image)
+	dir := release.ImageDir(r.ReleaseRoot, image)
 	entries, err := os.ReadDir(dir)
 	if err != nil || len(entries) != 1 || !entries[0].Type().IsRegular() {
 		return nil, fmt.Errorf("%s holds no one image file", dir)

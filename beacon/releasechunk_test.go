@@ -12,12 +12,14 @@ import (
 	"testing"
 
 	"github.com/wisent/stado/registry"
+	"github.com/wisent/stado/release"
 	"github.com/wisent/stado/store"
 )
 
 func TestTheHostAPIServesAChunkFromItsImagesOrTheStoreByDigest(t *testing.T) {
 	st := apiStore(t, nil)
-	images := t.TempDir()
+	root := t.TempDir()
+	images := release.ImagesDir(root)
 	whole := []byte(strings.Repeat("a", 100) + strings.Repeat("b", 50))
 	image := digestOf(whole)
 	if err := os.MkdirAll(filepath.Join(images, image), 0o755); err != nil {
@@ -35,7 +37,7 @@ func TestTheHostAPIServesAChunkFromItsImagesOrTheStoreByDigest(t *testing.T) {
 	if _, err := st.Put(context.Background(), ChunkPrefix+second, bad, store.PutOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	srv := httptest.NewServer((&Runner{Host: "h1", Store: st, ReleaseImages: images}).APIHandler())
+	srv := httptest.NewServer((&Runner{Host: "h1", Store: st, ReleaseRoot: root}).APIHandler())
 	defer srv.Close()
 	at := func(sha string, off, size int) string {
 		return "/api/release/chunk?sha256=" + sha + "&image=" + image + "&offset=" + strconv.Itoa(off) + "&size=" + strconv.Itoa(size)

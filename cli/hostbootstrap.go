@@ -2,8 +2,6 @@ package cli
 
 import (
 	"context"
-	"errors"
-	"fmt"
 	"os"
 	"strings"
 
@@ -11,9 +9,7 @@ import (
 
 	"github.com/wisent/stado/channel/sshclient"
 	"github.com/wisent/stado/refusal"
-	"github.com/wisent/stado/registry"
 	"github.com/wisent/stado/release/bootstrap"
-	"github.com/wisent/stado/store"
 )
 
 type hostBootstrapOptions struct {
@@ -84,7 +80,7 @@ func runHostBootstrap(ctx context.Context, env *Env, d *sshclient.Dialer, opts h
 		return err
 	}
 	defer st.Close()
-	target, declared, err := bootstrapTarget(ctx, st, opts.Host)
+	target, declared, err := bootstrap.Target(ctx, st, opts.Host)
 	if err != nil {
 		return err
 	}
@@ -110,25 +106,6 @@ func runHostBootstrap(ctx context.Context, env *Env, d *sshclient.Dialer, opts h
 			t.f("authorized_keys line:\n%s\n", res.AuthorizedKey)
 		}
 	})
-}
-
-// bootstrapTarget is HOST as the registry declares it (its SSH address,
-// port and user), or a target of that name alone (ssh_config resolves it)
-// when the registry holds none or no such target, with the stado version
-// the registry declares for it ("" when none).
-func bootstrapTarget(ctx context.Context, st store.Store, host string) (registry.Target, string, error) {
-	doc, _, err := registry.Load(ctx, st)
-	if errors.Is(err, store.ErrNotFound) {
-		return registry.Target{Name: host}, "", nil
-	}
-	if err != nil {
-		return registry.Target{}, "", fmt.Errorf("read registry: %w", err)
-	}
-	declared, _ := doc.DeclaredRelease(host, "stado")
-	if t, ok := doc.Target(host); ok {
-		return *t, declared.Version, nil
-	}
-	return registry.Target{Name: host}, declared.Version, nil
 }
 
 // bootstrapSSHFlags are the ssh flags without --no-keeper: a bootstrap

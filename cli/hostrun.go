@@ -101,8 +101,7 @@ func runHostRun(ctx context.Context, env *Env, o hostRunOptions) error {
 		Identity: beacon.MachineIdentity(env.Now()),
 		Version:  Version, Logger: env.Logger.With("host", host), Now: env.Now, Notifier: notifier,
 		PassObserver: m, MetricsHandler: m.Handler(),
-		ReleaseRoot:   release.Root(env.Getenv, os.Geteuid(), homeDir(env)),
-		ReleaseImages: release.ImagesDir(release.Root(env.Getenv, os.Geteuid(), homeDir(env))),
+		ReleaseRoot: release.Root(env.Getenv, os.Geteuid(), homeDir(env)),
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()

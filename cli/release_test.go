@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/wisent/stado/tests/testbed"
 )
 
 // runReleaseCLI runs stado against the file store in dir with vars as the
@@ -77,7 +79,7 @@ func TestReleaseCommandsPublishDeclareAndPrune(t *testing.T) {
 // The password comes from the environment only, and shows in no output.
 func TestReleaseKeyPasswordComesFromTheEnvironmentAndIsNeverPrinted(t *testing.T) {
 	if testing.Short() {
-		t.Skip("-short: an encrypted minisign key takes 1 GiB of memory to write")
+		testbed.Unavailable(t, "-short: an encrypted minisign key takes 1 GiB of memory to write")
 	}
 	dir := t.TempDir()
 	secret := "hunter2-release"

@@ -17,6 +17,7 @@ import (
 	"github.com/wisent/stado/manpage"
 	"github.com/wisent/stado/registry"
 	"github.com/wisent/stado/store"
+	"github.com/wisent/stado/tests/testbed"
 )
 
 // completionFleet stores a registry of two hosts, three services and a
@@ -115,7 +116,7 @@ func TestEachCompletionScriptIsValidShell(t *testing.T) {
 		}
 		argv := checks[shell]
 		if _, err := exec.LookPath(argv[0]); err != nil {
-			if os.Getenv("STADO_TESTBED") == "required" { // CI: make deps installs it
+			if testbed.Required() { // CI: make deps installs it
 				t.Fatalf("%s is not installed (make deps installs it): its script's syntax cannot be checked", shell)
 			}
 			t.Logf("%s not installed: its script's syntax is not checked", shell)

@@ -15,6 +15,7 @@ import (
 
 	"github.com/wisent/stado/refusal"
 	"github.com/wisent/stado/release"
+	"github.com/wisent/stado/tests/testbed"
 )
 
 // newKey generates an unencrypted key pair in a temporary directory and
@@ -97,7 +98,7 @@ func TestGeneratedKeysRoundTripAndAreNeverOverwritten(t *testing.T) {
 // It costs about a second and 1 GiB of memory per open, as minisign's does.
 func TestAnEncryptedKeyOpensWithItsPasswordOnly(t *testing.T) {
 	if testing.Short() {
-		t.Skip("-short: an encrypted minisign key takes 1 GiB of memory to open")
+		testbed.Unavailable(t, "-short: an encrypted minisign key takes 1 GiB of memory to open")
 	}
 	_, keyPath, err := release.GenerateKey(t.TempDir(), "enc", "correct horse")
 	if err != nil {
@@ -194,7 +195,7 @@ func TestVerifySignedRefusesEachWayAManifestCanBeWrong(t *testing.T) {
 func TestTheMinisignToolVerifiesAStadoSignature(t *testing.T) {
 	bin, err := exec.LookPath("minisign")
 	if err != nil {
-		skipOrFailWithoutMinisign(t)
+		testbed.Unavailable(t, "minisign is not installed (make deps installs it)")
 	}
 	priv, _, pubPath := newKey(t)
 	s, err := release.SignManifest(sampleManifest([]byte("brama")), priv)
@@ -225,7 +226,7 @@ func TestTheMinisignToolVerifiesAStadoSignature(t *testing.T) {
 func TestMinisignKeysAndStadoKeysAreInterchangeable(t *testing.T) {
 	bin, err := exec.LookPath("minisign")
 	if err != nil {
-		skipOrFailWithoutMinisign(t)
+		testbed.Unavailable(t, "minisign is not installed (make deps installs it)")
 	}
 	dir := t.TempDir()
 	msg := filepath.Join(dir, "file")
@@ -269,14 +270,4 @@ func TestMinisignKeysAndStadoKeysAreInterchangeable(t *testing.T) {
 	if out, err := exec.Command(bin, "-V", "-p", mPub, "-m", msg, "-x", sigPath).CombinedOutput(); err != nil {
 		t.Fatalf("minisign -V of a manifest stado signed with a minisign key: %v\n%s", err, out)
 	}
-}
-
-// skipOrFailWithoutMinisign skips a minisign interop test with one line, or
-// fails it in CI (STADO_TESTBED=required), where make deps installs the tool.
-func skipOrFailWithoutMinisign(t *testing.T) {
-	t.Helper()
-	if os.Getenv("STADO_TESTBED") == "required" {
-		t.Fatal("minisign is not installed (make deps installs it)")
-	}
-	t.Skip("minisign is not installed (apt-get install minisign)")
 }

@@ -17,7 +17,6 @@ import (
 
 	"github.com/wisent/stado/beacon"
 	"github.com/wisent/stado/release"
-	"github.com/wisent/stado/safefile"
 	"github.com/wisent/stado/store"
 	"github.com/wisent/stado/tests/testbed"
 )
@@ -248,31 +247,7 @@ WatchdogSec=4s
 	t.Logf("beacon: pass %d from pid %d", b.Pass, pid)
 
 	// Freeze the pass loop: hold the beacon key's lock.
-	locks, err := st.Locks()
-	if err != nil {
-		t.Fatal(err)
-	}
-	lockPath := ""
-	for _, l := range locks {
-		if l.Key == store.BeaconPrefix+h.Name {
-			lockPath = l.Path
-		}
-	}
-	if lockPath == "" {
-		t.Fatalf("no lock file of %s%s among %+v", store.BeaconPrefix, h.Name, locks)
-	}
-	unlock, err := safefile.Lock(ctx, lockPath)
-	if err != nil {
-		t.Fatal(err)
-	}
-	held := true
-	unfreeze := func() {
-		if held {
-			unlock()
-			held = false
-		}
-	}
-	t.Cleanup(unfreeze) // runs before the unit's removal
+	unfreeze := freezeBeacon(t, st, h.Name)
 	frozen := time.Now()
 	var restarted map[string]string
 	eventually(t, 60*time.Second, "systemd restarts the frozen packaged process", func() (bool, string) {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -82,31 +83,7 @@ func TestAWedgedHostProcessIsRestartedBySystemdsWatchdog(t *testing.T) {
 	if !ok {
 		t.Fatalf("store %T is not the file store", st)
 	}
-	locks, err := fs.Locks()
-	if err != nil {
-		t.Fatal(err)
-	}
-	lockPath := ""
-	for _, l := range locks {
-		if l.Key == store.BeaconPrefix+h.Name {
-			lockPath = l.Path
-		}
-	}
-	if lockPath == "" {
-		t.Fatalf("no lock file of %s%s among %+v", store.BeaconPrefix, h.Name, locks)
-	}
-	unlock, err := safefile.Lock(ctx, lockPath)
-	if err != nil {
-		t.Fatal(err)
-	}
-	held := true
-	release := func() {
-		if held {
-			unlock()
-			held = false
-		}
-	}
-	t.Cleanup(release) // before the unit's removal: cleanups run last first
+	release := freezeBeacon(t, fs, h.Name)
 	frozen := time.Now()
 
 	var restarted map[string]string
@@ -165,4 +142,34 @@ func lastLines(s string, n int) string {
 		lines = lines[len(lines)-n:]
 	}
 	return strings.Join(lines, "\n")
+}
+
+// freezeBeacon holds the file store's lock on host's beacon key from this
+// process, so that host's pass loop blocks on its next publish. The returned
+// func releases it (once; calling it again does nothing); t's cleanup
+// releases it too, before the cleanups registered earlier (they run last
+// first), such as a unit's removal.
+func freezeBeacon(t *testing.T, fs *store.FileStore, host string) func() {
+	t.Helper()
+	locks, err := fs.Locks()
+	if err != nil {
+		t.Fatal(err)
+	}
+	lockPath := ""
+	for _, l := range locks {
+		if l.Key == store.BeaconPrefix+host {
+			lockPath = l.Path
+		}
+	}
+	if lockPath == "" {
+		t.Fatalf("no lock file of %s%s among %+v", store.BeaconPrefix, host, locks)
+	}
+	unlock, err := safefile.Lock(context.Background(), lockPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var once sync.Once
+	release := func() { once.Do(unlock) }
+	t.Cleanup(release)
+	return release
 }

@@ -14,7 +14,8 @@
 // signed-manifest contract: LoadSigned, VerifySigned, Fetch), units (the
 // renderer `stado host unit render` uses, so the unit is the catalog's stado
 // product rendered, never hand-written), catalog (that product), declaration
-// (its OS and scope names), refusal (the codes of what it refuses) and store
-// (where the image comes from). It must not import channel/sshclient: only
+// (its OS and scope names), refusal (the codes of what it refuses), store
+// (where the image comes from) and registry (Target: the host and the stado
+// version the registry declares for it). It must not import channel/sshclient: only
 // cli and channel/keeper build SSH connections, and cli hands a Shell in.
 package bootstrap

@@ -33,20 +33,7 @@ const stadoUnit = "stado.service"
 // machine's /usr/local/bin is not touched. Installing again replaces it.
 func (b *Bed) InstallStado(t testing.TB, path string) {
 	t.Helper()
-	data, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("testbed: install stado: %v", err)
-	}
-	if err := os.MkdirAll(b.BinDir(), 0o755); err != nil {
-		t.Fatalf("testbed: install stado: %v", err)
-	}
-	src := filepath.Join(b.BinDir(), "stado")
-	if err := safefile.Write(src, data, 0o755); err != nil {
-		t.Fatalf("testbed: install stado: %v", err)
-	}
-	if err := b.placeEverywhere(src); err != nil {
-		t.Fatalf("testbed: install stado: %v", err)
-	}
+	b.place(t, b.stage(t, path, "stado"))
 }
 
 // InstallShared places the program at path as /usr/local/bin/NAME of every
@@ -55,23 +42,7 @@ func (b *Bed) InstallStado(t testing.TB, path string) {
 // Calling it again places it again, so a host booted since gets it too.
 func (b *Bed) InstallShared(t testing.TB, path string) {
 	t.Helper()
-	name := filepath.Base(path)
-	src := filepath.Join(b.BinDir(), name)
-	if filepath.Clean(path) != src {
-		data, err := os.ReadFile(path)
-		if err != nil {
-			t.Fatalf("testbed: install %s: %v", name, err)
-		}
-		if err := os.MkdirAll(b.BinDir(), 0o755); err != nil {
-			t.Fatalf("testbed: install %s: %v", name, err)
-		}
-		if err := safefile.Write(src, data, 0o755); err != nil {
-			t.Fatalf("testbed: install %s: %v", name, err)
-		}
-	}
-	if err := b.placeEverywhere(src); err != nil {
-		t.Fatalf("testbed: install %s: %v", name, err)
-	}
+	b.place(t, b.stage(t, path, filepath.Base(path)))
 }
 
 // InstallBin places the program at path (a fixture a journey built) as
@@ -82,27 +53,42 @@ func (b *Bed) InstallShared(t testing.TB, path string) {
 func (b *Bed) InstallBin(t testing.TB, path string) {
 	t.Helper()
 	name := filepath.Base(path)
-	src := filepath.Join(b.BinDir(), name)
-	if filepath.Clean(path) != src {
-		data, err := os.ReadFile(path)
-		if err != nil {
-			t.Fatalf("testbed: install %s: %v", name, err)
-		}
-		if err := os.MkdirAll(b.BinDir(), 0o755); err != nil {
-			t.Fatalf("testbed: install %s: %v", name, err)
-		}
-		if err := safefile.Write(src, data, 0o755); err != nil {
-			t.Fatalf("testbed: install %s: %v", name, err)
-		}
-	}
+	src := b.stage(t, path, name)
 	t.Cleanup(func() {
 		os.Remove(src)
 		for _, h := range b.hosts {
 			os.Remove(filepath.Join(b.HostBinDir(h), name))
 		}
 	})
-	if err := b.placeEverywhere(src); err != nil {
+	b.place(t, src)
+}
+
+// stage copies the program at path into BinDir as name (unless it is that
+// file already) and returns the copy's path.
+func (b *Bed) stage(t testing.TB, path, name string) string {
+	t.Helper()
+	src := filepath.Join(b.BinDir(), name)
+	if filepath.Clean(path) == src {
+		return src
+	}
+	data, err := os.ReadFile(path)
+	if err == nil {
+		err = os.MkdirAll(b.BinDir(), 0o755)
+	}
+	if err == nil {
+		err = safefile.Write(src, data, 0o755)
+	}
+	if err != nil {
 		t.Fatalf("testbed: install %s: %v", name, err)
+	}
+	return src
+}
+
+// place links the staged program src into every host that is not bare.
+func (b *Bed) place(t testing.TB, src string) {
+	t.Helper()
+	if err := b.placeEverywhere(src); err != nil {
+		t.Fatalf("testbed: install %s: %v", filepath.Base(src), err)
 	}
 }
 
