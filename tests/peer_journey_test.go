@@ -122,16 +122,7 @@ func TestPeerJourneyHost1RepairsHost2sStandingServiceOverSSH(t *testing.T) {
 	// host2 runs no stado process, but its channel program resolves repair
 	// steps from its default store (~/.stado/store): point that at the
 	// fleet's store, where the site catalog declares pj-unmark.
-	if _, _, err := bed.Exec(ctx, h2, "test", "-e", "/root/.stado/store"); err == nil {
-		t.Fatalf("%s already has a default store /root/.stado/store; the journey will not replace it", h2.Name)
-	}
-	peerExec(t, bed, h2, "mkdir", "-p", "/root/.stado")
-	peerExec(t, bed, h2, "ln", "-s", storeDir, "/root/.stado/store")
-	t.Cleanup(func() {
-		if out, _, _ := bed.Exec(ctx, h2, "readlink", "/root/.stado/store"); strings.TrimSpace(out) == storeDir {
-			bed.Exec(ctx, h2, "rm", "-f", "/root/.stado/store")
-		}
-	})
+	pointDefaultStore(t, bed, h2, storeDir)
 
 	// host2: the held service, and no stado host process at all.
 	if err := bed.WriteFile(h2, "/var/tmp/pj-brama.marker", []byte("held\n"), 0o644); err != nil {
@@ -365,6 +356,26 @@ func TestPeerJourneyHost1RepairsHost2sStandingServiceOverSSH(t *testing.T) {
 		t.Errorf("host1's register holds %d rows after the second pass, want 1", n)
 	}
 	host2StadoStopped()
+}
+
+// pointDefaultStore makes h's default store (/root/.stado/store) a link to
+// storeDir for the test's length. An empty directory there is what any
+// other journey's channel call on h leaves (opening the default file store
+// creates it), so it is replaced; a store holding anything is not.
+func pointDefaultStore(t *testing.T, bed *testbed.Bed, h testbed.Host, storeDir string) {
+	t.Helper()
+	ctx := context.Background()
+	bed.Exec(ctx, h, "rmdir", "/root/.stado/store") // only an empty directory goes
+	if _, _, err := bed.Exec(ctx, h, "test", "-e", "/root/.stado/store"); err == nil {
+		t.Fatalf("%s already has a default store /root/.stado/store with content; the journey will not replace it", h.Name)
+	}
+	peerExec(t, bed, h, "mkdir", "-p", "/root/.stado")
+	peerExec(t, bed, h, "ln", "-s", storeDir, "/root/.stado/store")
+	t.Cleanup(func() {
+		if out, _, _ := bed.Exec(ctx, h, "readlink", "/root/.stado/store"); strings.TrimSpace(out) == storeDir {
+			bed.Exec(ctx, h, "rm", "-f", "/root/.stado/store")
+		}
+	})
 }
 
 func peerExec(t *testing.T, bed *testbed.Bed, h testbed.Host, argv ...string) {

@@ -108,16 +108,7 @@ func TestPeerRecoveryWithASixtySecondStepLeavesTheObserversRowsFresh(t *testing.
 	})
 
 	// host3's channel program resolves repair steps from its default store.
-	if _, _, err := bed.Exec(ctx, h3, "test", "-e", "/root/.stado/store"); err == nil {
-		t.Fatalf("%s already has a default store /root/.stado/store; the journey will not replace it", h3.Name)
-	}
-	peerExec(t, bed, h3, "mkdir", "-p", "/root/.stado")
-	peerExec(t, bed, h3, "ln", "-s", storeDir, "/root/.stado/store")
-	t.Cleanup(func() {
-		if out, _, _ := bed.Exec(ctx, h3, "readlink", "/root/.stado/store"); strings.TrimSpace(out) == storeDir {
-			bed.Exec(ctx, h3, "rm", "-f", "/root/.stado/store")
-		}
-	})
+	pointDefaultStore(t, bed, h3, storeDir)
 
 	// host3: the held service.
 	if err := bed.WriteFile(h3, "/var/tmp/pn-brama.marker", []byte("held\n"), 0o644); err != nil {
