@@ -2,7 +2,8 @@
 # make bench: first the head-to-head of stado against parallel OpenSSH and
 # Ansible on a 10-host testbed (scripts/bench-compare.sh, docs/bench.md;
 # its output is also saved to BENCH_H2H_OUT, default
-# /tmp/bench-headtohead.txt), then the figures of every issue's budget,
+# /tmp/bench-headtohead.txt), then the same tools at fleet size
+# (scripts/bench-fleet.sh, 100 hosts), then the figures of every issue's budget,
 # measured here (2 cores). Journey benchmarks boot the testbed; everything
 # stays on loopback.
 set -euo pipefail
@@ -10,6 +11,12 @@ cd "$(dirname "$0")/.."
 export STADO_TESTBED=${STADO_TESTBED:-required}
 b() { echo; echo "## $*"; }
 bash scripts/bench-compare.sh | tee "${BENCH_H2H_OUT:-/tmp/bench-headtohead.txt}"
+# issue 27: the same tools at fleet size (100 hosts, Ansible forks 50);
+# BENCH_FLEET_HOSTS=0 leaves it out. Its output is also saved to
+# BENCH_FLEET_OUT (default /tmp/bench-fleet.txt).
+if [ "${BENCH_FLEET_HOSTS:-100}" != 0 ]; then
+  bash scripts/bench-fleet.sh | tee "${BENCH_FLEET_OUT:-/tmp/bench-fleet.txt}"
+fi
 b "registry: parse+validate 1,000 targets × 20 services, one CAS write (budgets 50 ms, 25 ms)"
 go test -run '^$' -bench . -benchtime 5x ./registry | grep -E '^Benchmark|ok'
 b "repair: one pass over 200 answering services, 50 standing (budget 100 ms); detection latency"

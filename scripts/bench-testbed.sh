@@ -1,0 +1,354 @@
+# bench-testbed.sh - sourced by bench-compare.sh and bench-fleet.sh: boots
+# a testbed of N hosts under the machine-wide lock, declares the bench fleet
+# (demo, bench-new and stado's host process on every host), ensures demo and
+# the host process, and defines the tools (parallel ssh, Ansible in two
+# configurations, stado cold and warm) and the timing helpers (timed,
+# report, fmt, ratio). The caller sets BENCH_NAME (messages, work dir) and
+# runs from the repository root with `set -euo pipefail`. On exit it stops
+# what it started (hosts, ControlPersist masters, keepers) and removes the
+# work dir unless BENCH_KEEP=1 or the run failed.
+#
+# Environment: BENCH_HOSTS, BENCH_RUNS, BENCH_RUNS_CHEAP, BENCH_FORKS
+# (Ansible's forks, default BENCH_HOSTS), STADO_BIN, BENCH_KEEPER_CMD,
+# BENCH_KEEP, TESTBED_LOCK; see the callers' headers.
+ROOT=$PWD
+BIN=${STADO_BIN:-$ROOT/bin/stado}
+TB=$ROOT/tests/testbed/testbed.sh
+N=${BENCH_HOSTS:-10}
+RUNS=${BENCH_RUNS:-3}
+RUNS_CHEAP=${BENCH_RUNS_CHEAP:-5}
+FORKS=${BENCH_FORKS:-$N}
+LOCK=${TESTBED_LOCK:-/run/stado-testbed.lock}
+
+die() { echo "$BENCH_NAME: $*" >&2; exit 1; }
+[ "$(id -u)" = 0 ] || die "the testbed needs root (namespaces, systemd as PID 1)"
+[ -x "$BIN" ] || die "no stado binary at $BIN (make build)"
+command -v ansible-playbook >/dev/null || die "ansible-playbook is missing (make deps installs ansible-core)"
+[ -x /usr/bin/python3 ] || die "/usr/bin/python3 is missing (Ansible's interpreter on the hosts)"
+[ "$N" -ge 1 ] && [ "$N" -le 250 ] || die "BENCH_HOSTS must be 1..250"
+
+W=$(mktemp -d "/tmp/stado-$BENCH_NAME.XXXXXX")
+LOGS=$W/logs
+mkdir -p "$LOGS" "$W/cold"
+# A copy of the binary: a `make build` by someone else during the run must
+# not change what is measured. The hosts get their own copy at `up`.
+cp "$BIN" "$W/stado"
+BIN=$W/stado
+KEEPER_PID=
+ANSIBLE_CP_DIRS=()
+# stado's keeper socket lives under $XDG_RUNTIME_DIR when set, else under
+# $HOME; every stado run here gets its HOME from this script.
+unset XDG_RUNTIME_DIR STADO_KEEPER_SOCKET
+
+# close_masters DIR: ask every ControlPersist master with a socket in DIR to
+# exit, through its socket (they are the ones Ansible started here).
+close_masters() {
+  local s
+  for s in "$1"/*; do
+    [ -S "$s" ] || continue
+    ssh -o ControlPath="$s" -O exit bench-master </dev/null >/dev/null 2>&1 || true
+  done
+}
+
+# stop_keepers DIR: stop every stado keeper listening on a socket under DIR
+# (all of them were started by this script's stado runs), by the pid that
+# holds the socket.
+stop_keepers() {
+  local sock pid
+  while IFS= read -r sock; do
+    for pid in $(ss -xlpH 2>/dev/null | awk -v s="$sock" '$5 == s' | grep -o 'pid=[0-9]*' | cut -d= -f2 | sort -u); do
+      [ "$(readlink "/proc/$pid/exe" 2>/dev/null)" = "$(readlink -f "$BIN")" ] || continue
+      kill -TERM "$pid" 2>/dev/null || true
+      for _ in $(seq 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+      kill -KILL "$pid" 2>/dev/null || true
+    done
+  done < <(find "$1" -type s -name 'keeper*.sock' 2>/dev/null)
+}
+
+cleanup() {
+  local rc=$?
+  set +e
+  if [ -n "$KEEPER_PID" ] && kill -0 "$KEEPER_PID" 2>/dev/null; then
+    kill -TERM "$KEEPER_PID"
+    for _ in $(seq 50); do kill -0 "$KEEPER_PID" 2>/dev/null || break; sleep 0.1; done
+    kill -KILL "$KEEPER_PID" 2>/dev/null
+  fi
+  stop_keepers "$W"
+  for d in "${ANSIBLE_CP_DIRS[@]}"; do close_masters "$d"; done
+  [ -z "${TB_UP:-}" ] || bash "$TB" down >/dev/null 2>&1
+  exec 9>&-
+  if [ "${BENCH_KEEP:-}" = 1 ] || [ $rc != 0 ]; then
+    echo "$BENCH_NAME: work dir (logs) kept in $W" >&2
+  else
+    rm -rf "$W"
+  fi
+  exit $rc
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+# --- the testbed and the fleet ---------------------------------------------------
+exec 9>"$LOCK"
+if ! flock -n 9; then
+  echo "$BENCH_NAME: someone else's testbed holds $LOCK; waiting for it (up to 15 min)" >&2
+  flock -w 900 9 || die "the testbed lock stayed taken"
+fi
+export TESTBED_LOCK_HELD=1
+bash "$TB" down >/dev/null 2>&1 || true
+t0=$(date +%s%N)
+TB_UP=1
+STADO_BIN=$BIN bash "$TB" up "$N" 2>"$LOGS/testbed-up.log" 9>&- \
+  || { cat "$LOGS/testbed-up.log" >&2; die "testbed up $N failed"; }
+eval "$(bash "$TB" env)"
+BOOT_S=$(awk -v a="$t0" -v b="$(date +%s%N)" 'BEGIN{printf "%.1f", (b-a)/1e9}')
+echo "$BENCH_NAME: $N testbed hosts up in ${BOOT_S} s" >&2
+
+# The workstation: the testbed's key and known_hosts, no ssh_config (the
+# registry names the addresses), the testbed's shared file store.
+export HOME=$W/workstation
+mkdir -p "$HOME"
+export STADO_STORE=file://$TESTBED_STORE
+export STADO_KNOWN_HOSTS=$TESTBED_KNOWN_HOSTS
+export STADO_SSH_IDENTITY=$TESTBED_SSH_KEY
+export STADO_SSH_CONFIG=/dev/null
+export STADO_WRITER=bench
+# No keeper unless a run says warm (builds without one ignore these).
+export STADO_NO_KEEPER=1 STADO_KEEPER=off
+addr() { echo "127.0.1.$1"; }
+UNIT_PATH=/etc/systemd/system/bench-new.service
+
+# The registry: on every host `demo` (restarted and read), `bench-new`
+# (deployed) and stado's own host process, publishing beacons every 30 s so
+# that `service list` reads real ones while the passes cost little.
+{
+  echo "# written by scripts/$BENCH_NAME.sh"
+  echo "version: 1"
+  echo "service_resolver: {refresh_seconds: 30}"
+  # the autonomy cycle's authorization, for its section below
+  echo "autonomy: {mode: enforce, max_concurrent: $N, max_fraction: 1, failure_budget: $N}"
+  echo "targets:"
+  for k in $(seq 1 "$N"); do
+    cat <<EOF
+  - name: host$k
+    ssh: {address: $(addr "$k"), port: 22, user: root}
+    os: linux
+    services:
+      - name: demo
+        unit: demo.service
+        program: /bin/sleep
+        args: [infinity]
+      - name: bench-new
+        unit: bench-new.service
+        program: /bin/sleep
+        args: [infinity]
+      - name: stado
+        unit: stado.service
+        program: /usr/local/bin/stado
+        args: [host, run]
+        env: {HOME: /root, STADO_INTERVAL: 30s, STADO_STORE: "$STADO_STORE"}
+EOF
+  done
+} > "$W/fleet.yaml"
+
+# Each host's stado reads the store URL from ~/.stado/store-url (written
+# through nsenter: no ssh connection is made before the measurements but
+# the setup ensures below).
+for k in $(seq 1 "$N"); do
+  bash "$TB" exec "host$k" sh -c "mkdir -p /root/.stado && printf '%s\n' '$STADO_STORE' > /root/.stado/store-url"
+done
+"$BIN" registry push "$W/fleet.yaml" --reason "bench fleet" >"$LOGS/setup-registry-push.log" 2>&1 9>&- \
+  || { cat "$LOGS/setup-registry-push.log" >&2; die "registry push failed"; }
+
+# The exact unit file stado writes for bench-new on each host: parallel ssh
+# and Ansible install the same bytes.
+for k in $(seq 1 "$N"); do
+  mkdir -p "$W/units/host$k"
+  "$BIN" host unit render bench-new --registry "$W/fleet.yaml" --host "host$k" > "$W/units/host$k/bench-new.service"
+done
+
+# demo first, then the host processes, whose first pass sees demo running.
+for s in demo stado; do
+  "$BIN" service ensure "$s" --all --reason "bench setup" >"$LOGS/setup-ensure-$s.log" 2>&1 9>&- \
+    || { cat "$LOGS/setup-ensure-$s.log" >&2; die "ensure $s failed"; }
+done
+stop_keepers "$W"
+
+# --- the tools ---------------------------------------------------------------------
+SSH=(ssh -F /dev/null -o BatchMode=yes -o StrictHostKeyChecking=yes
+  -o UserKnownHostsFile="$TESTBED_KNOWN_HOSTS" -o GlobalKnownHostsFile=/dev/null
+  -i "$TESTBED_SSH_KEY" -o IdentitiesOnly=yes -o ControlMaster=no -o ControlPath=none
+  -o LogLevel=ERROR -l root)
+
+# pssh CMD: CMD on every host at once, a new connection each.
+pssh() {
+  local pids=() k rc=0
+  for k in $(seq 1 "$N"); do
+    "${SSH[@]}" "$(addr "$k")" "$@" </dev/null & pids+=($!)
+  done
+  for k in "${pids[@]}"; do wait "$k" || rc=1; done
+  return $rc
+}
+ssh_restart_one() { "${SSH[@]}" "$(addr 1)" systemctl restart demo.service </dev/null; }
+ssh_read_all() { pssh systemctl is-active demo.service; }
+# ssh_deploy_host K: three connections, one after the other, as a shell
+# loop over hosts would make them.
+ssh_deploy_host() {
+  local a; a=$(addr "$1")
+  "${SSH[@]}" "$a" "cat > $UNIT_PATH" < "$W/units/host$1/bench-new.service" &&
+    "${SSH[@]}" "$a" systemctl daemon-reload </dev/null &&
+    "${SSH[@]}" "$a" systemctl start bench-new.service </dev/null
+}
+ssh_deploy_all() {
+  local pids=() k rc=0
+  for k in $(seq 1 "$N"); do ssh_deploy_host "$k" & pids+=($!); done
+  for k in "${pids[@]}"; do wait "$k" || rc=1; done
+  return $rc
+}
+
+# Ansible: one inventory, two configurations.
+{
+  echo "[bench]"
+  for k in $(seq 1 "$N"); do echo "host$k ansible_host=$(addr "$k")"; done
+  echo
+  echo "[bench:vars]"
+  echo "ansible_user=root"
+  echo "ansible_ssh_private_key_file=$TESTBED_SSH_KEY"
+  echo "ansible_ssh_common_args='-o UserKnownHostsFile=$TESTBED_KNOWN_HOSTS -o GlobalKnownHostsFile=/dev/null -o StrictHostKeyChecking=yes -o IdentitiesOnly=yes'"
+  echo "ansible_python_interpreter=/usr/bin/python3"
+} > "$W/inventory.ini"
+# defaults: only the inventory, forks and where files go. Every timed run
+# starts with no ControlPersist master: they are closed after each run.
+cat > "$W/ansible-default.cfg" <<EOF
+[defaults]
+inventory = $W/inventory.ini
+forks = $FORKS
+local_tmp = $W/ansible-local
+[ssh_connection]
+control_path_dir = $W/cp-default
+EOF
+# tuned: pipelining, masters kept 10 minutes, opened by a priming run.
+cat > "$W/ansible-tuned.cfg" <<EOF
+[defaults]
+inventory = $W/inventory.ini
+forks = $FORKS
+local_tmp = $W/ansible-local
+[ssh_connection]
+pipelining = True
+ssh_args = -C -o ControlMaster=auto -o ControlPersist=600s
+control_path_dir = $W/cp-tuned
+EOF
+mkdir -p "$W/cp-default" "$W/cp-tuned" "$W/ansible-local"
+ANSIBLE_CP_DIRS=("$W/cp-default" "$W/cp-tuned")
+cat > "$W/deploy.yml" <<EOF
+- hosts: bench
+  gather_facts: false
+  tasks:
+    - name: write the unit file
+      ansible.builtin.copy:
+        src: "$W/units/{{ inventory_hostname }}/bench-new.service"
+        dest: $UNIT_PATH
+        mode: "0644"
+    - name: daemon-reload and start
+      ansible.builtin.systemd:
+        name: bench-new.service
+        daemon_reload: true
+        state: started
+EOF
+# ans VARIANT CMD...: Ansible with that variant's configuration. Its
+# ControlPersist masters must not inherit the testbed lock (fd 9).
+ans() {
+  local v=$1; shift
+  ANSIBLE_CONFIG=$W/ansible-$v.cfg ANSIBLE_NOCOLOR=1 ANSIBLE_NOCOWS=1 "$@" 9>&-
+}
+ans_restart_one() { ans "$1" ansible host1 -o -m ansible.builtin.systemd -a "name=demo.service state=restarted"; }
+ans_read_all() { ans "$1" ansible bench -o -m ansible.builtin.command -a "systemctl is-active demo.service"; }
+ans_deploy_all() { ans "$1" ansible-playbook "$W/deploy.yml"; }
+after_default() { close_masters "$W/cp-default"; }
+
+# stado MODE ARGS...: one stado process. cold: no keeper (STADO_NO_KEEPER)
+# and a HOME of its own that no other run uses, so no
+# connection or keeper of an earlier run can serve it; warm: the keeper
+# allowed, and the one HOME of the warm runs, whose keeper keeps connections.
+COLD=0
+stado() {
+  local mode=$1; shift
+  if [ "$mode" = warm ]; then
+    HOME=$W/warm env -u STADO_NO_KEEPER -u STADO_KEEPER "$BIN" "$@" 9>&-
+  else
+    COLD=$((COLD + 1)); mkdir -p "$W/cold/$COLD"
+    HOME=$W/cold/$COLD "$BIN" "$@" 9>&-
+  fi
+}
+stado_restart_one() { stado "$1" service restart demo --host host1; }
+stado_read_all() { stado "$1" service list; }
+stado_ensure_all() { stado "$1" service ensure bench-new --all --settle 1s --reason bench; }
+after_cold() { stop_keepers "$W/cold"; }
+
+# remove_new: bench-new gone from every host (through nsenter, no ssh):
+# stopped, disabled, its file removed, systemd reloaded.
+remove_new() {
+  local pids=() k
+  for k in $(seq 1 "$N"); do
+    bash "$TB" exec "host$k" sh -c "systemctl stop bench-new.service; systemctl disable bench-new.service; rm -f $UNIT_PATH; systemctl daemon-reload; systemctl reset-failed bench-new.service; true" \
+      >/dev/null 2>&1 & pids+=($!)
+  done
+  for k in "${pids[@]}"; do wait "$k" || true; done
+}
+
+# --- timing -------------------------------------------------------------------
+# The tools' runs are interleaved (run 1 of each tool, then run 2, ...) so
+# that a change in the machine's load (other people's builds) falls on all
+# of them alike.
+declare -A TIMES MED FAILED
+# timed KEY BEFORE AFTER CMD...: one run of CMD; its wall time in ms is
+# appended to TIMES[KEY]. BEFORE and AFTER (function names, or -) run
+# untimed around it. Output goes to logs/KEY.log. A key that failed once is
+# not run again.
+timed() {
+  local key=$1 before=$2 after=$3; shift 3
+  local t0 t1 rc log=$LOGS/$key.log
+  [ -z "${FAILED[$key]:-}" ] || return 0
+  [ "$before" = - ] || $before
+  echo "--- $(date +%T) $*" >> "$log"
+  t0=$(date +%s%N)
+  set +e; "$@" >> "$log" 2>&1; rc=$?; set -e
+  t1=$(date +%s%N)
+  [ "$after" = - ] || $after
+  if [ $rc != 0 ]; then
+    FAILED[$key]="exit $rc"
+    return 0
+  fi
+  TIMES[$key]="${TIMES[$key]:-}$(( (t1 - t0) / 1000000 )) "
+}
+# report KEY LABEL: the median of KEY's runs into MED[KEY], and one line.
+report() {
+  local key=$1 label=$2
+  if [ -n "${FAILED[$key]:-}" ]; then
+    MED[$key]=fail
+    printf '  %-46s FAILED (%s); the end of its log:\n' "$label" "${FAILED[$key]}"
+    tail -n 8 "$LOGS/$key.log" | sed 's/^/      /'
+    return 0
+  fi
+  MED[$key]=$(printf '%s\n' ${TIMES[$key]} | sort -n | awk '{a[NR]=$1} END{m=(NR%2)?a[(NR+1)/2]:(a[NR/2]+a[NR/2+1])/2; printf "%.3f", m/1000}')
+  printf '  %-46s %6.2f s   runs (ms): %s\n' "$label" "${MED[$key]}" "${TIMES[$key]}"
+}
+fmt() { case "${MED[$1]:-n/a}" in fail|n/a) echo "${MED[$1]:-n/a}" ;; *) printf '%.2f s' "${MED[$1]}" ;; esac; }
+ratio() { # KEY-A KEY-B: A's median over B's
+  local a=${MED[$1]:-n/a} b=${MED[$2]:-n/a}
+  case "$a$b" in *fail*|*n/a*) echo "—"; return ;; esac
+  awk -v a="$a" -v b="$b" 'BEGIN{ if (b <= 0) print "—"; else printf "%.2f×", a/b }'
+}
+loadavg() { cut -d' ' -f1-3 /proc/loadavg; }
+
+# `service list` must read real beacons: wait (up to 90 s) until demo is
+# active in every host's.
+beacons_ready() {
+  "$BIN" service list --json 2>/dev/null 9>&- | /usr/bin/python3 -c '
+import json, sys
+n = int(sys.argv[1])
+s = json.load(sys.stdin).get("services") or []
+sys.exit(0 if sum(1 for x in s if x.get("service") == "demo" and x.get("state") == "active") >= n else 1)' "$N"
+}
+for _ in $(seq 90); do beacons_ready && break; sleep 1; done
+beacons_ready || echo "$BENCH_NAME: demo is not active in every host's beacon after 90 s; service list reads what there is" >&2
+
