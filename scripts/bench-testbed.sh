@@ -216,27 +216,17 @@ ssh_deploy_all() {
   echo "ansible_ssh_common_args='-o UserKnownHostsFile=$TESTBED_KNOWN_HOSTS -o GlobalKnownHostsFile=/dev/null -o StrictHostKeyChecking=yes -o IdentitiesOnly=yes'"
   echo "ansible_python_interpreter=/usr/bin/python3"
 } > "$W/inventory.ini"
-# defaults: only the inventory, forks and where files go. Every timed run
-# starts with no ControlPersist master: they are closed after each run.
-cat > "$W/ansible-default.cfg" <<EOF
-[defaults]
-inventory = $W/inventory.ini
-forks = $FORKS
-local_tmp = $W/ansible-local
-[ssh_connection]
-control_path_dir = $W/cp-default
-EOF
+# ansible_cfg VARIANT [SSH-LINES...]: the configuration of one variant.
+# defaults: only the inventory, forks and where files go; every timed run
+# starts with no ControlPersist master (they are closed after each run).
 # tuned: pipelining, masters kept 10 minutes, opened by a priming run.
-cat > "$W/ansible-tuned.cfg" <<EOF
-[defaults]
-inventory = $W/inventory.ini
-forks = $FORKS
-local_tmp = $W/ansible-local
-[ssh_connection]
-pipelining = True
-ssh_args = -C -o ControlMaster=auto -o ControlPersist=600s
-control_path_dir = $W/cp-tuned
-EOF
+ansible_cfg() {
+  local v=$1; shift
+  printf '[defaults]\ninventory = %s\nforks = %s\nlocal_tmp = %s\n[ssh_connection]\n' "$W/inventory.ini" "$FORKS" "$W/ansible-local"
+  printf '%s\n' "$@" "control_path_dir = $W/cp-$v"
+}
+ansible_cfg default > "$W/ansible-default.cfg"
+ansible_cfg tuned "pipelining = True" "ssh_args = -C -o ControlMaster=auto -o ControlPersist=600s" > "$W/ansible-tuned.cfg"
 mkdir -p "$W/cp-default" "$W/cp-tuned" "$W/ansible-local"
 ANSIBLE_CP_DIRS=("$W/cp-default" "$W/cp-tuned")
 cat > "$W/deploy.yml" <<EOF
