@@ -324,7 +324,11 @@ func newServiceConvergeCommand(env *Env) *ucli.Command {
 			if res.Rows == nil {
 				return err
 			}
-			return report(env, "stado.service.converge", res, err, res.Lines)
+			// every host's row, also when some failed: the error follows
+			if perr := emit(env, "stado.service.converge", res, func(t *text) { t.lines(res.Lines()) }); err == nil {
+				return perr
+			}
+			return err
 		}),
 	}, true)
 }

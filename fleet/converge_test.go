@@ -268,3 +268,58 @@ func TestPlanConvergeDecidesEveryHostFromItsEvidence(t *testing.T) {
 		t.Fatalf("converge of an undeclared service: %v, want not_found", err)
 	}
 }
+
+// A copy of a product with a drain step is drained before its unit is
+// removed, as retire drains; a failed drain leaves it running.
+func TestConvergeDrainsACopyBeforeRetiringItAndKeepsItWhenTheDrainFails(t *testing.T) {
+	for _, drainOK := range []bool{true, false} {
+		b := newConvergeBed(t)
+		agent := registry.Service{Name: "oarbank-agent", Unit: "oarbank-agent.service", Scope: "user", Product: "oarbank-agent",
+			Program: "/usr/local/bin/oarbank-agent", Args: []string{"run"}, Env: map[string]string{"OARBANK_COORDINATOR": "http://127.0.0.1:9/"}}
+		add := func(hosts ...string) {
+			if _, _, err := registry.Update(context.Background(), b.st, "agent", func(d *registry.Document) error {
+				for _, h := range hosts {
+					tg, _ := d.Target(h)
+					tg.Services = append(tg.Services, agent)
+				}
+				return nil
+			}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		add("host1", "host2", "host3")
+		if _, err := b.fleet(t).Ensure(context.Background(), fleet.EnsureOptions{Name: "oarbank-agent", All: true, Settle: time.Second}, nil); err != nil {
+			t.Fatal(err)
+		}
+		if _, _, err := registry.Update(context.Background(), b.st, "host3 leaves the agent", func(d *registry.Document) error {
+			tg, _ := d.Target("host3")
+			tg.Services = nil
+			return nil
+		}); err != nil {
+			t.Fatal(err)
+		}
+		var steps []string
+		removesBefore := -1
+		b.hs["host3"].RunStep = func(_ context.Context, _ *catalog.Catalog, step string, env map[string]string) channel.StepResult {
+			steps, removesBefore = append(steps, step+" "+env["OARBANK_HOME"]), b.mem["host3"].Calls["Remove"]
+			res := channel.StepResult{Step: step, OK: drainOK, Output: "drained"}
+			if !drainOK {
+				code := 1
+				res.ExitCode, res.Code, res.Output = &code, string(refusal.StepFailed), "workload still runs"
+			}
+			return res
+		}
+		res, err := b.fleet(t).Converge(context.Background(), fleet.ConvergeOptions{Name: "oarbank-agent", Caps: fleet.DefaultCaps,
+			Sightings: []fleet.Sighting{{Host: "host3", Unit: "oarbank-agent.service", State: "active"}}})
+		v, _ := b.mem["host3"].Show(context.Background(), "oarbank-agent.service")
+		last := res.Rows[len(res.Rows)-1]
+		switch {
+		case len(steps) != 1 || steps[0] != "oarbank-drain /var/lib/oarbank" || removesBefore != 0:
+			t.Fatalf("drain %v: steps %v, removes before the drain %d", drainOK, steps, removesBefore)
+		case drainOK && (err != nil || v.State != units.StateMissing || last.Retire.Drain.State != fleet.DrainDrained):
+			t.Fatalf("drained: %v, host3 %s, row %+v", err, v.State, last)
+		case !drainOK && (!refusal.Is(err, refusal.DrainFailed) || v.State != units.StateActive || last.Error.Code != string(refusal.DrainFailed)):
+			t.Fatalf("failed drain: %v, host3 %s, row %+v", err, v.State, last)
+		}
+	}
+}
