@@ -259,6 +259,43 @@ func TestTheAPIEnsuresAndRetiresPerHost(t *testing.T) {
 	}
 }
 
+// The page's ensure and retire ask for a confirmation naming the service,
+// change nothing until they have it, and then show each host's result.
+func TestThePagesEnsureAndRetireAskForConfirmationThenShowEachHost(t *testing.T) {
+	b := newAPIBed(t)
+	csrf := b.csrf(t)
+	post := func(op, form string) string {
+		req, _ := http.NewRequest("POST", b.ts.URL+"/op/"+op, strings.NewReader(form))
+		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+		req.Header.Set("Authorization", "Bearer "+b.srv.Token())
+		req.Header.Set(desktop.CSRFHeader, csrf)
+		res, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer res.Body.Close()
+		body, _ := io.ReadAll(res.Body)
+		return string(body)
+	}
+	installs := b.mem["host1"].Calls["Install"]
+	if body := post("ensure", "service=api"); !strings.Contains(body, "data-confirm-op") || b.mem["host1"].Calls["Install"] != installs {
+		t.Fatalf("unconfirmed ensure:\n%s", body)
+	}
+	body := post("ensure", "service=api&confirm=api")
+	for _, h := range []string{"host1", "host2"} {
+		if !strings.Contains(body, `data-host="`+h+`" data-action="ensure" data-outcome="done"`) {
+			t.Fatalf("confirmed ensure lacks %s's row:\n%s", h, body)
+		}
+	}
+	if body := post("retire", "service=api&host=host2&confirm=other"); !strings.Contains(body, "data-confirm-op") || b.mem["host2"].Calls["Remove"] != 0 {
+		t.Fatalf("a retire confirming another name:\n%s", body)
+	}
+	body = post("retire", "service=api&host=host2&confirm=api")
+	if v, _ := b.mem["host2"].Show(context.Background(), "api.service"); !strings.Contains(body, `data-host="host2" data-action="retire" data-outcome="done"`) || v.State != units.StateMissing {
+		t.Fatalf("confirmed retire (host2 %s):\n%s", v.State, body)
+	}
+}
+
 // The page's converge asks for confirmation with the dry run's plan per
 // host and changes nothing until confirmed; then each host's result.
 func TestThePagesConvergeShowsThePlanThenEachHostsResult(t *testing.T) {
