@@ -110,6 +110,7 @@ var jsonInvocations = map[string][]string{
 	"stado service ensure":           {"api", "--host", "host1"},
 	"stado service adopt":            {"api.service", "--host", "host1", "--name", "api2", "--reason", "test"},
 	"stado service retire":           {"api", "--host", "host1", "--reason", "test", "--dry-run"},
+	"stado service converge":         {"api", "--reason", "test", "--dry-run"},
 	"stado service remove":           {"api", "--host", "host1", "--reason", "test", "--dry-run"},
 	"stado service restart":          {"api", "--host", "host1", "--dry-run"},
 	"stado service logs":             {"api", "--host", "host1"},

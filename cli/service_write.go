@@ -7,6 +7,7 @@ import (
 
 	ucli "github.com/urfave/cli/v2"
 
+	"github.com/wisent/stado/beacon"
 	"github.com/wisent/stado/channel"
 	"github.com/wisent/stado/fleet"
 	"github.com/wisent/stado/printer"
@@ -23,6 +24,7 @@ func serviceWriteCommands(env *Env) []*ucli.Command {
 		newServiceEnsureCommand(env),
 		newServiceAdoptCommand(env),
 		newServiceRetireCommand(env),
+		newServiceConvergeCommand(env),
 		newServiceRemoveCommand(env),
 		newServiceRestartCommand(env),
 		newServiceLogsCommand(env),
@@ -293,6 +295,60 @@ func reportWithdraw(env *Env, kind string, res fleet.WithdrawResult, err error, 
 	}
 	res.Error = fleet.DescribeHostError(res.Host, err)
 	return report(env, kind, res, err, func() []string { return res.Lines(retired) })
+}
+
+// ---------------------------------------------------------------- converge
+
+func newServiceConvergeCommand(env *Env) *ucli.Command {
+	return withShared(env, &ucli.Command{
+		Name:  "converge",
+		Usage: "ensure a service on every target declaring it and retire the copies hosts run where it is no longer declared",
+		UsageText: "stado service converge NAME [--dry-run] [--reason TEXT] [--stale-after DURATION] [--json]\n\n" +
+			"Ensures NAME on each target whose declarations name it, then retires (drain first, as retire does)\n" +
+			"the copies of its unit that fresh beacons show loaded on hosts declaring no NAME. The registry's\n" +
+			"autonomy caps bound it: max_concurrent hosts at once, max_fraction of the service's hosts retired\n" +
+			"per converge (the rest are skipped, code capped), failure_budget failures end it (not_attempted).\n" +
+			"Nothing is retired unless every ensure succeeded. No declaration is written. --dry-run prints each\n" +
+			"host's action (the ensures' plans come from the hosts), the skipped ones with their reason, and changes nothing.\n\n" +
+			"example:\n   stado service converge brama --dry-run\n   stado service converge brama --reason \"host3 left the gateway pool\" --json",
+		Flags: append([]ucli.Flag{reasonFlag(), dryRunFlag("each host's action, and what a cap skips and why,"), staleFlag(),
+			&ucli.DurationFlag{Name: "wait", Value: 30 * time.Second, Usage: "bound on confirming an ensured unit runs"},
+			&ucli.DurationFlag{Name: "settle", Value: time.Second, Usage: "how long a newly started process must keep its pid to count as running"},
+		}, sshFlags()...),
+		Action: writeAction(env, "NAME", func(ctx context.Context, f *fleet.Fleet, c *ucli.Context, name string) error {
+			o := fleet.ConvergeOptions{Name: name, Reason: c.String("reason"), DryRun: c.Bool("dry-run"), Wait: c.Duration("wait"), Settle: c.Duration("settle")}
+			if err := convergeEvidence(ctx, env, f, c.Duration("stale-after"), &o); err != nil {
+				return err
+			}
+			res, err := f.Converge(ctx, o)
+			if res.Rows == nil {
+				return err
+			}
+			// every host's row, also when some failed: the error follows
+			if perr := emit(env, "stado.service.converge", res, func(t *text) { t.lines(res.Lines()) }); err == nil {
+				return perr
+			}
+			return err
+		}),
+	}, true)
+}
+
+// convergeEvidence fills in what converge acts from: the registry's caps
+// and the undeclared units fresh beacons show (service list --undeclared).
+func convergeEvidence(ctx context.Context, env *Env, f *fleet.Fleet, stale time.Duration, o *fleet.ConvergeOptions) error {
+	caps, err := fleet.ResolveCaps(f.Doc.Autonomy, fleet.Requested{})
+	if err != nil {
+		return err
+	}
+	seen, err := beacon.List(ctx, f.Store, beacon.ListQuery{Reading: reading(env, stale), Undeclared: true})
+	if err != nil {
+		return err
+	}
+	o.Caps, o.Unseen = caps, seen.StaleHosts
+	for _, r := range seen.Services {
+		o.Sightings = append(o.Sightings, fleet.Sighting{Host: r.Host, Unit: r.Unit, State: r.State, PID: r.PID})
+	}
+	return nil
 }
 
 // ---------------------------------------------------------------- restart

@@ -141,6 +141,8 @@ func TestWriteCommandsRefuseBeforeConnecting(t *testing.T) {
 		{"restart undeclared host", []string{"service", "restart", "api", "--host", "host2"}, "not_found", "api is not a registry-managed service on host2"},
 		// retire needs a declaration
 		{"retire undeclared", []string{"service", "retire", "other.service", "--host", "host1"}, "not_found", "not a registry-managed service on host1"},
+		// converge needs a placement to converge to
+		{"converge undeclared", []string{"service", "converge", "other"}, "not_found", "there is no placement to converge to"},
 		// env needs a declaration
 		{"env undeclared", []string{"service", "env", "other", "--host", "host1"}, "not_found", "not a registry-managed service on host1"},
 		// adopt of a unit that is declared already

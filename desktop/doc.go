@@ -5,8 +5,11 @@
 // embedded in the binary (no build step, nothing loaded from outside).
 // The services table is the join `service list` makes (beacon.View, no
 // SSH); the inspector says one row's evidence in full; the operations
-// (read a host's recovery register, read a unit's log, restart a declared
-// service) go through package fleet over the host channel.
+// (read a host's recovery register, read a unit's log, restart, ensure,
+// converge and retire a declared service, each change confirmed first) go
+// through package fleet over the host channel. The same server answers the
+// local JSON API under /api/v1/ (api.go, docs/api.md) behind the same
+// checks.
 //
 // The server listens on loopback only. Every request carries the access
 // token printed once in the page's URL (a cookie after the first visit),

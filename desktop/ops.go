@@ -4,6 +4,7 @@ import (
 	"context"
 	"net/http"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/wisent/stado/fleet"
@@ -29,9 +30,24 @@ type OpResult struct {
 	Logs       []string
 	Unit       string
 	Restart    *fleet.RestartOutcome
-	// Confirm asks for the restart's confirmation.
+	// Hosts are ensure's, converge's and retire's results, one per host
+	// (under Confirm: converge's plan, from its dry run).
+	Hosts []HostLine
+	// Headline is converge's first line: its hosts and caps.
+	Headline string
+	// Confirm asks for the operation's confirmation.
 	Confirm bool
 	CSRF    string
+}
+
+// HostLine is one host's part of an operation as the page shows it.
+type HostLine struct {
+	Host    string
+	Action  string
+	Outcome string
+	OK      bool
+	Code    string
+	Detail  string
 }
 
 // OpRefusal is a refused or failed operation: its code and message, and
@@ -154,4 +170,82 @@ func (s *Server) handleRestart(w http.ResponseWriter, r *http.Request) {
 	}
 	res.OK = res.Refusal == nil
 	s.render(w, "op", res)
+}
+
+// confirmed reports whether the form confirms the operation (confirm
+// names the service again); when not, res asks for it.
+func confirmed(r *http.Request, res *OpResult) bool {
+	if r.PostFormValue("confirm") != res.Service || res.Service == "" {
+		res.Confirm = true
+		return false
+	}
+	return true
+}
+
+// handleEnsure ensures a service on every target that declares it, once
+// confirmed: `stado service ensure S --all`.
+func (s *Server) handleEnsure(w http.ResponseWriter, r *http.Request) {
+	res := OpResult{Op: "ensure", Service: r.PostFormValue("service"), CSRF: s.csrf}
+	if confirmed(r, &res) {
+		ctx, cancel := s.opContext(r)
+		defer cancel()
+		outs, err := s.ensure(ctx, res.Service, nil, false, "desktop: ensure "+res.Service)
+		for _, o := range outs {
+			res.Hosts = append(res.Hosts, lineOf(o.Host, "ensure", o.Error, o.Lines()))
+		}
+		res.JSON = indent(outs)
+		res.Refusal = refusalOf("", nil, err)
+	}
+	res.OK = res.Refusal == nil
+	s.render(w, "op", res)
+}
+
+// handleConverge converges a service: unconfirmed, it shows converge's dry
+// run (each host's action, what a cap skips); confirmed, it runs it.
+func (s *Server) handleConverge(w http.ResponseWriter, r *http.Request) {
+	res := OpResult{Op: "converge", Service: r.PostFormValue("service"), CSRF: s.csrf}
+	dry := !confirmed(r, &res)
+	ctx, cancel := s.opContext(r)
+	defer cancel()
+	cr, err := s.converge(ctx, res.Service, dry, "desktop: converge "+res.Service)
+	for _, row := range cr.Rows {
+		res.Hosts = append(res.Hosts, lineOf(row.Host, row.Action, row.Error, row.Lines(dry)))
+		res.Hosts[len(res.Hosts)-1].Outcome = row.Outcome
+	}
+	if cr.Rows != nil {
+		res.Headline, res.JSON = cr.Lines()[0], indent(cr)
+	}
+	if err != nil && (!dry || cr.Rows == nil) {
+		res.Refusal = refusalOf("", nil, err)
+		res.Confirm = false
+	}
+	res.OK = res.Refusal == nil
+	s.render(w, "op", res)
+}
+
+// handleRetire retires a declared service on one host once confirmed:
+// `stado service retire S --host H`.
+func (s *Server) handleRetire(w http.ResponseWriter, r *http.Request) {
+	res := OpResult{Op: "retire", Host: r.PostFormValue("host"), Service: r.PostFormValue("service"), CSRF: s.csrf}
+	if confirmed(r, &res) {
+		ctx, cancel := s.opContext(r)
+		defer cancel()
+		wr, err := s.retire(ctx, res.Service, res.Host, false, "desktop: retire "+res.Service+" on "+res.Host)
+		if wr.Service.Name != "" {
+			res.Hosts = append(res.Hosts, lineOf(res.Host, "retire", wr.Error, wr.Lines(true)))
+			res.JSON = indent(wr)
+		}
+		res.Refusal = refusalOf(res.Host, nil, err)
+	}
+	res.OK = res.Refusal == nil
+	s.render(w, "op", res)
+}
+
+// lineOf is one host's line: done, or its error's outcome and code.
+func lineOf(host, action string, he *fleet.HostError, lines []string) HostLine {
+	l := HostLine{Host: host, Action: action, Outcome: "done", OK: he == nil, Detail: strings.Join(lines, "\n")}
+	if he != nil {
+		l.Outcome, l.Code = he.Outcome(), he.Code
+	}
+	return l
 }

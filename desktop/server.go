@@ -257,7 +257,8 @@ func Listen(addr string) (net.Listener, error) {
 	return ln, nil
 }
 
-// guard refuses a request without the access token (403), with a Host
+// guard refuses a request without the access token (403; the query's
+// token, the page's cookie or an API client's Authorization: Bearer), with a Host
 // header that is not a loopback address (403: a page of another site that
 // resolves its name to loopback), and a state-changing request without the
 // CSRF token or from another origin (403).
@@ -280,6 +281,9 @@ func (s *Server) guard(next http.Handler) http.Handler {
 		if !fromQuery {
 			if c, err := r.Cookie(cookieFor(r)); err == nil {
 				tok = c.Value
+			}
+			if b, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer "); ok {
+				tok = b // an API client's token (docs/api.md)
 			}
 		}
 		if !equal(tok, s.token) {
@@ -367,12 +371,20 @@ func (s *Server) routes() {
 	m.HandleFunc("GET /op/recoveries", s.handleRecoveries)
 	m.HandleFunc("GET /op/logs", s.handleLogs)
 	m.HandleFunc("POST /op/restart", s.handleRestart)
+	m.HandleFunc("POST /op/ensure", s.handleEnsure)
+	m.HandleFunc("POST /op/converge", s.handleConverge)
+	m.HandleFunc("POST /op/retire", s.handleRetire)
+	s.apiRoutes(m)
 	s.mux = m
 }
 
 // refuse answers a refused request: an HTML fragment the page shows, with
 // the code in a header and a data attribute.
 func (s *Server) refuse(w http.ResponseWriter, r *http.Request, status int, code, msg string) {
+	if isAPI(r) {
+		s.apiRefuse(w, status, code, msg, "")
+		return
+	}
 	w.Header().Set("X-Stado-Refusal", code)
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
 	w.WriteHeader(status)

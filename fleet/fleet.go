@@ -1,5 +1,6 @@
 // Package fleet is stado's write half: ensure, adopt, retire, remove,
-// restart, logs, env and the unit reads, as functions over the registry
+// restart, converge (with the blast-radius caps it shares with the autonomy
+// cycle), logs, env and the unit reads, as functions over the registry
 // store, the catalog and a channel.Connector (the Host of each target). It
 // decides what to do from the declarations, asks each host once per
 // operation where it can, changes declarations only through the registry's

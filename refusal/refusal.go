@@ -111,6 +111,7 @@ const (
 	NotAttempted  Code = "not_attempted"  // the cycle stopped before this action
 	NotAuthorized Code = "not_authorized" // enforce without the registry's authorization, or past its caps
 	LeaseHeld     Code = "lease_held"     // another enforcer holds the store's lease
+	Capped        Code = "capped"         // service converge: the blast-radius caps leave this retire to a later converge
 
 	// The desktop page, before any work (docs/desktop.md).
 	TokenRequired     Code = "token_required"      // the access token is missing or wrong
@@ -146,7 +147,7 @@ func init() {
 		NoBeacon, StaleBeacon, UnreadableBeacon, UndeclaredHost, Undeclared, Missing, Masked, Inactive, Failed,
 		NeedsAttention, AnsweringUnsuccessful, AnsweringStood, RegisterUnreadable, ListenFailed, HostRefusal,
 		CallerNotAllowed, Unreadable, Held,
-		Unreachable, NoEvidence, Inconclusive, CrashLoop, NotAttempted, NotAuthorized, LeaseHeld,
+		Unreachable, NoEvidence, Inconclusive, CrashLoop, NotAttempted, NotAuthorized, LeaseHeld, Capped,
 		TokenRequired, CSRFRefused, HostHeaderRefused,
 		ReleaseUnsigned, ReleaseUntrusted, ReleaseMismatch, ReleaseTampered, ReleaseDigest, ReleaseDowngrade,
 		ReleaseImageCorrupt, ReleaseNotProven, ReleaseRestoreFailed, ReleaseNoKeys,

@@ -196,11 +196,11 @@ func screenshot(t *testing.T, ctx context.Context, dir, name string) {
 	t.Logf("screenshot %s (%d bytes)", p, len(png))
 }
 
-// startDesktop runs `stado desktop` on a free loopback port and returns
-// the URL it printed.
-func startDesktop(t *testing.T, c *cli) string {
+// startDesktop runs `stado desktop` on a free loopback port (with flags
+// added) and returns the URL it printed.
+func startDesktop(t *testing.T, c *cli, flags ...string) string {
 	t.Helper()
-	cmd := exec.Command(c.bin, "desktop", "--listen", "127.0.0.1:0", "--refresh", "1s", "--json")
+	cmd := exec.Command(c.bin, append([]string{"desktop", "--listen", "127.0.0.1:0", "--refresh", "1s", "--json"}, flags...)...)
 	cmd.Env = c.env
 	out, err := cmd.StdoutPipe()
 	if err != nil {

@@ -97,10 +97,10 @@
     out.innerHTML = '<p class="running">running ' + op + " on " + host.replace(/[<>&"]/g, "") + "…</p>";
     out.scrollIntoView({ block: "start" });
     let res;
-    if (op === "restart") {
+    if (op === "restart" || op === "ensure" || op === "converge" || op === "retire") {
       const form = new URLSearchParams({ host: host, service: service });
       if (confirm) form.set("confirm", confirm);
-      res = await fetch("/op/restart", {
+      res = await fetch("/op/" + op, {
         method: "POST", credentials: "same-origin",
         headers: { "X-Stado-CSRF": csrf, "Content-Type": "application/x-www-form-urlencoded" },
         body: form.toString(),
@@ -141,10 +141,10 @@
       $("#inspector").hidden = true;
       return;
     }
-    const confirmBtn = t.closest("[data-confirm-restart]");
+    const confirmBtn = t.closest("[data-confirm-op]");
     if (confirmBtn) {
       const f = confirmBtn.closest("form");
-      operate("restart", f.elements.host.value, f.elements.service.value, f.elements.confirm.value);
+      operate(f.elements.op.value, f.elements.host.value, f.elements.service.value, f.elements.confirm.value);
       return;
     }
     if (t.closest("[data-cancel]")) {
