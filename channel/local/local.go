@@ -65,6 +65,10 @@ type Host struct {
 	StadoVersion string
 	// ProcRoot is /proc; tests point it at fixtures.
 	ProcRoot string
+	// Ports reads who listens on this host's TCP ports; nil means the
+	// reader of the OS stado was built for (units.HostPortReader: /proc
+	// and cgroups on linux, lsof and ps on darwin).
+	Ports units.PortReader
 	// Manager opens the init system's manager of a scope; the func it
 	// returns closes it.
 	Manager func(ctx context.Context, scope string) (units.Manager, func(), error)
@@ -134,6 +138,13 @@ func (h *Host) nodeID() string {
 	}
 	name, _ := os.Hostname()
 	return name
+}
+
+func (h *Host) ports() units.PortReader {
+	if h.Ports != nil {
+		return h.Ports
+	}
+	return units.HostPortReader(units.ExecRunner{}, h.procRoot())
 }
 
 func (h *Host) procRoot() string {
@@ -404,8 +415,8 @@ func (h *Host) UnitList(ctx context.Context, scope string) (channel.ListResult, 
 
 // PortOwner implements channel.Host; nothing listening is a not_found
 // refusal.
-func (h *Host) PortOwner(_ context.Context, port int) (channel.PortOwnerResult, error) {
-	ls, err := units.PortOwners(h.procRoot(), port)
+func (h *Host) PortOwner(ctx context.Context, port int) (channel.PortOwnerResult, error) {
+	ls, err := h.ports().PortOwners(ctx, port, units.Job{})
 	if err != nil {
 		return channel.PortOwnerResult{}, err
 	}

@@ -86,12 +86,13 @@ func (h *Host) Verify(ctx context.Context, req channel.VerifyRequest) (channel.V
 		if c.Port <= 0 {
 			continue
 		}
-		ls, err := units.PortOwners(h.procRoot(), c.Port)
+		job := units.Job{Unit: c.Unit, PID: c.Verdict.PID}
+		ls, err := h.ports().PortOwners(ctx, c.Port, job)
 		if err != nil {
 			return channel.VerifyResult{}, err
 		}
 		c.Listeners = ls
-		own, err := units.UnitListeners(h.procRoot(), c.Unit)
+		own, err := h.ports().UnitListeners(ctx, job)
 		if err != nil {
 			return channel.VerifyResult{}, err
 		}
