@@ -155,3 +155,35 @@ func TestLsofPortsAttributesAChildsSocketToTheJob(t *testing.T) {
 		t.Errorf("lsof exit 1: %+v %v", ls, err)
 	}
 }
+
+// A socket launchd itself holds (pid 1, a socket-activated job's, as
+// recorded) belongs to no job's process tree: a job whose directory port
+// it is reads elsewhere, held by launchd, never owned.
+func TestAPortLaunchdHoldsIsNoJobsOwnership(t *testing.T) {
+	r := &fileRunner{t: t, files: map[string]string{lsofArgv: "lsof/launchd-holds-5900-inspec.txt", psArgv: "ps/axo-portracker-nodes.txt"}}
+	ls, err := LsofPorts{Runner: r}.PortOwners(context.Background(), 5900, Job{Unit: "com.example.vnc", PID: 56079})
+	if err != nil {
+		t.Fatal(err)
+	}
+	state, on := PortOwnership("com.example.vnc", "127.0.0.1", ls)
+	if state != PortElsewhere || len(on) != 4 || on[0].PID != 1 || on[0].Program != "launchd" {
+		t.Errorf("%s %+v", state, on)
+	}
+}
+
+// Every lsof and ps file is in testdata/lsof/README.md, recorded with its
+// source or marked as written.
+func TestEveryPortReaderTestdataFileNamesItsSource(t *testing.T) {
+	readme := string(readTestdata(t, "lsof", "README.md"))
+	for _, dir := range []string{"lsof", "ps"} {
+		entries, err := os.ReadDir(filepath.Join("testdata", dir))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, e := range entries {
+			if e.Name() != "README.md" && !strings.Contains(readme, "`"+dir+"/"+e.Name()+"`") {
+				t.Errorf("%s/%s is not in testdata/lsof/README.md", dir, e.Name())
+			}
+		}
+	}
+}
