@@ -5,6 +5,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -150,5 +151,44 @@ func TestServingOnLaunchdReadsOwnershipThroughTheJobsProcessTree(t *testing.T) {
 				t.Errorf("other ports %+v, want the job's *:4302", res.OtherPorts)
 			}
 		})
+	}
+}
+
+// service restart of a user agent acts in its target's declared launchd
+// domain (gui/501 on mac2), and in the login user's own gui domain where
+// the target declares none (mac3).
+func TestRestartActsInTheTargetsDeclaredLaunchdDomain(t *testing.T) {
+	home := t.TempDir()
+	var opened []string
+	r := &macRunner{t: t, files: map[string]string{
+		"/bin/launchctl print gui/501/com.example.agent": "launchctl/running-gui501-agent.txt",
+		"/bin/launchctl print gui/502/com.example.agent": "launchctl/running-gui501-agent.txt",
+		"/bin/launchctl kickstart -k gui/501/com.example.agent": "launchctl/running-gui501-agent.txt",
+		"/bin/launchctl kickstart -k gui/502/com.example.agent": "launchctl/running-gui501-agent.txt",
+	}, mu: make(chan struct{}, 1)}
+	h := &local.Host{GOOS: registry.OSDarwin, Home: home,
+		Manager: func(_ context.Context, scope string) (units.Manager, func(), error) {
+			opened = append(opened, "own "+scope)
+			return units.LaunchdFor(r, scope, "", units.Account{Name: "me", UID: 502, Home: home}), func() {}, nil
+		},
+		DomainManager: func(_ context.Context, scope, domain string) (units.Manager, func(), error) {
+			opened = append(opened, "domain "+domain)
+			return units.LaunchdFor(r, scope, domain, units.Account{Name: "me", UID: 501, Home: home}), func() {}, nil
+		}}
+	doc, err := registry.Parse([]byte(launchdServingDoc), "fleet.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := &fleet.Fleet{Doc: doc, Connect: func(registry.Target) channel.Host { return h }}
+	for host, want := range map[string]string{"mac2": "gui/501", "mac3": "gui/502"} {
+		opened, r.ran = nil, nil
+		outs, err := f.Restart(context.Background(), fleet.RestartOptions{Name: "agent", Hosts: []string{host}}, nil)
+		if err != nil || len(outs) != 1 || !outs[0].OK {
+			t.Fatalf("%s: %+v %v", host, outs, err)
+		}
+		kick := "/bin/launchctl kickstart -k " + want + "/com.example.agent"
+		if !slices.Contains(r.ran, kick) {
+			t.Errorf("%s ran %v, want %s (opened %v)", host, r.ran, kick, opened)
+		}
 	}
 }

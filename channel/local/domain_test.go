@@ -61,3 +61,57 @@ func TestEnsureOpensTheDeclaredLaunchdDomainForUserScope(t *testing.T) {
 		t.Errorf("a refused request opened %v", opened)
 	}
 }
+
+// restart, stop and remove of a user unit act in the domain the request
+// names (the target's launchd_domain), as ensure installed it there; no
+// domain keeps the scope's own manager. A domain on a linux host, or
+// outside the grammar, is refused before any manager opens.
+func TestUnitVerbsThatActOpenTheDeclaredLaunchdDomain(t *testing.T) {
+	home := t.TempDir()
+	mem := unitstest.NewMemory(home)
+	var opened []string
+	h := &local.Host{GOOS: "darwin", Home: home,
+		Manager: func(_ context.Context, scope string) (units.Manager, func(), error) {
+			opened = append(opened, "scope "+scope)
+			return mem, func() {}, nil
+		},
+		DomainManager: func(_ context.Context, scope, domain string) (units.Manager, func(), error) {
+			opened = append(opened, "domain "+domain)
+			return mem, func() {}, nil
+		}}
+	ctx := context.Background()
+	label := "com.wisent.brama"
+	mem.Load(label, home+"/Library/LaunchAgents/"+label+".plist", unitstest.Runs)
+	acts := map[string]func(channel.UnitRef) error{
+		"restart": func(u channel.UnitRef) error { _, err := h.UnitRestart(ctx, u); return err },
+		"stop":    func(u channel.UnitRef) error { _, err := h.UnitStop(ctx, u); return err },
+		"remove": func(u channel.UnitRef) error {
+			_, err := h.UnitRemove(ctx, channel.RemoveRequest{UnitRef: u})
+			return err
+		},
+	}
+	for _, verb := range []string{"restart", "stop", "remove"} {
+		for _, domain := range []string{"gui/501", ""} {
+			opened = nil
+			if err := acts[verb](channel.UnitRef{Scope: registry.ScopeUser, Unit: label, Domain: domain}); err != nil {
+				t.Fatalf("%s in %q: %v", verb, domain, err)
+			}
+			want := "domain " + domain
+			if domain == "" {
+				want = "scope user"
+			}
+			if len(opened) != 1 || opened[0] != want {
+				t.Errorf("%s in %q opened %v, want [%s]", verb, domain, opened, want)
+			}
+		}
+		opened = nil
+		if err := acts[verb](channel.UnitRef{Scope: registry.ScopeUser, Unit: label, Domain: "gui/me"}); !refusal.Is(err, refusal.InvalidScope) || len(opened) != 0 {
+			t.Errorf("%s in gui/me: %v, opened %v; want invalid_scope and nothing opened", verb, err, opened)
+		}
+	}
+	lin := &local.Host{GOOS: "linux", Home: home, Manager: h.Manager, DomainManager: h.DomainManager}
+	opened = nil
+	if _, err := lin.UnitRestart(ctx, channel.UnitRef{Scope: registry.ScopeUser, Unit: "api.service", Domain: "gui/501"}); !refusal.Is(err, refusal.InvalidScope) || len(opened) != 0 {
+		t.Errorf("linux with a domain: %v, opened %v", err, opened)
+	}
+}

@@ -255,18 +255,25 @@ func (h *Host) UnitRemove(ctx context.Context, req channel.RemoveRequest) (chann
 	if err != nil {
 		return channel.RemoveResult{}, err
 	}
+	if err := h.checkDomain(req.Domain); err != nil {
+		return channel.RemoveResult{}, err
+	}
 	_, statErr := os.Stat(s.UnitPath)
-	err = h.withManager(ctx, req.Scope, func(m units.Manager) error { return m.Remove(ctx, s) })
+	err = h.withDomainManager(ctx, req.Scope, req.Domain, func(m units.Manager) error { return m.Remove(ctx, s) })
 	if err != nil {
 		return channel.RemoveResult{}, err
 	}
 	return channel.RemoveResult{Unit: req.Unit, Path: s.UnitPath, Removed: statErr == nil}, nil
 }
 
-// control runs op on a loaded unit and reports its verdict after.
+// control runs op on a loaded unit and reports its verdict after, in the
+// unit's declared launchd domain when it names one.
 func (h *Host) control(ctx context.Context, u channel.UnitRef, op func(units.Manager) error) (units.Verdict, error) {
 	var v units.Verdict
-	err := h.withManager(ctx, u.Scope, func(m units.Manager) error {
+	if err := h.checkDomain(u.Domain); err != nil {
+		return v, err
+	}
+	err := h.withDomainManager(ctx, u.Scope, u.Domain, func(m units.Manager) error {
 		if err := op(m); err != nil {
 			if v, serr := m.Show(ctx, u.Unit); serr == nil && v.State == units.StateMissing {
 				return &units.NotLoadedError{Unit: u.Unit}
