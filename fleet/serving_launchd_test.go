@@ -161,8 +161,8 @@ func TestRestartActsInTheTargetsDeclaredLaunchdDomain(t *testing.T) {
 	home := t.TempDir()
 	var opened []string
 	r := &macRunner{t: t, files: map[string]string{
-		"/bin/launchctl print gui/501/com.example.agent": "launchctl/running-gui501-agent.txt",
-		"/bin/launchctl print gui/502/com.example.agent": "launchctl/running-gui501-agent.txt",
+		"/bin/launchctl print gui/501/com.example.agent":        "launchctl/running-gui501-agent.txt",
+		"/bin/launchctl print gui/502/com.example.agent":        "launchctl/running-gui501-agent.txt",
 		"/bin/launchctl kickstart -k gui/501/com.example.agent": "launchctl/running-gui501-agent.txt",
 		"/bin/launchctl kickstart -k gui/502/com.example.agent": "launchctl/running-gui501-agent.txt",
 	}, mu: make(chan struct{}, 1)}
