@@ -1,6 +1,7 @@
 // Package local is the Host of the machine it runs on: the channel verbs
 // carried out through this host's init system (units.Manager: systemd over
-// D-Bus, launchd through launchctl), its unit files and /proc. It is what
+// D-Bus, launchd through launchctl), its unit files, and its port owners
+// (units.PortReader: /proc on linux, lsof and ps on darwin). It is what
 // `stado host channel` serves, and what tests drive in-process with a
 // Manager of their own.
 //
