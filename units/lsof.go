@@ -42,28 +42,8 @@ var _ PortReader = LsofPorts{}
 
 // PortOwners implements PortReader (PortOwners).
 func (p LsofPorts) PortOwners(ctx context.Context, port int, job Job) ([]Listener, error) {
-	all, err := p.listening(ctx)
-	if err != nil {
-		return nil, err
-	}
-	var on []PortListener
-	for _, l := range all {
-		if l.Port == port {
-			on = append(on, l)
-		}
-	}
-	if len(on) > 0 && job.PID > 0 {
-		tree, err := p.tree(ctx, job.PID)
-		if err != nil {
-			return nil, err
-		}
-		on = AttributeListeners(on, job.Unit, tree)
-	}
-	out := make([]Listener, len(on))
-	for i, l := range on {
-		out[i] = l.Listener
-	}
-	return out, nil
+	on, _, err := p.readPorts(ctx, port, job)
+	return on, err
 }
 
 // UnitListeners implements PortReader (UnitListeners).
@@ -71,22 +51,36 @@ func (p LsofPorts) UnitListeners(ctx context.Context, job Job) ([]PortListener, 
 	if job.PID <= 0 || job.Unit == "" {
 		return nil, nil
 	}
+	_, own, err := p.readPorts(ctx, 0, job)
+	return own, err
+}
+
+// readPorts runs lsof once, and ps once when job has a pid and anything
+// listens: the listeners on port (none for port 0) and job's own, by port.
+func (p LsofPorts) readPorts(ctx context.Context, port int, job Job) ([]Listener, []PortListener, error) {
 	all, err := p.listening(ctx)
-	if err != nil || len(all) == 0 {
-		return nil, err
-	}
-	tree, err := p.tree(ctx, job.PID)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	var out []PortListener
-	for _, l := range AttributeListeners(all, job.Unit, tree) {
-		if l.Unit == job.Unit {
-			out = append(out, l)
+	if len(all) > 0 && job.PID > 0 && job.Unit != "" {
+		tree, err := p.tree(ctx, job.PID)
+		if err != nil {
+			return nil, nil, err
+		}
+		all = AttributeListeners(all, job.Unit, tree)
+	}
+	var on []Listener
+	var own []PortListener
+	for _, l := range all {
+		if port > 0 && l.Port == port {
+			on = append(on, l.Listener)
+		}
+		if job.Unit != "" && l.Unit == job.Unit {
+			own = append(own, l)
 		}
 	}
-	sort.SliceStable(out, func(i, j int) bool { return out[i].Port < out[j].Port })
-	return out, nil
+	sort.SliceStable(own, func(i, j int) bool { return own[i].Port < own[j].Port })
+	return on, own, nil
 }
 
 // listening runs lsof. It exits 1 when it lists nothing (and when it could

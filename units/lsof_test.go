@@ -187,3 +187,16 @@ func TestEveryPortReaderTestdataFileNamesItsSource(t *testing.T) {
 		}
 	}
 }
+
+// A verify reading of a launchd job (its port's owners and its own
+// sockets) runs lsof and ps once each, not once per question.
+func TestReadPortsRunsLsofAndPsOncePerReading(t *testing.T) {
+	r := &fileRunner{t: t, files: map[string]string{lsofArgv: "lsof/node-listen-and-established-portracker.txt", psArgv: "ps/axo-portracker-nodes.txt"}}
+	on, own, err := ReadPorts(context.Background(), LsofPorts{Runner: r}, 4301, Job{Unit: "com.example.jobs", PID: 66450})
+	if err != nil || len(on) != 1 || on[0].PID != 67460 || on[0].Unit != "" || len(own) != 1 || own[0].Port != 4302 {
+		t.Fatalf("owners %+v, own %+v, %v", on, own, err)
+	}
+	if len(r.ran) != 2 {
+		t.Errorf("ran %v, want lsof and ps once each", r.ran)
+	}
+}

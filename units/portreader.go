@@ -53,3 +53,23 @@ func (p ProcPorts) PortOwners(_ context.Context, port int, _ Job) ([]Listener, e
 func (p ProcPorts) UnitListeners(_ context.Context, job Job) ([]PortListener, error) {
 	return UnitListeners(p.root(), job.Unit)
 }
+
+// ReadPorts is r's PortOwners of port and UnitListeners of job in one
+// reading where r can take both at once (LsofPorts runs lsof and ps once,
+// not twice), else the two calls.
+func ReadPorts(ctx context.Context, r PortReader, port int, job Job) ([]Listener, []PortListener, error) {
+	if both, ok := r.(interface {
+		readPorts(ctx context.Context, port int, job Job) ([]Listener, []PortListener, error)
+	}); ok {
+		return both.readPorts(ctx, port, job)
+	}
+	on, err := r.PortOwners(ctx, port, job)
+	if err != nil {
+		return nil, nil, err
+	}
+	own, err := r.UnitListeners(ctx, job)
+	if err != nil {
+		return nil, nil, err
+	}
+	return on, own, nil
+}
