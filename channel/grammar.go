@@ -17,10 +17,10 @@ type Verb string
 const (
 	VerbEnsure          Verb = "ensure"           // SCOPE UNIT MODE, the request document on stdin
 	VerbUnitInstall     Verb = "unit-install"     // SCOPE UNIT [PATH], unit content on stdin
-	VerbUnitRemove      Verb = "unit-remove"      // SCOPE UNIT [PATH]
-	VerbUnitStart       Verb = "unit-start"       // SCOPE UNIT
-	VerbUnitStop        Verb = "unit-stop"        // SCOPE UNIT
-	VerbUnitRestart     Verb = "unit-restart"     // SCOPE UNIT
+	VerbUnitRemove      Verb = "unit-remove"      // SCOPE UNIT [PATH] [launchd-domain=DOMAIN]
+	VerbUnitStart       Verb = "unit-start"       // SCOPE UNIT [launchd-domain=DOMAIN]
+	VerbUnitStop        Verb = "unit-stop"        // SCOPE UNIT [launchd-domain=DOMAIN]
+	VerbUnitRestart     Verb = "unit-restart"     // SCOPE UNIT [launchd-domain=DOMAIN]
 	VerbUnitShow        Verb = "unit-show"        // SCOPE UNIT [UNIT...]
 	VerbUnitFile        Verb = "unit-file"        // SCOPE UNIT
 	VerbUnitLogs        Verb = "unit-logs"        // SCOPE UNIT LINES
@@ -89,6 +89,19 @@ type Command struct {
 	Step  string   `json:"step,omitempty"`
 	Env   []EnvVar `json:"env,omitempty"`
 	Mode  string   `json:"mode,omitempty"` // ensure: ModeApply or ModePlan
+	// Domain is the launchd domain a user unit is acted on in (the
+	// target's launchd_domain), on the unit verbs that act: unit-start,
+	// unit-stop, unit-restart, unit-remove.
+	Domain string `json:"launchd_domain,omitempty"`
+}
+
+// DomainWord prefixes the optional last word of the acting unit verbs
+// that carries the launchd domain: launchd-domain=gui/501.
+const DomainWord = "launchd-domain="
+
+// takesDomain reports whether verb's words may end with a DomainWord.
+func takesDomain(v Verb) bool {
+	return v == VerbUnitStart || v == VerbUnitStop || v == VerbUnitRestart || v == VerbUnitRemove
 }
 
 // Unit returns the command's unit, or "" when it has none.
@@ -136,6 +149,9 @@ func (c Command) Argv() []string {
 		for _, e := range c.Env {
 			argv = append(argv, e.Name+"="+e.Value)
 		}
+	}
+	if c.Domain != "" && takesDomain(c.Verb) {
+		argv = append(argv, DomainWord+c.Domain)
 	}
 	return argv
 }
@@ -193,6 +209,19 @@ func parseWords(words []string) (Command, error) {
 	}
 	verb, args := Verb(words[0]), words[1:]
 	c := Command{Verb: verb}
+	if takesDomain(verb) && len(args) > 0 {
+		if d, ok := strings.CutPrefix(args[len(args)-1], DomainWord); ok {
+			if !registry.ValidLaunchdDomain(d) {
+				return Command{}, refusef(CodeInvalidScope, "launchd domain %s is not system, gui/<uid> or user/<uid>", strconv.Quote(d))
+			}
+			c.Domain, args = d, args[:len(args)-1]
+		}
+	}
+	for _, a := range args {
+		if strings.HasPrefix(a, DomainWord) {
+			return Command{}, refusef(CodeInvalidArguments, "%s%s: a launchd domain is the last word of %s, once", DomainWord, strconv.Quote(strings.TrimPrefix(a, DomainWord)), domainVerbs())
+		}
+	}
 	need := func(n int, form string) error {
 		if len(args) != n {
 			return refusef(CodeInvalidArguments, "%s takes %s, got %d argument(s)", verb, form, len(args))
@@ -294,7 +323,14 @@ func parseWords(words []string) (Command, error) {
 	default:
 		return Command{}, refusef(CodeUnknownVerb, "unknown verb %s: the channel runs only %s", strconv.Quote(string(verb)), verbList())
 	}
+	if c.Domain != "" && c.Scope != ScopeUser {
+		return Command{}, refusef(CodeInvalidScope, "a launchd domain places user units, and %s is a %s unit", c.Unit(), c.Scope)
+	}
 	return c, nil
+}
+
+func domainVerbs() string {
+	return strings.Join([]string{string(VerbUnitStart), string(VerbUnitStop), string(VerbUnitRestart), string(VerbUnitRemove)}, ", ")
 }
 
 func verbList() string {
@@ -417,6 +453,9 @@ func parseEnvVar(kv string) (EnvVar, error) {
 func (c Command) CheckOS(goos string) error {
 	if goos != registry.OSLinux && goos != registry.OSDarwin {
 		return refusef(CodeInvalidUnit, "this host's OS %s has no init system the channel knows", strconv.Quote(goos))
+	}
+	if c.Domain != "" && goos != registry.OSDarwin {
+		return refusef(CodeInvalidScope, "launchd domain %s is for a darwin host, and this host runs %s", c.Domain, goos)
 	}
 	for _, u := range c.Units {
 		if declaration.CheckUnitName(goos, u) != nil {

@@ -58,6 +58,18 @@ func TestParseCommandAcceptsEveryVerbWithValidArguments(t *testing.T) {
 			Command{Verb: VerbRepairStep, Step: "crypto", Env: []EnvVar{{"SKARBIEC_READY_WITHIN_SECONDS", "30"}, {"NOTE", "a b;c"}, {"EMPTY", ""}}}},
 		// a word may join plain and quoted segments
 		{"joined segments", "repair-step crypto A='x y'z", Command{Verb: VerbRepairStep, Step: "crypto", Env: []EnvVar{{"A", "x yz"}}}},
+		// a user unit acted on in the target's declared launchd domain
+		{"restart in a gui domain", "unit-restart user com.x.agent launchd-domain=gui/501",
+			Command{Verb: VerbUnitRestart, Scope: "user", Units: []string{"com.x.agent"}, Domain: "gui/501"}},
+		{"stop in a user domain", "unit-stop user com.x.agent launchd-domain=user/501",
+			Command{Verb: VerbUnitStop, Scope: "user", Units: []string{"com.x.agent"}, Domain: "user/501"}},
+		{"start in the system domain", "unit-start user com.x.agent launchd-domain=system",
+			Command{Verb: VerbUnitStart, Scope: "user", Units: []string{"com.x.agent"}, Domain: "system"}},
+		// remove: the domain after the path, or without one
+		{"remove with path and domain", "unit-remove user com.x.agent /Users/op/Library/LaunchAgents/com.x.agent.plist launchd-domain=gui/501",
+			Command{Verb: VerbUnitRemove, Scope: "user", Units: []string{"com.x.agent"}, Path: "/Users/op/Library/LaunchAgents/com.x.agent.plist", Domain: "gui/501"}},
+		{"remove with a domain only", "unit-remove user com.x.agent launchd-domain=gui/502",
+			Command{Verb: VerbUnitRemove, Scope: "user", Units: []string{"com.x.agent"}, Domain: "gui/502"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -190,6 +202,18 @@ var refusedCommands = []struct {
 	{"env loader", "repair-step crypto LD_PRELOAD=/tmp/x.so", CodeInvalidEnv},
 	{"env path", "repair-step crypto PATH=/tmp", CodeInvalidEnv},
 	{"env twice", "repair-step crypto A=1 A=2", CodeInvalidEnv},
+	// launchd domains: only the registry's grammar, only for a user unit,
+	// only on the unit verbs that act, at most once, last
+	{"domain not in the grammar", "unit-restart user com.x.agent launchd-domain=login/501", CodeInvalidScope},
+	{"domain gui without uid", "unit-restart user com.x.agent launchd-domain=gui/", CodeInvalidScope},
+	{"domain gui with a name", "unit-stop user com.x.agent launchd-domain=gui/me", CodeInvalidScope},
+	{"domain empty", "unit-stop user com.x.agent launchd-domain=", CodeInvalidScope},
+	{"domain for a system unit", "unit-restart system com.x.daemon launchd-domain=gui/501", CodeInvalidScope},
+	{"domain traversal", "unit-restart user com.x.agent launchd-domain=gui/../0", CodePathTraversal},
+	{"domain twice", "unit-restart user com.x.agent launchd-domain=gui/501 launchd-domain=gui/502", CodeInvalidArguments},
+	{"domain before the path", "unit-remove user com.x.agent launchd-domain=gui/501 /Users/op/Library/LaunchAgents/com.x.agent.plist", CodeInvalidArguments},
+	{"domain on a read verb", "unit-logs user com.x.agent 10 launchd-domain=gui/501", CodeInvalidArguments},
+	{"bare domain word", "unit-restart user com.x.agent gui/501", CodeInvalidArguments},
 	// bounds of the whole line
 	{"too many words", "unit-show system" + strings.Repeat(" a.service", MaxWords), CodeTooLong},
 	{"too long", "version " + strings.Repeat("a", MaxCommandBytes), CodeTooLong},
@@ -382,6 +406,8 @@ func TestServeRefusesUnitsOfTheOtherInitSystem(t *testing.T) {
 		{"plist path on linux", "linux", "unit-install system a.service /Library/LaunchDaemons/a.service.plist", CodeInvalidPath},
 		// a systemd path on darwin, with a unit name that is also a label
 		{"systemd path on darwin", "darwin", "unit-remove system com.x.service /etc/systemd/system/com.x.service", CodeInvalidPath},
+		// a launchd domain on a systemd host
+		{"launchd domain on linux", "linux", "unit-restart user a.service launchd-domain=gui/501", CodeInvalidScope},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

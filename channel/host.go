@@ -66,10 +66,15 @@ type Host interface {
 type Connector func(t registry.Target) Host
 
 // UnitRef names one unit of one manager: scope "system" or "user", and a
-// systemd unit name or launchd label.
+// systemd unit name or launchd label. Domain is the launchd domain a
+// user unit of a darwin host is acted on in (the target's launchd_domain,
+// as EnsureRequest.LaunchdDomain); "" is gui/<uid> of the login user. The
+// acting verbs carry it (unit-start, unit-stop, unit-restart,
+// unit-remove); the others read the scope's own manager.
 type UnitRef struct {
-	Scope string `json:"scope"`
-	Unit  string `json:"unit"`
+	Scope  string `json:"scope"`
+	Unit   string `json:"unit"`
+	Domain string `json:"launchd_domain,omitempty"`
 }
 
 // Ensure modes.

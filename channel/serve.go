@@ -32,10 +32,15 @@ const (
 	// answers with the serving reading (EnsureRequest.Serving). A host
 	// without it refuses the field as invalid_content.
 	CapEnsureServing Capability = "ensure_serving"
+	// CapUnitDomain: unit-start, unit-stop, unit-restart and unit-remove
+	// take a last word launchd-domain=DOMAIN (Command.Domain). A host
+	// without it refuses that word; the client then says so, and never
+	// acts in another domain.
+	CapUnitDomain Capability = "unit_domain"
 )
 
 // HostCapabilities is what this stado's host end advertises.
-func HostCapabilities() []Capability { return []Capability{CapEnsureServing} }
+func HostCapabilities() []Capability { return []Capability{CapEnsureServing, CapUnitDomain} }
 
 // Document kinds the remote program prints on stdout, exactly one per call.
 const (
@@ -227,7 +232,7 @@ func decodeRequest(verb Verb, body []byte, v any) error {
 // dispatch calls the Host method of c's verb with its typed request and
 // encodes the typed result.
 func dispatch(ctx context.Context, c Command, body []byte, h Host) (json.RawMessage, error) {
-	u := UnitRef{Scope: c.Scope, Unit: c.Unit()}
+	u := UnitRef{Scope: c.Scope, Unit: c.Unit(), Domain: c.Domain}
 	var res any
 	var err error
 	switch c.Verb {

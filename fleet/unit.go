@@ -46,7 +46,7 @@ func (f *Fleet) Restart(ctx context.Context, o RestartOptions, each func(Restart
 		if err != nil {
 			return r, err
 		}
-		v, err := h.UnitRestart(ctx, channel.UnitRef{Scope: s.EffectiveScope(), Unit: s.Unit})
+		v, err := h.UnitRestart(ctx, actingRef(t, s))
 		if err == nil {
 			r.Verdict = &v
 		}
@@ -213,4 +213,15 @@ func ServiceLogs(ctx context.Context, connect channel.Connector, t registry.Targ
 	}
 	res, err := connect(t).UnitLogs(ctx, channel.LogsRequest{UnitRef: channel.UnitRef{Scope: s.EffectiveScope(), Unit: s.Unit}, Lines: lines})
 	return res.Lines, err
+}
+
+// actingRef is the unit of s on t for the verbs that act on it (restart,
+// stop, remove): a user unit of a darwin target carries the target's
+// declared launchd domain, so it is acted on where ensure put it.
+func actingRef(t registry.Target, s registry.Service) channel.UnitRef {
+	u := channel.UnitRef{Scope: s.EffectiveScope(), Unit: s.Unit}
+	if t.OS == registry.OSDarwin && u.Scope == registry.ScopeUser {
+		u.Domain = t.LaunchdDomain
+	}
+	return u
 }

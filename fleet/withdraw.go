@@ -71,7 +71,7 @@ func (f *Fleet) Retire(ctx context.Context, o WithdrawOptions) (WithdrawResult, 
 			return res, err
 		}
 	}
-	rm, err := h.UnitRemove(ctx, channel.RemoveRequest{UnitRef: channel.UnitRef{Scope: s.EffectiveScope(), Unit: s.Unit}, Path: s.UnitPath})
+	rm, err := h.UnitRemove(ctx, channel.RemoveRequest{UnitRef: actingRef(t, s), Path: s.UnitPath})
 	if err != nil {
 		return res, err
 	}

@@ -48,6 +48,10 @@ type Reach struct {
 	// Now is the clock of reports the host did not write; nil means
 	// time.Now.
 	Now func() time.Time
+	// LaunchdDomain is the host's declared launchd domain (a darwin
+	// target's launchd_domain), which a user unit is restarted in; ""
+	// is gui/<uid> of the login user.
+	LaunchdDomain string
 }
 
 func (r Reach) now() time.Time {
@@ -167,7 +171,11 @@ func (r Reach) Restart(ctx context.Context, scope, unit string) register.Restart
 		return rep
 	}
 	start := time.Now()
-	v, err := r.Host.UnitRestart(ctx, channel.UnitRef{Scope: scope, Unit: unit})
+	u := channel.UnitRef{Scope: scope, Unit: unit}
+	if scope == registry.ScopeUser {
+		u.Domain = r.LaunchdDomain
+	}
+	v, err := r.Host.UnitRestart(ctx, u)
 	rep.ElapsedMS = time.Since(start).Milliseconds()
 	if err != nil {
 		rep.Code, rep.Refusal = actionCode(err, CodeRestartFailed), err.Error()

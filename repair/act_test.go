@@ -101,3 +101,29 @@ func TestALocalLaunchAgentIsKickstartedInItsUsersGUIDomain(t *testing.T) {
 		t.Fatalf("restart %+v, launchctl calls %v: want one kickstart -k in gui/501", r, fake.calls)
 	}
 }
+
+// A peer restart of a user unit on a darwin host acts in the host's
+// declared launchd domain; a system unit ignores it.
+func TestARestartOfAUserUnitActsInTheHostsLaunchdDomain(t *testing.T) {
+	mem := unitstest.NewMemory("/Users/op")
+	mem.Load("com.x.agent", "/Users/op/Library/LaunchAgents/com.x.agent.plist", unitstest.Runs)
+	var opened []string
+	h := &local.Host{GOOS: registry.OSDarwin, Home: "/Users/op",
+		Manager: func(context.Context, string) (units.Manager, func(), error) {
+			opened = append(opened, "own")
+			return mem, func() {}, nil
+		},
+		DomainManager: func(_ context.Context, _, domain string) (units.Manager, func(), error) {
+			opened = append(opened, domain)
+			return mem, func() {}, nil
+		}}
+	on := Reach{Name: "mac1", Host: h, LaunchdDomain: "gui/501"}
+	if r := on.Restart(context.Background(), registry.ScopeUser, "com.x.agent"); !r.OK || len(opened) != 1 || opened[0] != "gui/501" {
+		t.Errorf("user unit: %+v, opened %v", r, opened)
+	}
+	opened = nil
+	mem.Load("com.x.daemon", "/Library/LaunchDaemons/com.x.daemon.plist", unitstest.Runs)
+	if r := on.Restart(context.Background(), registry.ScopeSystem, "com.x.daemon"); !r.OK || len(opened) != 1 || opened[0] != "own" {
+		t.Errorf("system unit: %+v, opened %v", r, opened)
+	}
+}

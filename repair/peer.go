@@ -416,6 +416,9 @@ func (pr *Peer) attempt(ctx context.Context, on Reach, s *standing, rec register
 // reach is the serving host t as repair acts on it.
 func (pr *Peer) reach(t registry.Target, cat *catalog.Catalog) Reach {
 	r := Reach{Name: t.Name, Catalog: cat, Now: pr.Now}
+	if t.OS == registry.OSDarwin {
+		r.LaunchdDomain = t.LaunchdDomain
+	}
 	if pr.Connect != nil {
 		r.Host = pr.Connect(t)
 	}

@@ -2,7 +2,7 @@
 // runs, reads existing units back into declarations, and drives the init
 // system on the host it runs on.
 //
-// It owns four things:
+// It owns five things:
 //
 //   - rendering: a declaration.Service to a systemd unit (RenderSystemd) or a
 //     launchd property list (RenderLaunchd), pure and byte-deterministic;
@@ -15,7 +15,10 @@
 //     manager's private socket, launchd's gui/<uid>; UserManagers keeps one
 //     per user for the host process; docs/scopes.md);
 //   - the Verdict: one vocabulary (active, inactive, missing, failed,
-//     failing) for both init systems, including the crash-loop sentence.
+//     failing) for both init systems, including the crash-loop sentence;
+//   - port owners: the PortReader of each init system, /proc and cgroups
+//     under systemd (ProcPorts), lsof and the job's process tree under
+//     launchd (LsofPorts, its parsers tested on recorded Mac outputs).
 //
 // units imports declaration (the service it renders or adopts, its unit
 // grammar, and ValidateService, which checks a declaration before it is

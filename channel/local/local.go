@@ -1,6 +1,7 @@
 // Package local is the Host of the machine it runs on: the channel verbs
 // carried out through this host's init system (units.Manager: systemd over
-// D-Bus, launchd through launchctl), its unit files and /proc. It is what
+// D-Bus, launchd through launchctl), its unit files, and its port owners
+// (units.PortReader: /proc on linux, lsof and ps on darwin). It is what
 // `stado host channel` serves, and what tests drive in-process with a
 // Manager of their own.
 //
@@ -65,6 +66,10 @@ type Host struct {
 	StadoVersion string
 	// ProcRoot is /proc; tests point it at fixtures.
 	ProcRoot string
+	// Ports reads who listens on this host's TCP ports; nil means the
+	// reader of the OS stado was built for (units.HostPortReader: /proc
+	// and cgroups on linux, lsof and ps on darwin).
+	Ports units.PortReader
 	// Manager opens the init system's manager of a scope; the func it
 	// returns closes it.
 	Manager func(ctx context.Context, scope string) (units.Manager, func(), error)
@@ -134,6 +139,13 @@ func (h *Host) nodeID() string {
 	}
 	name, _ := os.Hostname()
 	return name
+}
+
+func (h *Host) ports() units.PortReader {
+	if h.Ports != nil {
+		return h.Ports
+	}
+	return units.HostPortReader(units.ExecRunner{}, h.procRoot())
 }
 
 func (h *Host) procRoot() string {
@@ -244,18 +256,25 @@ func (h *Host) UnitRemove(ctx context.Context, req channel.RemoveRequest) (chann
 	if err != nil {
 		return channel.RemoveResult{}, err
 	}
+	if err := h.checkDomain(req.Domain); err != nil {
+		return channel.RemoveResult{}, err
+	}
 	_, statErr := os.Stat(s.UnitPath)
-	err = h.withManager(ctx, req.Scope, func(m units.Manager) error { return m.Remove(ctx, s) })
+	err = h.withDomainManager(ctx, req.Scope, req.Domain, func(m units.Manager) error { return m.Remove(ctx, s) })
 	if err != nil {
 		return channel.RemoveResult{}, err
 	}
 	return channel.RemoveResult{Unit: req.Unit, Path: s.UnitPath, Removed: statErr == nil}, nil
 }
 
-// control runs op on a loaded unit and reports its verdict after.
+// control runs op on a loaded unit and reports its verdict after, in the
+// unit's declared launchd domain when it names one.
 func (h *Host) control(ctx context.Context, u channel.UnitRef, op func(units.Manager) error) (units.Verdict, error) {
 	var v units.Verdict
-	err := h.withManager(ctx, u.Scope, func(m units.Manager) error {
+	if err := h.checkDomain(u.Domain); err != nil {
+		return v, err
+	}
+	err := h.withDomainManager(ctx, u.Scope, u.Domain, func(m units.Manager) error {
 		if err := op(m); err != nil {
 			if v, serr := m.Show(ctx, u.Unit); serr == nil && v.State == units.StateMissing {
 				return &units.NotLoadedError{Unit: u.Unit}
@@ -404,8 +423,8 @@ func (h *Host) UnitList(ctx context.Context, scope string) (channel.ListResult, 
 
 // PortOwner implements channel.Host; nothing listening is a not_found
 // refusal.
-func (h *Host) PortOwner(_ context.Context, port int) (channel.PortOwnerResult, error) {
-	ls, err := units.PortOwners(h.procRoot(), port)
+func (h *Host) PortOwner(ctx context.Context, port int) (channel.PortOwnerResult, error) {
+	ls, err := h.ports().PortOwners(ctx, port, units.Job{})
 	if err != nil {
 		return channel.PortOwnerResult{}, err
 	}

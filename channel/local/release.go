@@ -138,11 +138,22 @@ func (h *Host) releaseHost(ctx context.Context) (*hostend.Host, func(), error) {
 
 // releaseServing is the serving read of `service serving` taken on this
 // host: whether the unit's processes listen on its directory port at the
-// declared address (units.PortOwners, units.PortOwnership). The activation
-// request carries no service-protocol declaration, so no ready operation
-// is read here.
-func (h *Host) releaseServing(_ context.Context, _, unit string, port int, address string) (hostend.ServingReading, error) {
-	ls, err := units.PortOwners(h.procRoot(), port)
+// declared address (the host's PortReader, units.PortOwnership). On darwin
+// the job's processes are its main pid's tree, so that pid is read first
+// (launchctl print in scope's domain). The activation request carries no
+// service-protocol declaration, so no ready operation is read here.
+func (h *Host) releaseServing(ctx context.Context, scope, unit string, port int, address string) (hostend.ServingReading, error) {
+	job := units.Job{Unit: unit}
+	if h.OS() == registry.OSDarwin {
+		if err := h.withManager(ctx, scope, func(m units.Manager) error {
+			v, err := m.Show(ctx, unit)
+			job.PID = v.PID
+			return err
+		}); err != nil {
+			return hostend.ServingReading{}, err
+		}
+	}
+	ls, err := h.ports().PortOwners(ctx, port, job)
 	if err != nil {
 		return hostend.ServingReading{}, err
 	}

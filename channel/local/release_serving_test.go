@@ -10,6 +10,7 @@ import (
 
 	"github.com/wisent/stado/declaration"
 	"github.com/wisent/stado/registry"
+	"github.com/wisent/stado/units"
 )
 
 // procWith is a /proc fixture in which pid 42 of unit listens on
@@ -85,5 +86,40 @@ func TestTheReleaseServingReadNeedsReadyWhereAProtocolIsDeclared(t *testing.T) {
 	os.WriteFile(filepath.Join(state, "ready"), []byte("true"), 0o644)
 	if r, err := read(context.Background(), "system", "brama.service", 8080, "127.0.0.1"); err != nil || !r.Serving || !strings.Contains(r.Sentence, "says ready") {
 		t.Fatalf("owned and ready: %+v %v, want serving", r, err)
+	}
+}
+
+// testdataRunner answers argv (joined by spaces) with a file of
+// units/testdata.
+type testdataRunner map[string]string
+
+func (r testdataRunner) Run(_ context.Context, argv []string) ([]byte, error) {
+	f, ok := r[strings.Join(argv, " ")]
+	if !ok {
+		return nil, &units.ExitError{Argv: argv, Code: 1}
+	}
+	return os.ReadFile(filepath.Join("..", "..", "units", "testdata", f))
+}
+
+// On darwin the activation's serving read takes the job's main pid from
+// launchctl print and counts the sockets of its process tree: here a
+// shell's child node holds the port.
+func TestTheReleaseServingReadOnDarwinCountsTheJobsProcessTree(t *testing.T) {
+	r := testdataRunner{
+		"/bin/launchctl print system/com.example.wrapped":                      "launchctl/running-system-wrapper-sh.txt",
+		strings.Join(append([]string{units.LsofPath}, units.LsofArgs...), " "): "lsof/field-wrapper-child-listens.txt",
+		strings.Join(append([]string{units.PsPath}, units.PsArgs...), " "):     "ps/axo-wrapper-child.txt",
+	}
+	h := &Host{GOOS: registry.OSDarwin, Home: t.TempDir(), Ports: units.LsofPorts{Runner: r},
+		Manager: func(_ context.Context, scope string) (units.Manager, func(), error) {
+			return units.LaunchdFor(r, scope, "", units.Account{Name: "root", Home: "/var/root"}), func() {}, nil
+		}}
+	got, err := h.releaseServing(context.Background(), registry.ScopeSystem, "com.example.wrapped", 8080, "127.0.0.1")
+	if err != nil || !got.Serving || !strings.Contains(got.Sentence, "com.example.wrapped owns 127.0.0.1 port 8080 (pid 713, node)") {
+		t.Fatalf("reading %+v %v", got, err)
+	}
+	got, err = h.releaseServing(context.Background(), registry.ScopeSystem, "com.example.wrapped", 5432, "127.0.0.1")
+	if err != nil || got.Serving || !strings.Contains(got.Sentence, "held by pid 901 (postgres)") {
+		t.Fatalf("postgres's port: %+v %v", got, err)
 	}
 }

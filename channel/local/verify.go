@@ -86,15 +86,11 @@ func (h *Host) Verify(ctx context.Context, req channel.VerifyRequest) (channel.V
 		if c.Port <= 0 {
 			continue
 		}
-		ls, err := units.PortOwners(h.procRoot(), c.Port)
+		ls, own, err := units.ReadPorts(ctx, h.ports(), c.Port, units.Job{Unit: c.Unit, PID: c.Verdict.PID})
 		if err != nil {
 			return channel.VerifyResult{}, err
 		}
 		c.Listeners = ls
-		own, err := units.UnitListeners(h.procRoot(), c.Unit)
-		if err != nil {
-			return channel.VerifyResult{}, err
-		}
 		for _, l := range own {
 			c.UnitSockets = append(c.UnitSockets, channel.UnitSocket{Address: l.Address, Port: l.Port, PID: l.PID, Program: l.Program})
 		}

@@ -46,7 +46,7 @@ func (c *Client) call(ctx context.Context, cmd channel.Command, stdin []byte, ou
 }
 
 func unitCmd(verb channel.Verb, u channel.UnitRef) channel.Command {
-	return channel.Command{Verb: verb, Scope: u.Scope, Units: []string{u.Unit}}
+	return channel.Command{Verb: verb, Scope: u.Scope, Units: []string{u.Unit}, Domain: u.Domain}
 }
 
 // Version implements Host. A host on another OS than the registry says is
@@ -110,13 +110,32 @@ func (c *Client) UnitRemove(ctx context.Context, req channel.RemoveRequest) (cha
 	cmd := unitCmd(channel.VerbUnitRemove, req.UnitRef)
 	cmd.Path = req.Path
 	err := c.call(ctx, cmd, nil, &res)
-	return res, err
+	return res, c.domainRefused(cmd, err)
 }
 
 func (c *Client) control(ctx context.Context, verb channel.Verb, u channel.UnitRef) (units.Verdict, error) {
 	var v units.Verdict
-	err := c.call(ctx, unitCmd(verb, u), nil, &v)
-	return v, err
+	cmd := unitCmd(verb, u)
+	err := c.call(ctx, cmd, nil, &v)
+	return v, c.domainRefused(cmd, err)
+}
+
+// domainRefused names what happened when a host refused the arguments of
+// a unit verb that carried a launchd domain while advertising no
+// CapUnitDomain: its stado predates the word and cannot act in that
+// domain. It is not asked again without the domain, which would act in
+// another one. Any other err is returned as it is.
+func (c *Client) domainRefused(cmd channel.Command, err error) error {
+	var re *channel.RemoteError
+	var r *channel.Refusal
+	if cmd.Domain == "" || !errors.As(err, &re) || re.Stage != channel.StageRemoteRefusal || re.HostHas(channel.CapUnitDomain) ||
+		!errors.As(err, &r) || r.Code != channel.CodeInvalidArguments {
+		return err
+	}
+	return &channel.RemoteError{Host: c.Target.Name, Stage: channel.StageRemoteRefusal, Capabilities: re.Capabilities, ExitStatus: re.ExitStatus,
+		Err: &refusal.Error{Code: refusal.InvalidScope,
+			Message: fmt.Sprintf("stado on %s predates launchd domains on %s, so it cannot act on %s in the declared domain %s", c.Target.Name, cmd.Verb, cmd.Unit(), cmd.Domain),
+			Hint:    "upgrade stado on the host (stado release version converge), then run this again"}}
 }
 
 // UnitStart implements Host.

@@ -721,3 +721,49 @@ func writeDocument(w io.Writer, doc any) {
 	}
 	_, _ = w.Write(append(b, '\n'))
 }
+
+// restart, stop and remove of a user unit carry the target's launchd
+// domain to the host in the verb's words; a host whose stado predates the
+// word refuses it, and the client says the host cannot act in that domain
+// (never acting in another one).
+func TestUnitVerbsCarryTheLaunchdDomainAndAnOlderHostIsNamed(t *testing.T) {
+	f := newFixture(t)
+	host := &recordingHost{os: "darwin"}
+	serveChannel(f.srv, host)
+	pool := NewPool(f.dialer())
+	defer pool.Close()
+	c := &Client{Pool: pool, Target: f.srv.Target("web1")}
+	ctx := context.Background()
+	u := channel.UnitRef{Scope: channel.ScopeUser, Unit: "com.x.agent", Domain: "gui/501"}
+	if _, err := c.UnitRestart(ctx, u); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.UnitStop(ctx, u); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.UnitRemove(ctx, channel.RemoveRequest{UnitRef: u}); err != nil {
+		t.Fatal(err)
+	}
+	for _, call := range host.Calls() {
+		if call.Domain != "gui/501" {
+			t.Errorf("%s reached the host without its domain: %+v", call.Method, call)
+		}
+	}
+
+	old := newFixture(t)
+	var asked atomic.Int32
+	old.srv.SetHandler(func(cmd string, stdin io.Reader, stdout, stderr io.Writer) int {
+		asked.Add(1)
+		writeDocument(stdout, channel.RefusalDocument{Kind: channel.KindRefusal, Protocol: channel.ProtocolVersion, Capabilities: []channel.Capability{channel.CapEnsureServing},
+			Verb: channel.VerbUnitRestart, Code: string(channel.CodeInvalidArguments), Message: "unit-restart takes SCOPE UNIT, got 3 argument(s)"})
+		return channel.ExitRefused
+	})
+	oldPool := NewPool(old.dialer())
+	defer oldPool.Close()
+	oc := &Client{Pool: oldPool, Target: old.srv.Target("web1")}
+	_, err := oc.UnitRestart(ctx, u)
+	var r *refusal.Error
+	if !errors.As(err, &r) || r.Code != refusal.InvalidScope || !strings.Contains(r.Message, "gui/501") || asked.Load() != 1 {
+		t.Fatalf("older host: %v (asked %d times), want one ask and an invalid_scope refusal naming the domain", err, asked.Load())
+	}
+}

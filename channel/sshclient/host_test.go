@@ -34,6 +34,7 @@ type hostCall struct {
 	Port    int
 	Step    string
 	Env     map[string]string
+	Domain  string
 }
 
 func (h *recordingHost) record(c hostCall) error {
@@ -66,10 +67,10 @@ func (h *recordingHost) UnitInstall(_ context.Context, r channel.InstallRequest)
 	return units.InstallResult{Action: "installed", Path: r.Path}, h.record(hostCall{Method: "UnitInstall", Scope: r.Scope, Units: []string{r.Unit}, Path: r.Path, Content: string(r.Content)})
 }
 func (h *recordingHost) UnitRemove(_ context.Context, r channel.RemoveRequest) (channel.RemoveResult, error) {
-	return channel.RemoveResult{Unit: r.Unit, Path: r.Path}, h.record(hostCall{Method: "UnitRemove", Scope: r.Scope, Units: []string{r.Unit}, Path: r.Path})
+	return channel.RemoveResult{Unit: r.Unit, Path: r.Path}, h.record(hostCall{Method: "UnitRemove", Scope: r.Scope, Units: []string{r.Unit}, Path: r.Path, Domain: r.Domain})
 }
 func (h *recordingHost) control(method string, u channel.UnitRef) (units.Verdict, error) {
-	return units.Verdict{Unit: u.Unit, State: units.StateActive, PID: 42}, h.record(hostCall{Method: method, Scope: u.Scope, Units: []string{u.Unit}})
+	return units.Verdict{Unit: u.Unit, State: units.StateActive, PID: 42}, h.record(hostCall{Method: method, Scope: u.Scope, Units: []string{u.Unit}, Domain: u.Domain})
 }
 func (h *recordingHost) UnitStart(_ context.Context, u channel.UnitRef) (units.Verdict, error) {
 	return h.control("UnitStart", u)
