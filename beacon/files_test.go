@@ -108,3 +108,14 @@ func TestReadRowsCarryTheBeaconsFileCheck(t *testing.T) {
 		t.Fatalf("%+v", rows)
 	}
 }
+
+func TestADriftedRowIsAProblemAndSaysItsDriftInDetailAndLines(t *testing.T) {
+	r := Row{Host: "host1", Service: "web", Unit: "web.service", State: StateActive, File: &FileCheck{Path: "/etc/systemd/system/web.service", Drift: true, Reason: "no unit file", Absent: true}}
+	if !r.Problem() || !strings.Contains(r.Detail(), "drift: no unit file") || !strings.Contains(strings.Join(r.Lines(), "\n"), "unit file /etc/systemd/system/web.service: drift: no unit file") {
+		t.Fatalf("problem %v, detail %q, lines %q", r.Problem(), r.Detail(), r.Lines())
+	}
+	r.File = &FileCheck{Path: "/etc/systemd/system/web.service"}
+	if r.Problem() || r.Detail() != "" {
+		t.Fatalf("a matching file: problem %v, detail %q", r.Problem(), r.Detail())
+	}
+}

@@ -581,10 +581,11 @@ func (ix reportIndex) find(s declared) *UnitReport {
 
 // Problem reports whether the row needs attention, by the rules registry
 // doctor reports a declaration by: any state but active (unknown included:
-// nothing confirms the unit runs), an incomplete declaration, or an
-// answering question that stood or was answered unsuccessfully.
+// nothing confirms the unit runs), an incomplete declaration, a unit file
+// the host says drifted, or an answering question that stood or was
+// answered unsuccessfully.
 func (r Row) Problem() bool {
-	if r.State != StateActive || r.Incomplete {
+	if r.State != StateActive || r.Incomplete || r.Drifted() {
 		return true
 	}
 	a := r.Answering
