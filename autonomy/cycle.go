@@ -124,20 +124,50 @@ func (r *Runner) Run(ctx context.Context, o Options) (*Cycle, error) {
 	return c, cycleErr
 }
 
-// plan runs the verify sweep on its own connections, closed before any
-// action, and plans every declared service.
+// plan runs the sweep on its own connections, closed before any action,
+// and plans every declared service. The sweep is one call per host: a
+// host whose fresh beacon stands in for every declaration (BeaconStands)
+// is asked for its reachability only, the others for a full verify.
 func (r *Runner) plan(ctx context.Context, c *Cycle, f *fleet.Fleet, view *beacon.View) error {
+	rows := view.Rows("")
 	conn, closeConn := r.Connect()
 	sweep := *f
 	sweep.Connect = conn
-	vr, err := sweep.Verify(ctx, fleet.VerifyOptions{}, nil)
+	vr, err := sweep.Verify(ctx, fleet.VerifyOptions{ReachOnly: StandingOnBeacons(view.Document, rows)}, nil)
 	closeConn()
 	if err != nil {
 		return fmt.Errorf("verify sweep: %w", err)
 	}
-	c.Rows = Plan(Input{Doc: view.Document, Catalog: f.Catalog, Beacons: view.Rows(""), Verify: vr,
+	c.Rows = Plan(Input{Doc: view.Document, Catalog: f.Catalog, Beacons: rows, Verify: vr,
 		Releases: rollout.ShowFleet(view, rollout.DeclarationsOf(view.Document), "")})
 	return nil
+}
+
+// StandingOnBeacons says which hosts of doc the sweep asks for
+// reachability only: those whose beacon rows (the read half's join,
+// rows) stand in for every complete declaration (BeaconStands). An
+// incomplete declaration needs no reading: it is refused either way.
+func StandingOnBeacons(doc *registry.Document, rows []beacon.Row) func(host string) bool {
+	byHost := make(map[string][]*beacon.Row, len(doc.Targets))
+	for i := range rows {
+		byHost[rows[i].Host] = append(byHost[rows[i].Host], &rows[i])
+	}
+	stands := make(map[string]bool, len(doc.Targets))
+	for _, t := range doc.Targets {
+		ok := true
+		bs := byHost[t.Name]
+		for i, s := range t.Services {
+			if s.Incomplete() {
+				continue
+			}
+			if !BeaconStands(findPtr(bs, i, func(r *beacon.Row) bool { return r.Service == s.Name })) {
+				ok = false
+				break
+			}
+		}
+		stands[t.Name] = ok
+	}
+	return func(host string) bool { return stands[host] }
 }
 
 func (r *Runner) enforce(ctx context.Context, c *Cycle, f *fleet.Fleet, o Options) {
