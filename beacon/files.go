@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"path/filepath"
 	"runtime"
+	"strings"
 
 	"github.com/wisent/stado/catalog"
 	"github.com/wisent/stado/declaration"
@@ -31,6 +33,25 @@ type UnitFiles struct {
 	// it is read once in a pass that declares a product. nil means the
 	// shipped catalog.
 	Catalog func(ctx context.Context) (*catalog.Catalog, error)
+	// CheckPath refuses a unit file path the host would not install to;
+	// such a unit is not compared (its file is never read). nil means
+	// declaration.CheckUnitPath, and for a user-scope unit a path below the
+	// scope owner's home, as the host channel holds ensure to.
+	CheckPath func(s registry.Service, goos, path, home string) error
+}
+
+// checkPath is ensure's rule for where a unit file may be.
+func checkPath(s registry.Service, goos, path, home string) error {
+	if err := declaration.CheckUnitPath(goos, s.EffectiveScope(), s.Unit, path); err != nil {
+		return err
+	}
+	if s.EffectiveScope() == declaration.ScopeUser {
+		h := filepath.Clean(home)
+		if h == "/" || h == "." || !strings.HasPrefix(filepath.Clean(path), h+"/") {
+			return fmt.Errorf("user unit path %s is not below the owner's home %s", path, home)
+		}
+	}
+	return nil
 }
 
 func (f *UnitFiles) goos() string {
@@ -77,6 +98,15 @@ func (f *UnitFiles) Check(ctx context.Context, p *Pass) {
 			rep.File = &FileCheck{Path: s.UnitPath, Uncompared: true, Reason: "the scope owner's home is not known: " + homeErr.Error()}
 			continue
 		}
+		path := units.UnitPath(s, goos, home)
+		check := f.CheckPath
+		if check == nil {
+			check = checkPath
+		}
+		if err := check(s, goos, path, home); err != nil {
+			rep.File = &FileCheck{Path: path, Uncompared: true, Reason: "not read: " + err.Error()}
+			continue
+		}
 		rep.File = compareFile(s, goos, home)
 	}
 }
@@ -92,7 +122,7 @@ func (f *UnitFiles) home(user string) (string, error) {
 // needsHome: a user-scope unit file lies in its owner's home, and a
 // launchd job's log path too.
 func needsHome(s registry.Service, goos string) bool {
-	return goos == declaration.OSDarwin || (s.EffectiveScope() == declaration.ScopeUser && s.UnitPath == "")
+	return goos == declaration.OSDarwin || s.EffectiveScope() == declaration.ScopeUser
 }
 
 // compareFile is one declaration's FileCheck.

@@ -52,7 +52,7 @@ func filesPass(t *testing.T, dir string) *Pass {
 
 func TestTheHostProcessSaysPerUnitWhetherItsFileIsWhatEnsureWouldWrite(t *testing.T) {
 	p := filesPass(t, t.TempDir())
-	(&UnitFiles{GOOS: "linux"}).Check(context.Background(), p)
+	(&UnitFiles{GOOS: "linux", CheckPath: anyPath}).Check(context.Background(), p)
 	want := map[string]struct {
 		drift, absent, uncompared bool
 		reason                    string
@@ -68,6 +68,27 @@ func TestTheHostProcessSaysPerUnitWhetherItsFileIsWhatEnsureWouldWrite(t *testin
 		if f == nil || f.Drift != w.drift || f.Absent != w.absent || f.Uncompared != w.uncompared || !strings.Contains(f.Reason, w.reason) ||
 			(w.reason == "" && f.Reason != "") || !strings.HasSuffix(f.Path, "/"+u.Unit) {
 			t.Errorf("%s: %+v, want %+v", u.Service, f, w)
+		}
+	}
+}
+
+// anyPath lets a test's unit files lie in its temporary directory.
+func anyPath(registry.Service, string, string, string) error { return nil }
+
+func TestAUnitPathOutsideTheUnitDirectoriesIsNeverRead(t *testing.T) {
+	dir := t.TempDir()
+	secret := filepath.Join(dir, "shadow")
+	if err := os.WriteFile(secret, []byte("root:x\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	p := &Pass{Host: "host1", Target: &registry.Target{Name: "host1", SSH: registry.SSH{User: "ops"}, Services: []registry.Service{
+		{Name: "odd", Unit: "shadow", Program: "/bin/true", UnitPath: secret},
+		{Name: "mine", Unit: "mine.service", Scope: "user", Program: "/bin/true", UnitPath: "/home/other/.config/systemd/user/mine.service"}}},
+		Beacon: &Beacon{Units: []UnitReport{{Service: "odd", Unit: "shadow"}, {Service: "mine", Unit: "mine.service"}}}}
+	(&UnitFiles{GOOS: "linux", Home: func(string) (string, error) { return "/home/ops", nil }}).Check(context.Background(), p)
+	for _, u := range p.Beacon.Units {
+		if f := u.File; f == nil || f.Drift || !f.Uncompared || !strings.HasPrefix(f.Reason, "not read: ") {
+			t.Errorf("%s: %+v", u.Service, f)
 		}
 	}
 }
