@@ -35,8 +35,9 @@ type Options struct {
 // Runner runs cycles against one store.
 type Runner struct {
 	Store store.Store
-	// Connect opens a fresh set of host connections (one for the sweep,
-	// one per host acted on) and returns the func that closes them.
+	// Connect opens the host connections of the sweep, then of each host
+	// acted on, and returns the func that closes them; a repeating run
+	// hands the same kept set every time with a close that does nothing.
 	Connect func() (fleet.Connector, func())
 	// Alerter delivers the alerts; nil means the zero Alerter.
 	Alerter *alert.Alerter
@@ -53,9 +54,9 @@ func (r *Runner) now() time.Time {
 	return time.Now()
 }
 
-// Run runs one cycle and records it. In report mode it opens one
-// connection per host for the verify sweep and changes nothing on any
-// host or in the registry. In enforce mode it first checks the
+// Run runs one cycle and records it. In report mode it makes one call per
+// host for the sweep (Runner.plan) and changes nothing on any host or in
+// the registry. In enforce mode it first checks the
 // registry's authorization (not_authorized) and the caps, then takes the
 // store's lease (a *LeaseHeldError when another enforcer holds it); those
 // refusals are returned with no cycle recorded. Once planning started, the
