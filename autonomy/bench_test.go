@@ -3,6 +3,7 @@ package autonomy
 import (
 	"context"
 	"fmt"
+	"sync"
 	"testing"
 	"time"
 
@@ -20,11 +21,18 @@ import (
 type answeringHost struct {
 	channel.Host
 	stopped map[string]bool
+
+	mu sync.Mutex
+	// read counts the declarations each Verify call carried
+	read []int
 }
 
 func (h *answeringHost) OS() string { return registry.OSLinux }
 
 func (h *answeringHost) Verify(_ context.Context, req channel.VerifyRequest) (channel.VerifyResult, error) {
+	h.mu.Lock()
+	h.read = append(h.read, len(req.Services))
+	h.mu.Unlock()
 	res := channel.VerifyResult{Units: make([]channel.UnitCheck, len(req.Services))}
 	for i, vs := range req.Services {
 		s := vs.Service
@@ -38,9 +46,15 @@ func (h *answeringHost) Verify(_ context.Context, req channel.VerifyRequest) (ch
 	return res, nil
 }
 
-// benchFleet is n hosts of m services each, their beacons fresh at now, and
-// one in-process Host per target; every tenth host has one service stopped.
+// benchFleet is n hosts of m services each, their beacons fresh at now
+// (each unit's file as declared, the host says), and one in-process Host
+// per target; every tenth host has one service stopped.
 func benchFleet(n, m int, now time.Time) (*registry.Document, *beacon.View, channel.Connector) {
+	doc, view, hosts := benchHosts(n, m, now)
+	return doc, view, func(t registry.Target) channel.Host { return hosts[t.Name] }
+}
+
+func benchHosts(n, m int, now time.Time) (*registry.Document, *beacon.View, map[string]*answeringHost) {
 	doc := &registry.Document{Version: 1}
 	view := &beacon.View{Document: doc, Beacons: map[string]*beacon.Beacon{}, Unreadable: map[string]string{}, Now: now}
 	hosts := map[string]*answeringHost{}
@@ -55,13 +69,14 @@ func benchFleet(n, m int, now time.Time) (*registry.Document, *beacon.View, chan
 			if i%10 == 0 && j == 0 {
 				state, h.stopped[s.Name] = units.StateInactive, true
 			}
-			b.Units = append(b.Units, beacon.UnitReport{Service: s.Name, Unit: s.Unit, State: state, PID: 100 + j})
+			b.Units = append(b.Units, beacon.UnitReport{Service: s.Name, Unit: s.Unit, State: state, PID: 100 + j,
+				File: &beacon.FileCheck{Path: "/etc/systemd/system/" + s.Unit}})
 		}
 		doc.Targets = append(doc.Targets, t)
 		view.Beacons[t.Name] = b
 		hosts[t.Name] = h
 	}
-	return doc, view, func(t registry.Target) channel.Host { return hosts[t.Name] }
+	return doc, view, hosts
 }
 
 // BenchmarkPlanThousandHostsTwentyServices is planning alone over 1,000
@@ -118,4 +133,39 @@ func TestTheBenchmarkFleetPlansOneStartPerTenthHost(t *testing.T) {
 	if c[ActionStart] != 10 || c[ActionNone] != 490 || len(c) != 2 {
 		t.Errorf("counts %v", c)
 	}
+}
+
+// BenchmarkPlanThousandHostsFromTheStore is a cycle's planning at 1,000
+// hosts × 20 services with their beacons in a file store and no host
+// behind them but an in-process answer: each op reads the registry, the
+// catalog and every beacon from the store, joins them, sweeps (every host
+// is asked for reachability only, since each beacon says its units' state
+// and drift) and plans, as Runner.plan does. It reports ms/plan; the
+// budget is 300 ms (docs/autonomy.md), measured, not asserted.
+func BenchmarkPlanThousandHostsFromTheStore(b *testing.B) {
+	doc, view, hosts := benchHosts(1000, 20, time.Now())
+	st := storeFleet(b, doc, view)
+	connect := func(t registry.Target) channel.Host { return hosts[t.Name] }
+	r := &Runner{Store: st, Connect: func() (channel.Connector, func()) { return connect, func() {} }}
+	ctx := context.Background()
+	b.ReportAllocs()
+	start := time.Now()
+	for b.Loop() {
+		v, err := beacon.LoadView(ctx, st, time.Now(), 0)
+		if err != nil {
+			b.Fatal(err)
+		}
+		cat, err := catalog.Load(ctx, st)
+		if err != nil {
+			b.Fatal(err)
+		}
+		c := &Cycle{}
+		if err := r.plan(ctx, c, &fleet.Fleet{Store: st, Doc: v.Document, Meta: v.Meta, Catalog: cat}, v); err != nil {
+			b.Fatal(err)
+		}
+		if n := Counts(c.Rows); len(c.Rows) != 20000 || n[ActionStart] != 100 {
+			b.Fatalf("%d rows: %v", len(c.Rows), n)
+		}
+	}
+	b.ReportMetric(float64(time.Since(start).Milliseconds())/float64(b.N), "ms/plan")
 }

@@ -35,8 +35,9 @@ type Options struct {
 // Runner runs cycles against one store.
 type Runner struct {
 	Store store.Store
-	// Connect opens a fresh set of host connections (one for the sweep,
-	// one per host acted on) and returns the func that closes them.
+	// Connect opens the host connections of the sweep, then of each host
+	// acted on, and returns the func that closes them; a repeating run
+	// hands the same kept set every time with a close that does nothing.
 	Connect func() (fleet.Connector, func())
 	// Alerter delivers the alerts; nil means the zero Alerter.
 	Alerter *alert.Alerter
@@ -53,9 +54,9 @@ func (r *Runner) now() time.Time {
 	return time.Now()
 }
 
-// Run runs one cycle and records it. In report mode it opens one
-// connection per host for the verify sweep and changes nothing on any
-// host or in the registry. In enforce mode it first checks the
+// Run runs one cycle and records it. In report mode it makes one call per
+// host for the sweep (Runner.plan) and changes nothing on any host or in
+// the registry. In enforce mode it first checks the
 // registry's authorization (not_authorized) and the caps, then takes the
 // store's lease (a *LeaseHeldError when another enforcer holds it); those
 // refusals are returned with no cycle recorded. Once planning started, the
@@ -124,20 +125,50 @@ func (r *Runner) Run(ctx context.Context, o Options) (*Cycle, error) {
 	return c, cycleErr
 }
 
-// plan runs the verify sweep on its own connections, closed before any
-// action, and plans every declared service.
+// plan runs the sweep on its own connections, closed before any action,
+// and plans every declared service. The sweep is one call per host: a
+// host whose fresh beacon stands in for every declaration (BeaconStands)
+// is asked for its reachability only, the others for a full verify.
 func (r *Runner) plan(ctx context.Context, c *Cycle, f *fleet.Fleet, view *beacon.View) error {
+	rows := view.Rows("")
 	conn, closeConn := r.Connect()
 	sweep := *f
 	sweep.Connect = conn
-	vr, err := sweep.Verify(ctx, fleet.VerifyOptions{}, nil)
+	vr, err := sweep.Verify(ctx, fleet.VerifyOptions{ReachOnly: StandingOnBeacons(view.Document, rows)}, nil)
 	closeConn()
 	if err != nil {
 		return fmt.Errorf("verify sweep: %w", err)
 	}
-	c.Rows = Plan(Input{Doc: view.Document, Catalog: f.Catalog, Beacons: view.Rows(""), Verify: vr,
+	c.Rows = Plan(Input{Doc: view.Document, Catalog: f.Catalog, Beacons: rows, Verify: vr,
 		Releases: rollout.ShowFleet(view, rollout.DeclarationsOf(view.Document), "")})
 	return nil
+}
+
+// StandingOnBeacons says which hosts of doc the sweep asks for
+// reachability only: those whose beacon rows (the read half's join,
+// rows) stand in for every complete declaration (BeaconStands). An
+// incomplete declaration needs no reading: it is refused either way.
+func StandingOnBeacons(doc *registry.Document, rows []beacon.Row) func(host string) bool {
+	byHost := make(map[string][]*beacon.Row, len(doc.Targets))
+	for i := range rows {
+		byHost[rows[i].Host] = append(byHost[rows[i].Host], &rows[i])
+	}
+	stands := make(map[string]bool, len(doc.Targets))
+	for _, t := range doc.Targets {
+		ok := true
+		bs := byHost[t.Name]
+		for i, s := range t.Services {
+			if s.Incomplete() {
+				continue
+			}
+			if !BeaconStands(findPtr(bs, i, func(r *beacon.Row) bool { return r.Service == s.Name })) {
+				ok = false
+				break
+			}
+		}
+		stands[t.Name] = ok
+	}
+	return func(host string) bool { return stands[host] }
 }
 
 func (r *Runner) enforce(ctx context.Context, c *Cycle, f *fleet.Fleet, o Options) {

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/wisent/stado/beacon"
 	"github.com/wisent/stado/channel"
 	"github.com/wisent/stado/refusal"
 	"github.com/wisent/stado/registry"
@@ -17,13 +18,20 @@ import (
 // (every host's first service stopped) and fresh beacons saying so.
 func cycleStore(t *testing.T, a registry.Autonomy) (store.Store, channel.Connector) {
 	t.Helper()
-	st := fileStore(t)
 	now := time.Now()
 	doc, view, connect := benchFleet(4, 2, now)
+	doc.Autonomy = a
+	return storeFleet(t, doc, view), connect
+}
+
+// storeFleet is a file store holding doc (every target at 127.0.0.1) and
+// view's beacons.
+func storeFleet(t testing.TB, doc *registry.Document, view *beacon.View) store.Store {
+	t.Helper()
+	st := fileStore(t)
 	for i := range doc.Targets {
 		doc.Targets[i].SSH.Address = "127.0.0.1"
 	}
-	doc.Autonomy = a
 	ctx := context.Background()
 	if _, err := registry.Push(ctx, st, doc, 0, "cycle test"); err != nil {
 		t.Fatal(err)
@@ -34,7 +42,39 @@ func cycleStore(t *testing.T, a registry.Autonomy) (store.Store, channel.Connect
 			t.Fatal(err)
 		}
 	}
-	return st, connect
+	return st
+}
+
+func TestAReportCycleAsksOnlyReachabilityOfHostsWhoseBeaconsSayStateAndDrift(t *testing.T) {
+	doc, view, hosts := benchHosts(4, 2, time.Now())
+	// host1's second unit file was edited, its host says; host3 runs an
+	// earlier host process that compares no files
+	view.Beacons["host1"].Units[1].File = &beacon.FileCheck{Path: "/etc/systemd/system/svc1.service", Drift: true, Reason: "the installed bytes differ from the rendering from line 5"}
+	for i := range view.Beacons["host3"].Units {
+		view.Beacons["host3"].Units[i].File = nil
+	}
+	st := storeFleet(t, doc, view)
+	connect := func(t registry.Target) channel.Host { return hosts[t.Name] }
+	r := &Runner{Store: st, Connect: func() (channel.Connector, func()) { return connect, func() {} }, Actor: &countingActor{}}
+	c, err := r.Run(context.Background(), Options{Mode: registry.AutonomyReport})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Counts[ActionStart] != 1 || c.Counts[ActionReinstall] != 1 || c.Counts[ActionNone] != 6 {
+		t.Fatalf("counts %v", c.Counts)
+	}
+	for name, want := range map[string]int{"host0": 0, "host1": 0, "host2": 0, "host3": 2} {
+		if got := hosts[name].read; len(got) != 1 || got[0] != want {
+			t.Errorf("%s was asked %v declarations per call, want one call of %d", name, got, want)
+		}
+	}
+	for _, row := range c.Rows {
+		if row.Host == "host1" && row.Service == "svc1" {
+			if !row.Evidence.Verify.ReachOnly || row.Evidence.Beacon.File == nil || !row.Evidence.Beacon.File.Drift || row.Evidence.Verify.Check != nil {
+				t.Errorf("the reinstall's evidence: %+v", row.Evidence)
+			}
+		}
+	}
 }
 
 type countingActor struct{ hosts []string }

@@ -1,5 +1,7 @@
 // Package autonomy owns the autonomy cycle (stado optimize run): it joins
-// the latest host beacons with a fresh verify sweep, plans every declared
+// the latest host beacons with a sweep of one call per host (reachability
+// alone for a host whose fresh beacon says each unit's state and drift, a
+// full verify otherwise), plans every declared
 // service (restore, reinstall, start, restart or nothing, or a recorded
 // refusal) and every declared release version a host does not run
 // (converge), and in enforce mode acts on the plan through the write half

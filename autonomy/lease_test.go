@@ -14,7 +14,7 @@ import (
 	_ "github.com/wisent/stado/store/etcdstore"
 )
 
-func fileStore(t *testing.T) store.Store {
+func fileStore(t testing.TB) store.Store {
 	t.Helper()
 	st, err := store.OpenFileStore(t.TempDir())
 	if err != nil {

@@ -75,11 +75,17 @@ type BeaconEvidence struct {
 	LastExit  *int             `json:"last_exit,omitempty"`
 	Starts    int              `json:"starts,omitempty"`
 	Freshness beacon.Freshness `json:"freshness"`
+	// File is the host's own comparison of the unit file with the
+	// declaration's rendering, when its fresh beacon carries one.
+	File *beacon.FileCheck `json:"file,omitempty"`
 }
 
 // VerifyEvidence is what the verify sweep read of the unit on its host.
 type VerifyEvidence struct {
-	Reachable bool   `json:"reachable"`
+	Reachable bool `json:"reachable"`
+	// ReachOnly is true when the sweep asked the host for reachability
+	// only: its fresh beacon said every unit's state and file.
+	ReachOnly bool   `json:"reach_only,omitempty"`
 	Stage     string `json:"stage,omitempty"`
 	// Error is the host's failure when it was not reachable.
 	Error string `json:"error,omitempty"`
@@ -170,6 +176,12 @@ type Input struct {
 //  6. a unit of the catalog's recovery list that needs an action:
 //     recovery_unit (stado's own host process is restarted only by the
 //     host repair step).
+//
+// A host the sweep asked for reachability only (BeaconStands held for each
+// of its declarations) skips rules 3 and 4: its fresh beacon's reading,
+// the unit's state and the host's own comparison of its file, decides as
+// the verify's would in rule 5 (a crash loop: failing and started
+// CrashLoopStarts times or more).
 //
 // After a target's services come its release rows, one per product the
 // registry declares a version of for it (planRelease): converge when the
@@ -305,12 +317,12 @@ func planOne(cat *catalog.Catalog, host string, s registry.Service, b *beacon.Ro
 	r := Row{Host: host, Service: s.Name, Unit: s.Unit}
 	r.Evidence.Beacon.State = beacon.StateUnknown
 	if b != nil {
-		r.Evidence.Beacon = BeaconEvidence{State: b.State, PID: b.PID, LastExit: b.LastExit, Starts: b.Starts, Freshness: b.Beacon}
+		r.Evidence.Beacon = BeaconEvidence{State: b.State, PID: b.PID, LastExit: b.LastExit, Starts: b.Starts, Freshness: b.Beacon, File: b.File}
 	} else {
 		r.Evidence.Beacon.Freshness = beacon.Freshness{Reason: "no beacon row for this declaration"}
 	}
 	if hv != nil {
-		r.Evidence.Verify = VerifyEvidence{Reachable: hv.Reachable, Stage: hv.Stage, Check: c}
+		r.Evidence.Verify = VerifyEvidence{Reachable: hv.Reachable, ReachOnly: hv.ReachOnly, Stage: hv.Stage, Check: c}
 		if hv.Error != nil {
 			r.Evidence.Verify.Error = hv.Error.Message
 		}
@@ -336,6 +348,21 @@ func planOne(cat *catalog.Catalog, host string, s registry.Service, b *beacon.Ro
 			cause = "no answer"
 		}
 		return refuse(CodeUnreachable, hv.Stage, "%s is unreachable at stage %s: %s", host, hv.Stage, cause)
+	case hv.ReachOnly && c == nil:
+		if !BeaconStands(b) {
+			return refuse(CodeNoEvidence, "", "%s on %s: the sweep read only the host's reachability, and the beacon cannot stand in (%s)", s.Unit, host, beaconReason(b))
+		}
+		lastExit := 0
+		if b.LastExit != nil {
+			lastExit = *b.LastExit
+		}
+		var logs []string
+		if b.LastStderr != "" {
+			logs = []string{b.LastStderr}
+		}
+		return decide(cat, host, s, r, reading{state: b.State, path: b.File.Path, absent: b.File.Absent, drift: b.File.Drift,
+			starts: b.Starts, lastExit: lastExit, sentence: b.Sentence, logs: logs,
+			crashLoop: b.Starts >= CrashLoopStarts && b.State == units.StateFailing})
 	case c == nil || c.State == "":
 		why := "the verify did not report it"
 		if c != nil && c.Refusal != nil {
@@ -365,39 +392,76 @@ func planOne(cat *catalog.Catalog, host string, s registry.Service, b *beacon.Ro
 	if fresh && kind(b.State) != kind(c.State) && !crashLoop {
 		return refuse(CodeInconclusive, "", "the beacon (pass %d, %.0fs old) says %s is %s and the verify says %s", b.Beacon.Pass, b.Beacon.AgeSeconds, s.Unit, b.State, c.State)
 	}
+	sentence := c.Evidence.Sentence
+	if sentence == "" && b != nil {
+		sentence = b.Sentence
+	}
+	return decide(cat, host, s, r, reading{state: c.State, path: c.Path, absent: c.FileAbsent, drift: c.Drift, dropIns: c.RepeatingDropIns,
+		starts: starts, lastExit: c.Evidence.LastExit, sentence: sentence, logs: c.Logs, crashLoop: crashLoop})
+}
+
+// reading is what rule 5 decides from: the verify's check of the unit, or
+// the fresh beacon's report of a host asked for reachability only.
+type reading struct {
+	state         string
+	path          string
+	absent, drift bool
+	dropIns       []string
+	starts        int
+	lastExit      int
+	sentence      string
+	logs          []string
+	crashLoop     bool
+}
+
+// decide is rules 5 and 6 over one reading.
+func decide(cat *catalog.Catalog, host string, s registry.Service, r Row, u reading) Row {
 	switch {
-	case c.FileAbsent:
-		r.Action, r.Plan = ActionRestore, fmt.Sprintf("would create %s from the declaration and start %s", orUnitPath(c.Path), s.Unit)
-	case c.Drift:
-		r.Action, r.Plan = ActionReinstall, fmt.Sprintf("would install the declared bytes at %s and restart %s", orUnitPath(c.Path), s.Unit)
-	case len(c.RepeatingDropIns) > 0:
-		r.Action, r.Plan = ActionReinstall, fmt.Sprintf("would set aside %s, which repeats commands of the declaration, and restart %s", strings.Join(c.RepeatingDropIns, ", "), s.Unit)
-	case c.State == units.StateInactive || c.State == units.StateFailed || c.State == units.StateMissing:
+	case u.absent:
+		r.Action, r.Plan = ActionRestore, fmt.Sprintf("would create %s from the declaration and start %s", orUnitPath(u.path), s.Unit)
+	case u.drift:
+		r.Action, r.Plan = ActionReinstall, fmt.Sprintf("would install the declared bytes at %s and restart %s", orUnitPath(u.path), s.Unit)
+	case len(u.dropIns) > 0:
+		r.Action, r.Plan = ActionReinstall, fmt.Sprintf("would set aside %s, which repeats commands of the declaration, and restart %s", strings.Join(u.dropIns, ", "), s.Unit)
+	case u.state == units.StateInactive || u.state == units.StateFailed || u.state == units.StateMissing:
 		r.Action, r.Plan = ActionStart, "would start "+s.Unit
-	case crashLoop:
-		ev := c.Evidence.Sentence
-		if ev == "" && b != nil && b.Sentence != "" {
-			ev = b.Sentence
-		}
+	case u.crashLoop:
+		ev := u.sentence
 		if ev == "" {
-			ev = fmt.Sprintf("last exit %d, started %d time(s)", c.Evidence.LastExit, starts)
+			ev = fmt.Sprintf("last exit %d, started %d time(s)", u.lastExit, u.starts)
 		}
-		if n := len(c.Logs); n > 0 {
-			ev += "; last line: " + c.Logs[n-1]
+		if n := len(u.logs); n > 0 {
+			ev += "; last line: " + u.logs[n-1]
 		}
-		return refuse(CodeCrashLoop, "", "%s on %s runs its declared bytes in a crash loop (%s); a restart would change nothing: fix the program or its declaration", s.Unit, host, ev)
-	case c.State == units.StateFailing:
-		r.Action, r.Plan = ActionRestart, fmt.Sprintf("would restart %s (last exit %d)", s.Unit, c.Evidence.LastExit)
+		r.Refusal = &Refusal{Code: CodeCrashLoop, Message: fmt.Sprintf("%s on %s runs its declared bytes in a crash loop (%s); a restart would change nothing: fix the program or its declaration", s.Unit, host, ev)}
+		return r
+	case u.state == units.StateFailing:
+		r.Action, r.Plan = ActionRestart, fmt.Sprintf("would restart %s (last exit %d)", s.Unit, u.lastExit)
 	default:
 		r.Action = ActionNone
 	}
 	if r.Action != ActionNone && cat != nil {
 		if p, ok := recoveryEntry(cat, s); ok {
 			r.Action, r.Plan = "", ""
-			return refuse(CodeRecoveryUnit, "", "%s on %s is %s on the recovery list: it is restarted only by its recovery path (stado repair %s --step host --target %s --apply)", s.Unit, host, p.Name, p.Name, host)
+			r.Refusal = &Refusal{Code: CodeRecoveryUnit, Message: fmt.Sprintf("%s on %s is %s on the recovery list: it is restarted only by its recovery path (stado repair %s --step host --target %s --apply)", s.Unit, host, p.Name, p.Name, host)}
 		}
 	}
 	return r
+}
+
+// BeaconStands reports whether a beacon row can stand in for the verify's
+// reading of its unit: the beacon is fresh, says a state the plan knows
+// (active, inactive, failed, failing or missing) and carries the host's
+// comparison of the unit file with the declaration's rendering.
+func BeaconStands(b *beacon.Row) bool {
+	if b == nil || b.Beacon.Kind != beacon.FreshnessFresh || b.File == nil || b.File.Uncompared {
+		return false
+	}
+	switch b.State {
+	case units.StateActive, units.StateInactive, units.StateFailed, units.StateFailing, units.StateMissing:
+		return true
+	}
+	return false
 }
 
 func recoveryEntry(cat *catalog.Catalog, s registry.Service) (*catalog.Product, bool) {

@@ -94,6 +94,23 @@ func TestPlanDecidesEachServiceFromItsEvidence(t *testing.T) {
 			host: reach(check("a", units.StateActive)), action: ActionNone},
 		{name: "recovery-list unit needing an action: recovery_unit", decl: registry.Service{Name: "stado", Unit: "stado.service", Program: "/usr/local/bin/stado", Args: []string{"host", "run"}},
 			host: reach(fleet.ServiceVerify{Service: "stado", Unit: "stado.service", State: units.StateInactive}), code: "recovery_unit", contain: "--step host"},
+		// A host asked for reachability only: its fresh beacon decides.
+		{name: "beacon: file absent, restore", decl: svc("a"), beacon: filed(freshRow("h", "a", units.StateMissing), true, true),
+			host: reachOnly(), action: ActionRestore, contain: "would create /etc/systemd/system/a.service"},
+		{name: "beacon: stopped, start", decl: svc("a"), beacon: filed(freshRow("h", "a", units.StateInactive), false, false),
+			host: reachOnly(), action: ActionStart},
+		{name: "beacon: bytes drifted, reinstall", decl: svc("a"), beacon: filed(freshRow("h", "a", units.StateActive), true, false),
+			host: reachOnly(), action: ActionReinstall, contain: "would install the declared bytes at /etc/systemd/system/a.service"},
+		{name: "beacon: as declared, none", decl: svc("a"), beacon: filed(freshRow("h", "a", units.StateActive), false, false),
+			host: reachOnly(), action: ActionNone},
+		{name: "beacon: failing and started often, crash loop", decl: svc("a"), beacon: crashing(filed(freshRow("h", "a", units.StateFailing), false, false), 5),
+			host: reachOnly(), code: string(CodeCrashLoop), contain: "last line: dying"},
+		{name: "beacon: failing once, restart", decl: svc("a"), beacon: crashing(filed(freshRow("h", "a", units.StateFailing), false, false), 1),
+			host: reachOnly(), action: ActionRestart, contain: "last exit 3"},
+		{name: "beacon gone stale since the sweep was chosen: no_evidence", decl: svc("a"), beacon: ptr(staleRow("h", "a")),
+			host: reachOnly(), code: string(CodeNoEvidence), contain: "reachability"},
+		{name: "beacon: recovery-list unit stopped, recovery_unit", decl: registry.Service{Name: "stado", Unit: "stado.service", Program: "/usr/local/bin/stado", Args: []string{"host", "run"}},
+			beacon: filed(freshRow("h", "stado", units.StateInactive), false, false), host: reachOnly(), code: "recovery_unit"},
 		{name: "recovery-list unit running: none", decl: registry.Service{Name: "stado", Unit: "stado.service", Program: "/usr/local/bin/stado", Args: []string{"host", "run"}},
 			host: reach(fleet.ServiceVerify{Service: "stado", Unit: "stado.service", State: units.StateActive}), action: ActionNone},
 	}
@@ -132,11 +149,47 @@ func TestPlanDecidesEachServiceFromItsEvidence(t *testing.T) {
 	}
 }
 
+// filed is r with the host's comparison of its unit file.
+func filed(r beacon.Row, drift, absent bool) *beacon.Row {
+	r.File = &beacon.FileCheck{Path: "/etc/systemd/system/" + r.Unit, Drift: drift, Absent: absent}
+	return &r
+}
+
+// crashing is r failing with exit 3 after starts starts.
+func crashing(r *beacon.Row, starts int) *beacon.Row {
+	r.Starts, r.LastExit, r.LastStderr = starts, ptr(3), "dying"
+	return r
+}
+
+func reachOnly() fleet.HostVerify { return fleet.HostVerify{Reachable: true, ReachOnly: true} }
+
 func reach(svcs ...fleet.ServiceVerify) fleet.HostVerify {
 	return fleet.HostVerify{Reachable: true, Services: svcs}
 }
 
 func ptr[T any](v T) *T { return &v }
+
+func TestOnlyHostsWhoseBeaconStandsInForEveryUnitAreAskedForReachabilityAlone(t *testing.T) {
+	incomplete := svc("old")
+	incomplete.Program, incomplete.Args = "", nil
+	doc := &registry.Document{Version: 1, Targets: []registry.Target{
+		{Name: "filed", Services: []registry.Service{svc("a"), svc("b"), incomplete}},
+		{Name: "stale", Services: []registry.Service{svc("a")}},
+		{Name: "older-host", Services: []registry.Service{svc("a")}}, // its beacon compares no files
+		{Name: "uncompared", Services: []registry.Service{svc("a")}},
+		{Name: "empty"},
+	}}
+	unc := filed(freshRow("uncompared", "a", units.StateActive), false, false)
+	unc.File.Uncompared = true
+	rows := []beacon.Row{*filed(freshRow("filed", "a", units.StateActive), false, false), *filed(freshRow("filed", "b", units.StateMissing), true, true),
+		freshRow("filed", "old", units.StateActive), staleRow("stale", "a"), freshRow("older-host", "a", units.StateActive), *unc}
+	stands := StandingOnBeacons(doc, rows)
+	for host, want := range map[string]bool{"filed": true, "stale": false, "older-host": false, "uncompared": false, "empty": true} {
+		if stands(host) != want {
+			t.Errorf("%s: reach only %v, want %v", host, stands(host), want)
+		}
+	}
+}
 
 func TestPlanNamesTheUnreachableStageInItsRefusal(t *testing.T) {
 	in := Input{Doc: &registry.Document{Version: 1, Targets: []registry.Target{{Name: "h5", OS: "linux", Services: []registry.Service{svc("a"), svc("b")}}}},

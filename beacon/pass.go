@@ -140,6 +140,9 @@ type Runner struct {
 	// MetricsHandler, when not nil, is served by the host API at GET
 	// /metrics (the host process's Prometheus metrics, package metrics).
 	MetricsHandler http.Handler
+	// Files, when not nil, compares every declared unit's file with its
+	// rendering each pass (the reports' File); nil compares none.
+	Files *UnitFiles
 
 	mu      sync.Mutex
 	pass    int64
@@ -280,6 +283,9 @@ func (r *Runner) RunPass(ctx context.Context) (*Beacon, error) {
 		p.Refuse("host_not_declared", r.Host, "the registry declares no target %q", r.Host)
 	}
 	r.observe(ctx, p)
+	if r.Files != nil {
+		r.Files.Check(ctx, p)
+	}
 	if r.ReleaseRoot != "" {
 		b.Releases = ReadReleases(r.ReleaseRoot)
 	}

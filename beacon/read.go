@@ -418,7 +418,15 @@ type Row struct {
 	Answering  *Answering `json:"answering,omitempty"`
 	// Protocol is the service-protocol evidence, when one is declared.
 	Protocol *Protocol `json:"protocol,omitempty"`
+	// File is the host's comparison of the unit file with the
+	// declaration's rendering (drift), from a fresh beacon that carries
+	// one; nil when nothing is known of it.
+	File *FileCheck `json:"file,omitempty"`
 }
+
+// Drifted reports whether the fresh beacon says the unit's file is absent
+// or is not what ensure would write.
+func (r Row) Drifted() bool { return r.File != nil && r.File.Drift }
 
 // Rows joins every declaration (of host, or of all hosts when host is "")
 // with its host's beacon. A stale or absent beacon makes the row unknown.
@@ -523,7 +531,7 @@ func (v *View) appendRows(rows []Row, t *declaredTarget) []Row {
 			if rep := reports.find(s); rep != nil {
 				row.State, row.Sub, row.PID, row.LastExit = rep.State, rep.Sub, rep.PID, rep.LastExit
 				row.Starts, row.Sentence, row.LastStderr, row.Answering = rep.Starts, rep.Sentence, rep.LastStderr, rep.Answering
-				row.Protocol = rep.Protocol
+				row.Protocol, row.File = rep.Protocol, rep.File
 			} else {
 				// The beacon is fresh but predates the declaration.
 				row.Beacon.Reason = "the beacon does not report this declaration yet"
@@ -573,10 +581,11 @@ func (ix reportIndex) find(s declared) *UnitReport {
 
 // Problem reports whether the row needs attention, by the rules registry
 // doctor reports a declaration by: any state but active (unknown included:
-// nothing confirms the unit runs), an incomplete declaration, or an
-// answering question that stood or was answered unsuccessfully.
+// nothing confirms the unit runs), an incomplete declaration, a unit file
+// the host says drifted, or an answering question that stood or was
+// answered unsuccessfully.
 func (r Row) Problem() bool {
-	if r.State != StateActive || r.Incomplete {
+	if r.State != StateActive || r.Incomplete || r.Drifted() {
 		return true
 	}
 	a := r.Answering

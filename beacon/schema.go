@@ -89,6 +89,30 @@ type UnitReport struct {
 	// Protocol is the newest reading of the service's protocol executable;
 	// absent when the declaration names none.
 	Protocol *Protocol `json:"protocol,omitempty"`
+	// File is the declared unit's file against what its declaration
+	// renders on this host (what ensure would install); absent for
+	// undeclared units and from host processes that do not compare
+	// (earlier versions): a reader then knows nothing of drift.
+	File *FileCheck `json:"file,omitempty"`
+}
+
+// FileCheck is one declared unit's file as the host process compared it
+// this pass, with units.CompareInstalled (ensure's rendering).
+type FileCheck struct {
+	// Path is the unit file's path on the host.
+	Path string `json:"path"`
+	// Drift is true when the file is absent or its bytes are not what
+	// ensure would write; false when they are, or when Uncompared.
+	Drift bool `json:"drift"`
+	// Absent is true when there is no file at Path.
+	Absent bool `json:"absent,omitempty"`
+	// Uncompared is true when the comparison could not be made (the
+	// declaration renders nothing, the file cannot be read): Drift then
+	// says nothing, and Reason says why.
+	Uncompared bool `json:"uncompared,omitempty"`
+	// Reason says the drift, or why there is no comparison, in a few
+	// words; empty when the bytes match.
+	Reason string `json:"reason,omitempty"`
 }
 
 // Protocol states.

@@ -24,6 +24,9 @@ func (r Row) Detail() string {
 	if r.Incomplete {
 		parts = append(parts, "declaration_incomplete")
 	}
+	if r.Drifted() {
+		parts = append(parts, "drift: "+r.File.Reason)
+	}
 	if r.Sentence != "" {
 		parts = append(parts, r.Sentence)
 	} else if r.LastExit != nil && r.State == StateFailed {
@@ -62,6 +65,16 @@ func (r Row) Lines() []string {
 	}
 	if r.Incomplete {
 		add("  declaration_incomplete: the declaration has no program; it cannot be reinstalled")
+	}
+	if f := r.File; f != nil {
+		switch {
+		case f.Drift:
+			add("  unit file %s: drift: %s", f.Path, f.Reason)
+		case f.Uncompared:
+			add("  unit file %s: not compared: %s", f.Path, f.Reason)
+		default:
+			add("  unit file %s: as declared", f.Path)
+		}
 	}
 	if r.Sentence != "" {
 		add("  %s", r.Sentence)

@@ -8,6 +8,7 @@ import (
 	ucli "github.com/urfave/cli/v2"
 
 	"github.com/wisent/stado/beacon"
+	"github.com/wisent/stado/catalog"
 	"github.com/wisent/stado/channel/sshclient"
 	"github.com/wisent/stado/metrics"
 	"github.com/wisent/stado/registry"
@@ -35,7 +36,8 @@ func newHostRunCommand(env *Env) *ucli.Command {
 		Usage: "run this host's stado process: publish a beacon every pass and serve the release API and /metrics",
 		UsageText: "stado host run [--host NAME] [--interval 15s] [--stale-after 45s] [--listen ADDR:PORT] [--peer-recoveries 2]\n\n" +
 			"Meant to run under the host's init system as the stado product (stado service ensure stado --host NAME).\n" +
-			"Each pass observes every declared unit and the undeclared loaded ones, asks the answering questions,\n" +
+			"Each pass observes every declared unit and the undeclared loaded ones, compares each declared unit's\n" +
+			"file with what ensure would write (its drift), asks the answering questions,\n" +
 			"reads this host's resolver waiting list, and publishes beacons/<host> to the store.\n" +
 			"Beside its passes it serves /healthz, the release routes and /metrics (Prometheus; docs/metrics.md).\n\n" +
 			"example:\n   stado host run --host host1 --store file:///var/lib/stado/store --interval 5s",
@@ -102,6 +104,9 @@ func runHostRun(ctx context.Context, env *Env, o hostRunOptions) error {
 		Version:  Version, Logger: env.Logger.With("host", host), Now: env.Now, Notifier: notifier,
 		PassObserver: m, MetricsHandler: m.Handler(),
 		ReleaseRoot: release.Root(env.Getenv, os.Geteuid(), homeDir(env)),
+		// each declared unit's file against ensure's rendering, with the
+		// product settings of the store's catalog as the host channel merges them
+		Files: &beacon.UnitFiles{Catalog: func(ctx context.Context) (*catalog.Catalog, error) { return catalog.LoadOrShipped(ctx, st) }},
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()

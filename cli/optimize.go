@@ -15,11 +15,11 @@ import (
 )
 
 // The autonomy cycle: optimize run plans (and, authorized, enforces) from
-// beacons and a verify sweep; optimize status reads what it recorded.
+// beacons and a sweep of the hosts; optimize status reads what it recorded.
 func newOptimizeCommand(env *Env) *ucli.Command {
 	return &ucli.Command{
 		Name:  "optimize",
-		Usage: "the autonomy cycle: plan every declared service from beacons and a verify sweep, and, authorized, repair",
+		Usage: "the autonomy cycle: plan every declared service from beacons and a sweep of the hosts, and, authorized, repair",
 		Subcommands: []*ucli.Command{
 			newOptimizeRunCommand(env),
 			newOptimizeStatusCommand(env),
@@ -39,12 +39,15 @@ func newOptimizeRunCommand(env *Env) *ucli.Command {
 		Usage: "run the autonomy cycle: report plans and changes nothing; enforce repairs within its caps",
 		UsageText: "stado optimize run [--mode report|enforce] [--every DURATION] [--max-concurrent N] [--max-fraction F]\n" +
 			"                   [--failure-budget K] [--lease-ttl DURATION] [--settle DURATION] [--json]\n\n" +
-			"Joins the latest beacons with a verify sweep (one connection per host) and plans every declared\n" +
-			"service: restore (the unit file is absent), reinstall (its bytes drifted), start (inactive or\n" +
-			"failed), restart (failing, not a crash loop) or none. An incomplete declaration, an unreachable\n" +
-			"host, missing or conflicting evidence, a crash loop and a recovery-list unit are recorded\n" +
-			"refusals. The cycle is recorded in the store (stado optimize status) and refusals are alerted on\n" +
-			"the targets' webhooks; a command alert runs only on its own host (stado host run), never here.\n\n" +
+			"Joins the latest beacons with a sweep of one call per host over kept connections (the keeper's,\n" +
+			"unless --no-keeper; --every keeps its own across cycles) and plans every declared service: restore\n" +
+			"(the unit file is absent), reinstall (its bytes drifted), start (inactive or failed), restart\n" +
+			"(failing, not a crash loop) or none. A host whose fresh beacon says each unit's state and drift\n" +
+			"(its host process compares the unit files) is asked only whether it is reachable; any other host\n" +
+			"is verified in full. An incomplete declaration, an unreachable host, missing or conflicting\n" +
+			"evidence, a crash loop and a recovery-list unit are recorded refusals. The cycle is recorded in\n" +
+			"the store (stado optimize status) and refusals are alerted on the targets' webhooks; a command\n" +
+			"alert runs only on its own host (stado host run), never here.\n\n" +
 			"report (the default) changes nothing on any host or in the registry and exits 0.\n" +
 			"enforce needs autonomy.mode: enforce in the registry as well as this flag, takes the store's\n" +
 			"enforcer lease (a second enforcer is refused, naming the holder), acts through the write half\n" +
@@ -83,7 +86,9 @@ func newOptimizeRunCommand(env *Env) *ucli.Command {
 	}, true)
 }
 
-// runOptimize runs one cycle, or one every o.Every until ctx ends.
+// runOptimize runs one cycle, or one every o.Every until ctx ends; a
+// repeating run opens its host connections once (connect) and keeps them
+// across its cycles.
 func runOptimize(ctx context.Context, env *Env, o optimizeRunOptions, connect func() (fleet.Connector, func())) error {
 	st, err := openStore(ctx, env)
 	if err != nil {
@@ -104,6 +109,11 @@ func runOptimize(ctx context.Context, env *Env, o optimizeRunOptions, connect fu
 		}
 		return c.Outcome()
 	}
+	// one set of connections for every cycle (the sweep's and the
+	// actions'), so a cycle after the first dials nothing
+	conn, closeConn := connect()
+	defer closeConn()
+	r.Connect = func() (fleet.Connector, func()) { return conn, func() {} }
 	t := time.NewTicker(o.Every)
 	defer t.Stop()
 	for {

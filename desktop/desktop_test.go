@@ -356,3 +356,27 @@ func TestTheTableRefreshesWhenTheStoreChanges(t *testing.T) {
 }
 
 func strconv(n uint64) string { b, _ := json.Marshal(n); return string(b) }
+
+func TestADriftedUnitIsMarkedForAttentionAndTheInspectorSaysWhyWithoutSSH(t *testing.T) {
+	st := fleetFixture(t, 2, 2, t0, func(b *beacon.Beacon) {
+		for i := range b.Units {
+			b.Units[i].File = &beacon.FileCheck{Path: "/etc/systemd/system/" + b.Units[i].Unit}
+		}
+		if b.Host == "host0001" {
+			b.Units[1].File.Drift, b.Units[1].File.Reason = true, "the installed bytes differ from the rendering from line 4"
+		}
+	})
+	p := openPage(t, st)
+	_, body := p.get(t, "/rows?mark=problems")
+	if !strings.Contains(body, "drift: the installed bytes differ") || strings.Contains(body, "host0000") {
+		t.Errorf("the problems view does not hold exactly the drifted unit:\n%s", body)
+	}
+	_, body = p.get(t, "/inspect?host=host0001&service=s1")
+	if body = html.UnescapeString(body); !strings.Contains(body, `data-drift="true"`) || !strings.Contains(body, "from line 4") {
+		t.Errorf("inspector of a drifted unit:\n%s", body)
+	}
+	_, body = p.get(t, "/inspect?host=host0000&service=s1")
+	if !strings.Contains(html.UnescapeString(body), "as declared") {
+		t.Errorf("inspector of a matching unit file:\n%s", body)
+	}
+}

@@ -107,7 +107,7 @@ func (s *Server) keepWarm(ctx context.Context) {
 const (
 	MarkFailing   = "failing"    // the unit failed or crash-loops
 	MarkUnknown   = "unknown"    // no trusted beacon: stale, absent or unreadable
-	MarkAttention = "attention"  // the unit runs but its answer is not a success (503, stood, refused)
+	MarkAttention = "attention"  // the unit runs but its answer is not a success (503, stood, refused), or its file drifted
 	MarkNoVerdict = "no-verdict" // the product asks a question and no successful answer is known
 	MarkDown      = "down"       // missing or inactive
 	MarkHealthy   = "healthy"    // active, and answered successfully when its product asks
@@ -275,6 +275,9 @@ func (sn *snapshot) newRow(r beacon.Row, rel *Release) Row {
 		// a question is declared and no success is known (asked, waiting,
 		// or a beacon that carries no answering block): never healthy
 		row.Mark = MarkNoVerdict
+	case r.Drifted():
+		// it runs, but not the bytes its declaration renders (the host says)
+		row.Mark = MarkAttention
 	case r.State == beacon.StateActive:
 		row.Mark = MarkHealthy
 	default:

@@ -35,6 +35,11 @@ const (
 type VerifyOptions struct {
 	Name  string   // a service name or unit; "" means every declared service
 	Hosts []string // "" means every target (declaring Name, when set)
+	// ReachOnly, when not nil, names the hosts whose call carries no
+	// declaration: it proves the host reachable and reads nothing (the
+	// autonomy cycle asks it of hosts whose beacon already says every
+	// unit's state and drift).
+	ReachOnly func(host string) bool
 }
 
 // VerifyResult is one verify sweep: one HostVerify per target, in registry
@@ -53,8 +58,12 @@ type HostVerify struct {
 	Stage string     `json:"stage,omitempty"`
 	Error *HostError `json:"error,omitempty"`
 	// Services are the host's declared services (those named), in
-	// declaration order; empty when the host was not reachable.
+	// declaration order; empty when the host was not reachable or was
+	// asked ReachOnly.
 	Services []ServiceVerify `json:"services"`
+	// ReachOnly is true when the call read nothing but reachability
+	// (VerifyOptions.ReachOnly).
+	ReachOnly bool `json:"reach_only,omitempty"`
 }
 
 // ServiceVerify is one declared service as its host runs it.
@@ -132,10 +141,14 @@ func (f *Fleet) Verify(ctx context.Context, o VerifyOptions, each func(HostVerif
 	if err != nil {
 		return nil, err
 	}
+	reachOnly := func(host string) bool { return o.ReachOnly != nil && o.ReachOnly(host) }
 	list, _ := fanOut(ctx, f, "service verify", targets, func(ctx context.Context, t registry.Target) (HostVerify, error) {
+		if reachOnly(t.Name) {
+			return f.reachOne(ctx, t)
+		}
 		return f.verifyOne(ctx, t, o.Name)
 	}, func(r *HostVerify, host string, err error) {
-		r.Host, r.Reachable = host, err == nil
+		r.Host, r.Reachable, r.ReachOnly = host, err == nil, reachOnly(host)
 		if err != nil {
 			r.Error = DescribeHostError(host, err)
 			r.Stage = VerifyStage(err)
@@ -205,6 +218,18 @@ func (f *Fleet) verifyOne(ctx context.Context, t registry.Target, name string) (
 		hv.Services = append(hv.Services, serviceVerify(c))
 	}
 	return hv, nil
+}
+
+// reachOne is one call to t carrying no declaration: it proves the host
+// reachable (and of the declared OS) and reads nothing.
+func (f *Fleet) reachOne(ctx context.Context, t registry.Target) (HostVerify, error) {
+	hv := HostVerify{Host: t.Name, ReachOnly: true}
+	h, err := f.host(t)
+	if err != nil {
+		return hv, err
+	}
+	_, err = h.Verify(ctx, channel.VerifyRequest{OS: t.OS, LaunchdDomain: t.LaunchdDomain, Services: []channel.VerifyService{}})
+	return hv, err
 }
 
 // serviceVerify reads one host check into the fleet's terms.

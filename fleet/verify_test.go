@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"net"
 	"os"
 	"path/filepath"
@@ -340,5 +341,26 @@ func BenchmarkVerifyOfAThousandHostsOfTwentyServices(b *testing.B) {
 		if err != nil || len(res.Hosts) != hosts || !res.Clean() {
 			b.Fatalf("%v: %d hosts, clean %v", err, len(res.Hosts), res.Clean())
 		}
+	}
+}
+
+func TestAReachOnlyVerifyProvesTheHostReachableAndReadsNothing(t *testing.T) {
+	b := newVerifyBed(t)
+	before := maps.Clone(b.mem.Calls)
+	res := b.verify(t, fleet.VerifyOptions{ReachOnly: func(string) bool { return true }})
+	up, down := res.Hosts[0], res.Hosts[1]
+	if !up.Reachable || !up.ReachOnly || len(up.Services) != 0 {
+		t.Errorf("the reachable host: %+v", up)
+	}
+	if down.Reachable || !down.ReachOnly || down.Stage != fleet.StageConnect {
+		t.Errorf("the closed port: %+v", down)
+	}
+	if !maps.Equal(before, b.mem.Calls) {
+		t.Errorf("a reach-only call read the init system: calls %v", b.mem.Calls)
+	}
+	// only the hosts named reach-only: the others are read in full
+	res = b.verify(t, fleet.VerifyOptions{ReachOnly: func(h string) bool { return h == "down" }})
+	if res.Hosts[0].ReachOnly || len(res.Hosts[0].Services) != 2 {
+		t.Errorf("host1 asked in full: %+v", res.Hosts[0])
 	}
 }

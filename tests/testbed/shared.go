@@ -26,15 +26,19 @@ const (
 	HostsEnv = "STADO_TESTBED_HOSTS"
 	// DefaultHosts is the shared bed's size unless a journey asks for more.
 	DefaultHosts = 3
-	// MaxHosts is the most hosts a journey may ask for.
-	MaxHosts = 10
+	// MaxHosts is the most hosts a journey may ask for: testbed.sh's range.
+	MaxHosts = 250
 	// LockPath is the machine-wide lock a test process holds while it owns
 	// the testbed; a second process waits for it.
 	LockPath = "/run/stado-testbed.lock"
 )
 
-// upTimeout bounds one `testbed.sh up` (boot and sshd of every host).
-const upTimeout = 3 * time.Minute
+// upTimeout bounds one `testbed.sh up` (boot and sshd of every host) of
+// up to 10 hosts; each host beyond adds upPerHost.
+const (
+	upTimeout = 3 * time.Minute
+	upPerHost = 2 * time.Second
+)
 
 // shared is the one bed of this test process.
 var shared struct {
@@ -293,7 +297,7 @@ func bringUp(n int, fresh bool) (*Bed, error) {
 			return nil, err
 		}
 	}
-	if out, err := b.runScript(upTimeout, "up", strconv.Itoa(n)); err != nil {
+	if out, err := b.runScript(upTimeout+time.Duration(max(n-10, 0))*upPerHost, "up", strconv.Itoa(n)); err != nil {
 		msg := fmt.Sprintf("testbed.sh up %d: %v\n%s%s", n, err, tail(out, 20), b.consoles(n))
 		if derr := b.down(); derr != nil {
 			msg += fmt.Sprintf("\n(and down after it: %v)", derr)
@@ -309,7 +313,7 @@ func bringUp(n int, fresh bool) (*Bed, error) {
 // down runs `testbed.sh down`: every host stopped by its recorded pid,
 // SIGKILL after a timeout, cgroups removed. Idempotent.
 func (b *Bed) down() error {
-	if out, err := b.runScript(time.Minute, "down"); err != nil {
+	if out, err := b.runScript(time.Minute+time.Duration(len(b.hosts))*time.Second, "down"); err != nil {
 		return fmt.Errorf("testbed.sh down: %v\n%s", err, tail(out, 20))
 	}
 	return nil
