@@ -130,6 +130,88 @@ func (c *Client) Run(ctx context.Context, t registry.Target, dialer *sshclient.D
 	}
 }
 
+var _ sshclient.Adopter = (*Client)(nil)
+
+// Adopt hands targets, which this process dialed itself with dialer (nil:
+// the zero Dialer) because no keeper carried their calls, to the keeper, so
+// the commands that follow find them connected and their sessions running
+// program: the first command after the keeper's idle exit pays a cold
+// dial, not a keeper's start and then a dial, and the next one none. When
+// this Client started the keeper (StartBehind), Adopt waits for its socket
+// until ctx ends; otherwise it hands them only to a keeper already there.
+// The keeper is held to the checks of Run before a byte is sent (one that
+// fails them is logged once and handed nothing); Adopt waits only for the
+// keeper's answer that it took the hosts, never for its dials. It is best
+// effort: any failure leaves the next command to dial as this one did.
+func (c *Client) Adopt(ctx context.Context, dialer *sshclient.Dialer, program string, targets []registry.Target) {
+	if dialer == nil {
+		dialer = &sshclient.Dialer{}
+	}
+	var reqs []*keeperRequest
+	for _, t := range targets {
+		ep, err := dialer.Resolve(t)
+		if err != nil {
+			continue
+		}
+		if req, err := newKeeperRequest(dialer, ep, nil, nil); err == nil {
+			reqs = append(reqs, req)
+		}
+	}
+	for len(reqs) > 0 {
+		n := min(len(reqs), maxAdoptBatch)
+		if !c.adopt(ctx, program, reqs[:n]) {
+			return
+		}
+		reqs = reqs[n:]
+	}
+}
+
+// adopt sends one adopt call; false when the keeper did not take it.
+func (c *Client) adopt(ctx context.Context, program string, reqs []*keeperRequest) bool {
+	conn, err := c.connectAdopt(ctx)
+	if err != nil {
+		if errors.Is(err, ErrUntrusted) {
+			c.distrust(err)
+		}
+		return false
+	}
+	defer conn.Close()
+	stop := context.AfterFunc(ctx, func() { conn.Close() })
+	defer stop()
+	if err := writeFrame(conn, &keeperFrame{Kind: frameAdopt, Version: keeperProtocol, Program: program, Adopt: reqs}); err != nil {
+		return false
+	}
+	var f keeperFrame
+	return readFrame(bufio.NewReader(conn), &f) == nil && f.Kind == frameAdopted
+}
+
+// connectAdopt dials the keeper's socket once it is trusted; when this
+// Client started the keeper behind its calls, it polls for the socket until
+// ctx ends. It never starts one.
+func (c *Client) connectAdopt(ctx context.Context) (*net.UnixConn, error) {
+	sock := c.Socket
+	if sock == "" {
+		var err error
+		if sock, err = DefaultSocket(); err != nil {
+			return nil, err
+		}
+	}
+	uid := os.Geteuid()
+	tick := time.NewTicker(10 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		conn, err := dialTrusted(ctx, sock, uid)
+		if err == nil || !c.behind.Load() || !notListening(err) {
+			return conn, err
+		}
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-tick.C:
+		}
+	}
+}
+
 // newKeeperRequest is the request for one call, every path made absolute
 // in this process's working directory.
 func newKeeperRequest(d *sshclient.Dialer, ep sshclient.Endpoint, argv []string, stdin []byte) (*keeperRequest, error) {
