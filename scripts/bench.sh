@@ -10,6 +10,8 @@ cd "$(dirname "$0")/.."
 export STADO_TESTBED=${STADO_TESTBED:-required}
 b() { echo; echo "## $*"; }
 bash scripts/bench-compare.sh | tee "${BENCH_H2H_OUT:-/tmp/bench-headtohead.txt}"
+b "cold calls on 20 hosts: where a cold deploy's time goes; the first command after the keeper's idle exit (budget 1.1x cold)"
+bash scripts/bench-keeper.sh
 b "registry: parse+validate 1,000 targets × 20 services, one CAS write (budgets 50 ms, 25 ms)"
 go test -run '^$' -bench . -benchtime 5x ./registry | grep -E '^Benchmark|ok'
 b "repair: one pass over 200 answering services, 50 standing (budget 100 ms); detection latency"
