@@ -78,9 +78,17 @@ type Client struct {
 	// the same or another reason say nothing more. Nil discards it.
 	Logger *slog.Logger
 
-	warned atomic.Bool
-	behind atomic.Bool // this Client started a keeper without waiting for it
+	warned   atomic.Bool
+	behind   atomic.Bool  // this Client started a keeper without waiting for it
+	behindAt atomic.Int64 // when (unix nanoseconds)
 }
+
+// adoptStartWait bounds how long after starting a keeper behind its calls
+// a Client still waits for its socket to hand it hosts (Adopt): a keeper
+// that has not answered by then is not waited for, so a keeper that cannot
+// start costs a command at most this, and a command that ran longer
+// nothing.
+const adoptStartWait = time.Second
 
 // distrust logs err, the first untrusted keeper of c, once.
 func (c *Client) distrust(err error) {
@@ -138,7 +146,8 @@ var _ sshclient.Adopter = (*Client)(nil)
 // program: the first command after the keeper's idle exit pays a cold
 // dial, not a keeper's start and then a dial, and the next one none. When
 // this Client started the keeper (StartBehind), Adopt waits for its socket
-// until ctx ends; otherwise it hands them only to a keeper already there.
+// until a second after that start (adoptStartWait) or ctx ends; otherwise
+// it hands them only to a keeper already there.
 // The keeper is held to the checks of Run before a byte is sent (one that
 // fails them is logged once and handed nothing); Adopt waits only for the
 // keeper's answer that it took the hosts, never for its dials. It is best
@@ -187,7 +196,7 @@ func (c *Client) adopt(ctx context.Context, program string, reqs []*keeperReques
 
 // connectAdopt dials the keeper's socket once it is trusted; when this
 // Client started the keeper behind its calls, it polls for the socket until
-// ctx ends. It never starts one.
+// adoptStartWait after that start, or ctx ends. It never starts one.
 func (c *Client) connectAdopt(ctx context.Context) (*net.UnixConn, error) {
 	sock := c.Socket
 	if sock == "" {
@@ -203,6 +212,9 @@ func (c *Client) connectAdopt(ctx context.Context) (*net.UnixConn, error) {
 		conn, err := dialTrusted(ctx, sock, uid)
 		if err == nil || !c.behind.Load() || !notListening(err) {
 			return conn, err
+		}
+		if time.Since(time.Unix(0, c.behindAt.Load())) > adoptStartWait {
+			return nil, fmt.Errorf("the keeper started %v ago does not answer on %s: %w", adoptStartWait, sock, err)
 		}
 		select {
 		case <-ctx.Done():
@@ -358,6 +370,7 @@ func (c *Client) connect(ctx context.Context) (*net.UnixConn, error) {
 	}
 	if c.StartBehind {
 		if c.behind.CompareAndSwap(false, true) {
+			c.behindAt.Store(time.Now().UnixNano())
 			if err := c.Start(); err != nil {
 				return nil, fmt.Errorf("start keeper: %w", err)
 			}
