@@ -53,11 +53,13 @@ BIN=$W/stado
 unset XDG_RUNTIME_DIR STADO_KEEPER_SOCKET
 
 # stop_keepers DIR: stop every stado keeper listening on a socket under DIR,
-# by the pid that holds the socket (the ones this script's runs started).
+# by the pid that holds the socket (the ones this script's runs started). A
+# keeper binds a temporary name in its socket's directory and renames it,
+# and ss shows the bound name: the directory is what is matched.
 stop_keepers() {
   local sock pid
   while IFS= read -r sock; do
-    for pid in $(ss -xlpH 2>/dev/null | awk -v s="$sock" '$5 == s' | grep -o 'pid=[0-9]*' | cut -d= -f2 | sort -u); do
+    for pid in $(ss -xlpH 2>/dev/null | awk -v d="$(dirname "$sock")/" 'index($5, d) == 1' | grep -o 'pid=[0-9]*' | cut -d= -f2 | sort -u); do
       [ "$(readlink "/proc/$pid/exe" 2>/dev/null)" = "$(readlink -f "$BIN")" ] || continue
       kill -TERM "$pid" 2>/dev/null || true
       for _ in $(seq 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
