@@ -961,9 +961,8 @@ func TestACommandWithoutAKeeperDialsDirectlyAndLeavesItsHostsKeptForTheNext(t *t
 	}
 }
 
-// A handed-over host the keeper already holds is not dialed again, and a
-// keeper that is not trusted is handed nothing.
-func TestHandingOverAKeptHostDialsNothingAndAnUntrustedKeeperIsHandedNothing(t *testing.T) {
+// A handed-over host the keeper already holds is not dialed again.
+func TestHandingOverAHostTheKeeperHoldsDialsNothing(t *testing.T) {
 	f := newFixture(t)
 	k := startKeeper(t, Config{})
 	kc := &Client{Socket: k.socket}
@@ -979,8 +978,13 @@ func TestHandingOverAKeptHostDialsNothingAndAnUntrustedKeeperIsHandedNothing(t *
 	if n := f.srv.Accepted.Load(); n != 1 {
 		t.Fatalf("%d connections, want the one kept", n)
 	}
+}
 
-	// a socket in a directory others may write is never dialed
+// A keeper socket in a directory others may write is handed no hosts: the
+// hand-over holds the socket to Run's checks and never connects to it.
+func TestAnUntrustedKeeperSocketIsHandedNoHosts(t *testing.T) {
+	f := newFixture(t)
+	target := f.srv.Target("web1")
 	dir, err := os.MkdirTemp("", "stado-keeper")
 	if err != nil {
 		t.Fatal(err)
