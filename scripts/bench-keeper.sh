@@ -13,8 +13,10 @@
 #      with no keeper running but allowed (it dials directly, starts a
 #      keeper behind it and hands it its hosts), beside the same command
 #      cold (--no-keeper, a fresh HOME), and the command after it (the
-#      keeper holding the connections). The budget is first ≤ 1.1× cold.
-#      The keeper is stopped between rounds, as its idle exit would.
+#      keeper holding the connections), right after (while the keeper
+#      still dials the hosts handed to it) and BENCH_PAUSE s after. The
+#      budget is first ≤ 1.1× cold. The keeper is stopped before each
+#      first command, as its idle exit would; each round has two.
 #
 # It prints medians and ratios and asserts nothing.
 #
@@ -25,6 +27,7 @@
 #   BENCH_HOSTS=20     testbed hosts (and the ssh fan-out)
 #   BENCH_RUNS=5       timed runs of each measurement
 #   STADO_BIN          the stado binary under test (default bin/stado)
+#   BENCH_PAUSE=5      seconds between a first command and the "later" one
 #   BENCH_PARALLEL     --parallel values for extra cold deploy rows, e.g.
 #                      "4 32" (default none: the default only)
 #
@@ -165,6 +168,7 @@ remove_new() {
   for k in "${pids[@]}"; do wait "$k" || true; done
 }
 stop_keeper() { stop_keepers "$W/keeper"; }
+pause() { sleep "${BENCH_PAUSE:-5}"; }
 
 declare -A TIMES MED FAILED
 timed() { # KEY BEFORE CMD...: one run's wall ms appended to TIMES[KEY]
@@ -206,6 +210,8 @@ for i in $(seq 1 "$RUNS"); do
   timed deploy.cold remove_new ensure cold
   timed conv.first stop_keeper ensure first
   timed conv.next - ensure next
+  timed conv.first stop_keeper ensure first
+  timed conv.later pause ensure later
   for p in ${BENCH_PARALLEL:-}; do
     timed "deploy.p$p" remove_new ensure cold --parallel "$p"
   done
@@ -220,5 +226,6 @@ for p in ${BENCH_PARALLEL:-}; do report "deploy.p$p" "stado cold deploy, --paral
 echo "   budget: cold deploy / parallel-ssh command = $(ratio deploy.cold ssh.true) (≤ 1.00×)"
 echo "2. the first command after the keeper's idle exit:"
 report conv.first "first: no keeper running, keeper allowed"
-report conv.next "next: the keeper it left"
-echo "   budget: first / cold = $(ratio conv.first conv.cold) (≤ 1.10×); next / cold = $(ratio conv.next conv.cold)"
+report conv.next "next: the keeper it left, right after"
+report conv.later "later: the keeper it left, ${BENCH_PAUSE:-5} s after"
+echo "   budget: first / cold = $(ratio conv.first conv.cold) (≤ 1.10×); next / cold = $(ratio conv.next conv.cold); later / cold = $(ratio conv.later conv.cold)"
