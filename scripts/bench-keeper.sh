@@ -167,7 +167,10 @@ remove_new() {
   done
   for k in "${pids[@]}"; do wait "$k" || true; done
 }
-stop_keeper() { stop_keepers "$W/keeper"; }
+# stop_keeper: the keeper gone, as after its idle exit, and the hosts given
+# a moment to close the sessions it held (an idle exit closes them long
+# before the next command, not while it dials)
+stop_keeper() { stop_keepers "$W/keeper"; sleep 2; }
 pause() { sleep "${BENCH_PAUSE:-5}"; }
 
 declare -A TIMES MED FAILED
@@ -206,7 +209,7 @@ echo "measuring on $N hosts, runs interleaved (load average at start: $(cut -d' 
 for i in $(seq 1 "$RUNS"); do
   timed ssh.true - pssh true
   timed ssh.stado - pssh /usr/local/bin/stado version
-  timed conv.cold - ensure cold
+  timed conv.cold stop_keeper ensure cold
   timed deploy.cold remove_new ensure cold
   timed conv.first stop_keeper ensure first
   timed conv.next - ensure next
