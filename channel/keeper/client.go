@@ -184,14 +184,22 @@ func (c *Client) adopt(ctx context.Context, program string, reqs []*keeperReques
 		}
 		return false
 	}
-	defer conn.Close()
 	stop := context.AfterFunc(ctx, func() { conn.Close() })
 	defer stop()
 	if err := writeFrame(conn, &keeperFrame{Kind: frameAdopt, Version: keeperProtocol, Program: program, Adopt: reqs}); err != nil {
+		conn.Close()
 		return false
 	}
 	var f keeperFrame
-	return readFrame(bufio.NewReader(conn), &f) == nil && f.Kind == frameAdopted
+	if readFrame(bufio.NewReader(conn), &f) != nil || f.Kind != frameAdopted {
+		conn.Close()
+		return false
+	}
+	// The keeper dials once this connection closes: when this process
+	// exits, or adoptHold from now, so its dials do not compete with the
+	// end of the command that handed the hosts over.
+	time.AfterFunc(adoptHold, func() { conn.Close() })
+	return true
 }
 
 // connectAdopt dials the keeper's socket once it is trusted; when this

@@ -406,6 +406,11 @@ func (k *keeper) serve(conn *net.UnixConn) {
 // adoptParallel bounds the dials of one adopt call.
 const adoptParallel = 16
 
+// adoptHold bounds how long an adopt call's client holds its connection
+// open after the keeper took the hosts, and the keeper waits for it to
+// close before dialing them.
+const adoptHold = 2 * time.Second
+
 // adopt takes the hosts a client dialed itself: once every request passes
 // validateEndpoint it answers "adopted", then connects to each host it does
 // not hold (acquire) and opens its channel session running program, as the
@@ -432,7 +437,16 @@ func (k *keeper) adopt(conn *net.UnixConn, program string, reqs []*keeperRequest
 			return
 		}
 	}
-	_ = writeFrame(conn, &keeperFrame{Kind: frameAdopted, Version: keeperProtocol})
+	if writeFrame(conn, &keeperFrame{Kind: frameAdopted, Version: keeperProtocol}) != nil {
+		return
+	}
+	// The client holds the connection until its process exits (at most
+	// adoptHold): the dials start once the command that handed the hosts
+	// over is gone, not while it is still finishing on the same cores.
+	_ = conn.SetReadDeadline(time.Now().Add(adoptHold))
+	stop := context.AfterFunc(k.ctx, func() { conn.Close() }) // a stopping keeper does not wait
+	_, _ = io.Copy(io.Discard, conn)
+	stop()
 	conn.Close()
 	k.log.Info("keeper adopting hosts", "hosts", len(reqs))
 	slots := make(chan struct{}, adoptParallel)

@@ -28,9 +28,10 @@ import (
 //	keeper → client: unavailable | adopted
 //
 // "adopt" hands the keeper hosts a command dialed itself (the keeper was
-// not running yet): it answers "adopted" once it has taken them and then
-// connects to each it does not hold, and opens its channel session, for the
-// commands that follow. A keeper older than "adopt" answers "unavailable".
+// not running yet): it answers "adopted" once it has taken them; the client
+// keeps the connection open until its process exits (at most adoptHold),
+// and once it closes the keeper connects to each host it does not hold, and
+// opens its channel session, for the commands that follow. A keeper older than "adopt" answers "unavailable".
 // "unavailable" means nothing was attempted (the client falls back to a
 // direct connection); "failed" is a dial, authentication or host key
 // failure before a session opened (a channel.RemoteError); "started" is sent once a
