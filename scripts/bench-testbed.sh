@@ -52,11 +52,12 @@ close_masters() {
 
 # stop_keepers DIR: stop every stado keeper listening on a socket under DIR
 # (all of them were started by this script's stado runs), by the pid that
-# holds the socket.
+# holds the socket. A keeper binds a temporary name in its socket's directory
+# and renames it; ss shows the bound name, so the directory is matched.
 stop_keepers() {
   local sock pid
   while IFS= read -r sock; do
-    for pid in $(ss -xlpH 2>/dev/null | awk -v s="$sock" '$5 == s' | grep -o 'pid=[0-9]*' | cut -d= -f2 | sort -u); do
+    for pid in $(ss -xlpH 2>/dev/null | awk -v d="$(dirname "$sock")/" 'index($5, d) == 1' | grep -o 'pid=[0-9]*' | cut -d= -f2 | sort -u); do
       [ "$(readlink "/proc/$pid/exe" 2>/dev/null)" = "$(readlink -f "$BIN")" ] || continue
       kill -TERM "$pid" 2>/dev/null || true
       for _ in $(seq 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done

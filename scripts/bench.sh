@@ -17,6 +17,8 @@ bash scripts/bench-compare.sh | tee "${BENCH_H2H_OUT:-/tmp/bench-headtohead.txt}
 if [ "${BENCH_FLEET_HOSTS:-100}" != 0 ]; then
   bash scripts/bench-fleet.sh | tee "${BENCH_FLEET_OUT:-/tmp/bench-fleet.txt}"
 fi
+b "cold calls on 20 hosts: where a cold deploy's time goes; the first command after the keeper's idle exit (budget 1.1x cold)"
+bash scripts/bench-keeper.sh
 b "registry: parse+validate 1,000 targets × 20 services, one CAS write (budgets 50 ms, 25 ms)"
 go test -run '^$' -bench . -benchtime 5x ./registry | grep -E '^Benchmark|ok'
 b "repair: one pass over 200 answering services, 50 standing (budget 100 ms); detection latency"

@@ -78,9 +78,17 @@ type Client struct {
 	// the same or another reason say nothing more. Nil discards it.
 	Logger *slog.Logger
 
-	warned atomic.Bool
-	behind atomic.Bool // this Client started a keeper without waiting for it
+	warned   atomic.Bool
+	behind   atomic.Bool  // this Client started a keeper without waiting for it
+	behindAt atomic.Int64 // when (unix nanoseconds)
 }
+
+// adoptStartWait bounds how long after starting a keeper behind its calls
+// a Client still waits for its socket to hand it hosts (Adopt): a keeper
+// that has not answered by then is not waited for, so a keeper that cannot
+// start costs a command at most this, and a command that ran longer
+// nothing.
+const adoptStartWait = time.Second
 
 // distrust logs err, the first untrusted keeper of c, once.
 func (c *Client) distrust(err error) {
@@ -126,6 +134,100 @@ func (c *Client) Run(ctx context.Context, t registry.Target, dialer *sshclient.D
 		stdout, stderr, retry, err := c.call(ctx, t, req, stdin)
 		if !retry || attempt > 0 {
 			return stdout, stderr, err
+		}
+	}
+}
+
+var _ sshclient.Adopter = (*Client)(nil)
+
+// Adopt hands targets, which this process dialed itself with dialer (nil:
+// the zero Dialer) because no keeper carried their calls, to the keeper, so
+// the commands that follow find them connected and their sessions running
+// program: the first command after the keeper's idle exit pays a cold
+// dial, not a keeper's start and then a dial, and the next one none. When
+// this Client started the keeper (StartBehind), Adopt waits for its socket
+// until a second after that start (adoptStartWait) or ctx ends; otherwise
+// it hands them only to a keeper already there.
+// The keeper is held to the checks of Run before a byte is sent (one that
+// fails them is logged once and handed nothing); Adopt waits only for the
+// keeper's answer that it took the hosts, never for its dials. It is best
+// effort: any failure leaves the next command to dial as this one did.
+func (c *Client) Adopt(ctx context.Context, dialer *sshclient.Dialer, program string, targets []registry.Target) {
+	if dialer == nil {
+		dialer = &sshclient.Dialer{}
+	}
+	var reqs []*keeperRequest
+	for _, t := range targets {
+		ep, err := dialer.Resolve(t)
+		if err != nil {
+			continue
+		}
+		if req, err := newKeeperRequest(dialer, ep, nil, nil); err == nil {
+			reqs = append(reqs, req)
+		}
+	}
+	for len(reqs) > 0 {
+		n := min(len(reqs), maxAdoptBatch)
+		if !c.adopt(ctx, program, reqs[:n]) {
+			return
+		}
+		reqs = reqs[n:]
+	}
+}
+
+// adopt sends one adopt call; false when the keeper did not take it.
+func (c *Client) adopt(ctx context.Context, program string, reqs []*keeperRequest) bool {
+	conn, err := c.connectAdopt(ctx)
+	if err != nil {
+		if errors.Is(err, ErrUntrusted) {
+			c.distrust(err)
+		}
+		return false
+	}
+	stop := context.AfterFunc(ctx, func() { conn.Close() })
+	defer stop()
+	if err := writeFrame(conn, &keeperFrame{Kind: frameAdopt, Version: keeperProtocol, Program: program, Adopt: reqs}); err != nil {
+		conn.Close()
+		return false
+	}
+	var f keeperFrame
+	if readFrame(bufio.NewReader(conn), &f) != nil || f.Kind != frameAdopted {
+		conn.Close()
+		return false
+	}
+	// The keeper dials once this connection closes: when this process
+	// exits, or adoptHold from now, so its dials do not compete with the
+	// end of the command that handed the hosts over.
+	time.AfterFunc(adoptHold, func() { conn.Close() })
+	return true
+}
+
+// connectAdopt dials the keeper's socket once it is trusted; when this
+// Client started the keeper behind its calls, it polls for the socket until
+// adoptStartWait after that start, or ctx ends. It never starts one.
+func (c *Client) connectAdopt(ctx context.Context) (*net.UnixConn, error) {
+	sock := c.Socket
+	if sock == "" {
+		var err error
+		if sock, err = DefaultSocket(); err != nil {
+			return nil, err
+		}
+	}
+	uid := os.Geteuid()
+	tick := time.NewTicker(10 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		conn, err := dialTrusted(ctx, sock, uid)
+		if err == nil || !c.behind.Load() || !notListening(err) {
+			return conn, err
+		}
+		if time.Since(time.Unix(0, c.behindAt.Load())) > adoptStartWait {
+			return nil, fmt.Errorf("the keeper started %v ago does not answer on %s: %w", adoptStartWait, sock, err)
+		}
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-tick.C:
 		}
 	}
 }
@@ -276,6 +378,7 @@ func (c *Client) connect(ctx context.Context) (*net.UnixConn, error) {
 	}
 	if c.StartBehind {
 		if c.behind.CompareAndSwap(false, true) {
+			c.behindAt.Store(time.Now().UnixNano())
 			if err := c.Start(); err != nil {
 				return nil, fmt.Errorf("start keeper: %w", err)
 			}

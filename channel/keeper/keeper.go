@@ -349,7 +349,7 @@ func (k *keeper) serve(conn *net.UnixConn) {
 	_ = conn.SetReadDeadline(time.Now().Add(requestTimeout))
 	r := bufio.NewReader(conn)
 	var f keeperFrame
-	if err := readFrame(r, &f); err != nil || f.Kind != frameRequest || f.Request == nil {
+	if err := readFrame(r, &f); err != nil || (f.Kind != frameRequest || f.Request == nil) && f.Kind != frameAdopt {
 		unavailable("no request")
 		return
 	}
@@ -359,6 +359,10 @@ func (k *keeper) serve(conn *net.UnixConn) {
 			k.log.Info("keeper retiring for a newer client", "protocol", f.Version)
 			k.shutdown()
 		}
+		return
+	}
+	if f.Kind == frameAdopt {
+		k.adopt(conn, f.Program, f.Adopt)
 		return
 	}
 	req := f.Request
@@ -397,6 +401,71 @@ func (k *keeper) serve(conn *net.UnixConn) {
 	if fail := k.run(ctx, req, stdin, w); fail != nil {
 		_ = w.frame(&keeperFrame{Kind: frameFailed, Failure: failureOf(fail)})
 	}
+}
+
+// adoptParallel bounds the dials of one adopt call.
+const adoptParallel = 16
+
+// adoptHold bounds how long an adopt call's client holds its connection
+// open after the keeper took the hosts, and the keeper waits for it to
+// close before dialing them.
+const adoptHold = 2 * time.Second
+
+// adopt takes the hosts a client dialed itself: once every request passes
+// validateEndpoint it answers "adopted", then connects to each host it does
+// not hold (acquire) and opens its channel session running program, as the
+// first call to it would, at most adoptParallel at once. The dials run under
+// the keeper's context and hold it from its idle exit until they end.
+func (k *keeper) adopt(conn *net.UnixConn, program string, reqs []*keeperRequest) {
+	if len(reqs) > maxAdoptBatch {
+		_ = writeFrame(conn, &keeperFrame{Kind: frameUnavailable, Version: keeperProtocol, Reason: fmt.Sprintf("%d hosts exceed %d", len(reqs), maxAdoptBatch)})
+		return
+	}
+	if program != "" {
+		if _, err := channel.Quote([]string{program}); err != nil {
+			_ = writeFrame(conn, &keeperFrame{Kind: frameUnavailable, Version: keeperProtocol, Reason: fmt.Sprintf("invalid program: %v", err)})
+			return
+		}
+	}
+	for _, req := range reqs {
+		if req == nil {
+			_ = writeFrame(conn, &keeperFrame{Kind: frameUnavailable, Version: keeperProtocol, Reason: "invalid request: empty"})
+			return
+		}
+		if err := req.validateEndpoint(); err != nil {
+			_ = writeFrame(conn, &keeperFrame{Kind: frameUnavailable, Version: keeperProtocol, Reason: fmt.Sprintf("invalid request: %v", err)})
+			return
+		}
+	}
+	if writeFrame(conn, &keeperFrame{Kind: frameAdopted, Version: keeperProtocol}) != nil {
+		return
+	}
+	// The client holds the connection until its process exits (at most
+	// adoptHold): the dials start once the command that handed the hosts
+	// over is gone, not while it is still finishing on the same cores.
+	_ = conn.SetReadDeadline(time.Now().Add(adoptHold))
+	stop := context.AfterFunc(k.ctx, func() { conn.Close() }) // a stopping keeper does not wait
+	_, _ = io.Copy(io.Discard, conn)
+	stop()
+	conn.Close()
+	k.log.Info("keeper adopting hosts", "hosts", len(reqs))
+	slots := make(chan struct{}, adoptParallel)
+	var wg sync.WaitGroup
+	for _, req := range reqs {
+		slots <- struct{}{}
+		wg.Add(1)
+		go func() {
+			defer func() { <-slots; wg.Done() }()
+			kc, fresh, err := k.acquire(k.ctx, req.key(), req.dialer(), req.Endpoint.endpoint())
+			if err != nil || !fresh || program == "" || k.sessionStart <= 0 {
+				return
+			}
+			if rs, err := kc.sessions.take(k.ctx, kc.client, program, k.sessionStart); err == nil {
+				kc.sessions.put(rs)
+			}
+		}()
+	}
+	wg.Wait()
 }
 
 // run runs req over its kept connection, streaming to w. A non-nil error is

@@ -30,6 +30,7 @@ import (
 	"github.com/wisent/stado/channel"
 	"github.com/wisent/stado/channel/channeltest"
 	"github.com/wisent/stado/channel/sshclient"
+	"github.com/wisent/stado/registry"
 	"github.com/wisent/stado/tests/testbed"
 )
 
@@ -909,5 +910,98 @@ func TestAHostWithoutSessionsIsCalledOneExecutionAtATime(t *testing.T) {
 	// remembered for the connection)
 	if n := f.srv.Commands.Load(); n != 3 {
 		t.Fatalf("the server ran %d commands, want 3", n)
+	}
+}
+
+// The first command after the keeper's idle exit: nothing listens, so it
+// starts a keeper behind it and dials its hosts itself (a cold command, not
+// a keeper's start and then a dial); when it ends it hands those hosts to
+// that keeper, which connects to them and opens their channel sessions. The
+// next command finds them kept: it rides that connection and session, and
+// opens none of its own.
+func TestACommandWithoutAKeeperDialsDirectlyAndLeavesItsHostsKeptForTheNext(t *testing.T) {
+	f := newFixture(t)
+	host := &restartingHost{}
+	f.srv.SetHandler(func(cmd string, stdin io.Reader, stdout, stderr io.Writer) int {
+		return channel.Serve(context.Background(), cmd, stdin, stdout, stderr, host)
+	})
+	sock := keeperSocketPath(t)
+	var starts atomic.Int32
+	command := func() {
+		t.Helper()
+		kc := &Client{Socket: sock, StartBehind: true, Start: func() error {
+			starts.Add(1)
+			launchKeeper(t, Config{Socket: sock})
+			return nil
+		}}
+		pool := sshclient.NewPool(f.dialer())
+		pool.Transport = kc
+		c := &sshclient.Client{Pool: pool, Target: f.srv.Target("web1")}
+		if _, err := c.UnitRestart(context.Background(), channel.UnitRef{Scope: channel.ScopeSystem, Unit: "a.service"}); err != nil {
+			t.Fatal(err)
+		}
+		pool.Close()
+	}
+
+	command()
+	if starts.Load() != 1 {
+		t.Fatalf("%d keeper starts, want 1", starts.Load())
+	}
+	// the command's own connection, and the keeper's for the next one
+	waitUntil(t, "the keeper connects to the handed-over host and opens its session", func() bool {
+		return f.srv.Accepted.Load() == 2 && f.srv.Commands.Load() == 2
+	})
+
+	command()
+	if a, c := f.srv.Accepted.Load(), f.srv.Commands.Load(); a != 2 || c != 2 {
+		t.Fatalf("the next command made %d connections and %d commands in all, want the 2 and 2 already made", a, c)
+	}
+	if starts.Load() != 1 || host.restarts.Load() != 2 {
+		t.Fatalf("%d starts and %d restarts, want 1 and 2", starts.Load(), host.restarts.Load())
+	}
+}
+
+// A handed-over host the keeper already holds is not dialed again.
+func TestHandingOverAHostTheKeeperHoldsDialsNothing(t *testing.T) {
+	f := newFixture(t)
+	k := startKeeper(t, Config{})
+	kc := &Client{Socket: k.socket}
+	target := f.srv.Target("web1")
+	if _, _, err := kc.Run(context.Background(), target, f.dialer(), []string{"version"}, nil); err != nil {
+		t.Fatal(err)
+	}
+	kc.Adopt(context.Background(), f.dialer(), sshclient.DefaultRemoteProgram, []registry.Target{target})
+	// a call after the hand-over is served in order behind it: still one connection
+	if _, _, err := kc.Run(context.Background(), target, f.dialer(), []string{"version"}, nil); err != nil {
+		t.Fatal(err)
+	}
+	if n := f.srv.Accepted.Load(); n != 1 {
+		t.Fatalf("%d connections, want the one kept", n)
+	}
+}
+
+// A keeper socket in a directory others may write is handed no hosts: the
+// hand-over holds the socket to Run's checks and never connects to it.
+func TestAnUntrustedKeeperSocketIsHandedNoHosts(t *testing.T) {
+	f := newFixture(t)
+	target := f.srv.Target("web1")
+	dir, err := os.MkdirTemp("", "stado-keeper")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	if err := os.Chmod(dir, 0o777); err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.ListenUnix("unix", &net.UnixAddr{Name: filepath.Join(dir, "keeper.sock"), Net: "unix"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	(&Client{Socket: filepath.Join(dir, "keeper.sock")}).Adopt(context.Background(), f.dialer(), sshclient.DefaultRemoteProgram, []registry.Target{target})
+	_ = ln.SetDeadline(time.Now().Add(50 * time.Millisecond))
+	if c, err := ln.Accept(); err == nil {
+		c.Close()
+		t.Fatal("the hand-over connected to a keeper socket in a directory others may write")
 	}
 }

@@ -24,6 +24,14 @@ import (
 //	               | failed
 //	               | started, (stdout | stderr)*, exit
 //
+//	client → keeper: adopt (with version, the hosts and the remote program)
+//	keeper → client: unavailable | adopted
+//
+// "adopt" hands the keeper hosts a command dialed itself (the keeper was
+// not running yet): it answers "adopted" once it has taken them; the client
+// keeps the connection open until its process exits (at most adoptHold),
+// and once it closes the keeper connects to each host it does not hold, and
+// opens its channel session, for the commands that follow. A keeper older than "adopt" answers "unavailable".
 // "unavailable" means nothing was attempted (the client falls back to a
 // direct connection); "failed" is a dial, authentication or host key
 // failure before a session opened (a channel.RemoteError); "started" is sent once a
@@ -49,19 +57,27 @@ const (
 	frameStdout      = "stdout"
 	frameStderr      = "stderr"
 	frameExit        = "exit"
+	frameAdopt       = "adopt"
+	frameAdopted     = "adopted"
 )
+
+// maxAdoptBatch bounds the hosts of one adopt frame (well under
+// maxKeeperFrame); a client sends more in several calls.
+const maxAdoptBatch = 500
 
 // keeperFrame is one frame of either direction; Kind says which fields are set.
 type keeperFrame struct {
-	Kind    string         `json:"kind"`
-	Version int            `json:"version,omitempty"` // request, unavailable
-	Request *keeperRequest `json:"request,omitempty"` // request
-	Data    []byte         `json:"data,omitempty"`    // stdin, stdout, stderr
-	Address string         `json:"address,omitempty"` // started: the connection's remote address
-	Reason  string         `json:"reason,omitempty"`  // unavailable
-	Retry   bool           `json:"retry,omitempty"`   // unavailable: the keeper is stopping; a new one may take the call
-	Failure *keeperFailure `json:"failure,omitempty"` // failed
-	Exit    *keeperExit    `json:"exit,omitempty"`    // exit
+	Kind    string           `json:"kind"`
+	Version int              `json:"version,omitempty"` // request, unavailable
+	Request *keeperRequest   `json:"request,omitempty"` // request
+	Data    []byte           `json:"data,omitempty"`    // stdin, stdout, stderr
+	Address string           `json:"address,omitempty"` // started: the connection's remote address
+	Reason  string           `json:"reason,omitempty"`  // unavailable
+	Retry   bool             `json:"retry,omitempty"`   // unavailable: the keeper is stopping; a new one may take the call
+	Failure *keeperFailure   `json:"failure,omitempty"` // failed
+	Exit    *keeperExit      `json:"exit,omitempty"`    // exit
+	Adopt   []*keeperRequest `json:"adopt,omitempty"`   // adopt: one request per host, without argv
+	Program string           `json:"program,omitempty"` // adopt: the remote program whose session to open
 }
 
 // keeperRequest is one call: the endpoint as the client resolved it, how to
@@ -121,6 +137,16 @@ func (r *keeperRequest) dialer() *sshclient.Dialer {
 
 // validate refuses a request no client of this version sends.
 func (r *keeperRequest) validate() error {
+	if err := r.validateEndpoint(); err != nil {
+		return err
+	}
+	_, err := channel.Quote(r.Argv)
+	return err
+}
+
+// validateEndpoint refuses a request whose endpoint, paths or agent no
+// client of this version sends: all of validate but the command.
+func (r *keeperRequest) validateEndpoint() error {
 	e := r.Endpoint
 	switch {
 	case e.Host == "" || e.Address == "" || e.User == "":
@@ -139,8 +165,7 @@ func (r *keeperRequest) validate() error {
 			return errors.New("identity file path is not absolute")
 		}
 	}
-	_, err := channel.Quote(r.Argv)
-	return err
+	return nil
 }
 
 // keptKey is what one kept connection is shared by: everything that

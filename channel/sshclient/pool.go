@@ -7,8 +7,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"sync"
+	"time"
 
 	"golang.org/x/crypto/ssh"
 
@@ -46,6 +48,7 @@ type Pool struct {
 
 	mu     sync.Mutex
 	conns  map[string]*poolConn
+	direct map[string]registry.Target // hosts the Transport declined, dialed by the pool itself
 	closed bool
 }
 
@@ -60,6 +63,21 @@ type Transport interface {
 	// may run the call itself. Run must be safe for concurrent use.
 	Run(ctx context.Context, t registry.Target, d *Dialer, argv []string, stdin []byte) (stdout, stderr []byte, err error)
 }
+
+// Adopter is a Transport that can keep, for the commands that follow, the
+// hosts a Pool had to dial itself because the Transport did not carry
+// their calls (the per-user keeper, started behind a command that found
+// none). Pool.Close hands it those hosts.
+type Adopter interface {
+	// Adopt takes over targets, reached with d's settings and served by
+	// program (the pool's RemoteProgram): it connects to them, or has them
+	// connected, for the next command. It is best effort and returns
+	// promptly; nothing it does changes what the pool's calls returned.
+	Adopt(ctx context.Context, d *Dialer, program string, targets []registry.Target)
+}
+
+// adoptTimeout bounds Pool.Close's hand-over to an Adopter.
+const adoptTimeout = time.Second
 
 // ErrNotCarried is wrapped by a Transport's error when it did not take the
 // call and nothing ran on the host: the Pool dials the host itself.
@@ -134,12 +152,36 @@ func (p *Pool) dial(ctx context.Context, t registry.Target, pc *poolConn) {
 }
 
 // Close closes every connection. Calls after Close fail with ErrPoolClosed.
+// When the Transport is an Adopter, the hosts the pool dialed itself for
+// calls the Transport declined, and reached, are handed to it first
+// (bounded by adoptTimeout), so the next command finds them connected.
 func (p *Pool) Close() error {
 	p.mu.Lock()
 	p.closed = true
 	conns := p.conns
 	p.conns = nil
+	var reached []registry.Target
+	for name, t := range p.direct {
+		if pc, ok := conns[name]; ok && isReady(pc) && pc.client != nil {
+			reached = append(reached, t)
+		}
+	}
+	p.direct = nil
 	p.mu.Unlock()
+	if a, ok := p.Transport.(Adopter); ok && len(reached) > 0 {
+		d := p.Dialer
+		if d == nil {
+			d = &Dialer{}
+		}
+		prog := p.RemoteProgram
+		if prog == "" {
+			prog = DefaultRemoteProgram
+		}
+		slices.SortFunc(reached, func(a, b registry.Target) int { return strings.Compare(a.Name, b.Name) })
+		ctx, cancel := context.WithTimeout(context.Background(), adoptTimeout)
+		a.Adopt(ctx, d, prog, reached)
+		cancel()
+	}
 	for _, pc := range conns {
 		select {
 		case <-pc.ready:
@@ -150,6 +192,15 @@ func (p *Pool) Close() error {
 		}
 	}
 	return nil
+}
+
+func isReady(pc *poolConn) bool {
+	select {
+	case <-pc.ready:
+		return true
+	default:
+		return false
+	}
 }
 
 // Run runs argv on t with stdin (nil for none) over the pool's connection
@@ -168,6 +219,12 @@ func (p *Pool) Run(ctx context.Context, t registry.Target, argv []string, stdin 
 		if !errors.Is(err, ErrNotCarried) {
 			return stdout, stderr, err
 		}
+		p.mu.Lock()
+		if p.direct == nil {
+			p.direct = map[string]registry.Target{}
+		}
+		p.direct[t.Name] = t
+		p.mu.Unlock()
 	}
 	var in io.Reader
 	if stdin != nil {

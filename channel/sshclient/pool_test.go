@@ -105,3 +105,56 @@ func TestExecRunsRawArgvWithStreamedStdinOverThePoolsOwnConnection(t *testing.T)
 		t.Errorf("unknown host key: %v (code %q)", err, code)
 	}
 }
+
+// adopterStub declines every call and records what a closing pool hands it.
+type adopterStub struct {
+	transportStub
+	adopted []string // target names handed over
+	program string
+	dialer  *Dialer
+}
+
+func (s *adopterStub) Adopt(_ context.Context, d *Dialer, program string, targets []registry.Target) {
+	s.dialer, s.program = d, program
+	for _, t := range targets {
+		s.adopted = append(s.adopted, t.Name)
+	}
+}
+
+// A pool whose transport declined its calls dialed those hosts itself; on
+// Close it hands them to the transport (a keeper keeps them for the next
+// command). A host the transport carried, or whose dial failed, is not
+// handed over, and a pool with nothing dialed hands nothing.
+func TestAClosingPoolHandsTheHostsItDialedItselfToItsTransport(t *testing.T) {
+	f := newFixture(t)
+	stub := &adopterStub{}
+	d := f.dialer()
+	pool := NewPool(d)
+	pool.Transport = stub
+	if _, _, err := pool.Run(context.Background(), f.srv.Target("web1"), []string{"version"}, nil); err != nil {
+		t.Fatal(err)
+	}
+	dead := f.srv.Target("web2")
+	dead.SSH.Port = 1 // nothing listens: the dial fails
+	if _, _, err := pool.Run(context.Background(), dead, []string{"version"}, nil); err == nil {
+		t.Fatal("a call to a closed port succeeded")
+	}
+	if len(stub.adopted) != 0 {
+		t.Fatalf("handed over %v before Close", stub.adopted)
+	}
+	pool.Close()
+	if strings.Join(stub.adopted, ",") != "web1" || stub.dialer != d || stub.program != DefaultRemoteProgram {
+		t.Fatalf("handed over %v with dialer %p and program %q, want web1 with the pool's %p and %q", stub.adopted, stub.dialer, stub.program, d, DefaultRemoteProgram)
+	}
+
+	empty := &adopterStub{transportStub: transportStub{carry: true}}
+	pool = NewPool(d)
+	pool.Transport = empty
+	if _, _, err := pool.Run(context.Background(), f.srv.Target("web1"), []string{"version"}, nil); err != nil {
+		t.Fatal(err)
+	}
+	pool.Close()
+	if empty.adopted != nil || empty.dialer != nil {
+		t.Fatalf("a pool that dialed nothing handed over %v", empty.adopted)
+	}
+}
