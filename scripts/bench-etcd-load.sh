@@ -35,7 +35,7 @@ INTERVAL=15
 die() { echo "bench-etcd-load: $*" >&2; exit 1; }
 command -v etcd >/dev/null || die "etcd is not installed (Debian package etcd-server)"
 command -v jq >/dev/null || die "jq is missing"
-[ "$LIVE" -ge 40 ] || die "LIVE must be at least 40 seconds"
+[ "$LIVE" -ge 50 ] || die "LIVE must be at least 50 seconds (two intervals of start-up, then the window)"
 
 W=$(mktemp -d /tmp/stado-bench-etcd-load.XXXXXX)
 PIDS=()
@@ -113,15 +113,13 @@ stats() { # ms values on stdin -> "median max n"
 
 "$W/etcdload" seed -store "$URL" -hosts "$HOSTS" >"$W/seed.json"
 REG_BYTES=$(jq .registry_bytes "$W/seed.json")
+# what the store holds and sends for it: etcdstore compresses large values
+REG_STORED=$(ETCDCTL_API=3 etcdctl --endpoints "127.0.0.1:${CPS[0]}" get load/registry/document --print-value-only 2>/dev/null | wc -c)
 
 echo "## the store under a fleet's load: 3 etcd members on 127.0.0.1 ($(etcd --version | head -1)), $HOSTS simulated hosts × 20 services, a pass every ${INTERVAL}s"
-echo "registry: $HOSTS targets, $REG_BYTES bytes, read by every host's pass (the simulated hosts share 8 store clients)"
+echo "registry: $HOSTS targets, $REG_BYTES bytes ($REG_STORED stored); a host reads it whole in its first pass, then only its revision until it moves"
+echo "(the simulated hosts share 8 store clients; each decodes a registry of its own target only)"
 
-# idle list latency: before any host publishes (no beacons: every row unknown)
-"$W/etcdload" live -store "$URL" -hosts "$HOSTS" -interval "${INTERVAL}s" -for "$((INTERVAL + 1))s" >"$W/prime.json"
-: >"$W/list-idle.ms"
-for _ in 1 2 3 4 5; do time_list >>"$W/list-idle.ms"; done
-LIST_ROWS=$(jq '[.. | objects | select(has("service") and has("host"))] | length' "$W/list.json" 2>/dev/null || echo "?")
 
 # the desktop server and its page's watch: long poll /changes, then at most
 # one /rows refresh a second, as desktop.js does
@@ -150,13 +148,16 @@ watch_page() { # until $W/stop-watch exists: appends the ms of each /rows refres
 "$W/etcdload" live -store "$URL" -hosts "$HOSTS" -interval "${INTERVAL}s" -for "${LIVE}s" >"$W/live.json" 2>"$W/live.err" &
 LOAD_PID=$!; PIDS+=("$LOAD_PID")
 watch_page & PIDS+=($!)
-sleep "$INTERVAL" # one interval: every host has passed once
+s0_tx=$(metric etcd_network_client_grpc_sent_bytes_total); t_s0=$(now_ms)
+# start-up: in its first pass every host reads the whole registry; the
+# window opens two intervals in, when every host has passed twice
+sleep $((2 * INTERVAL))
 m0_puts=$(metric1 etcd_mvcc_put_total); m0_rx=$(metric etcd_network_client_grpc_received_bytes_total)
 m0_tx=$(metric etcd_network_client_grpc_sent_bytes_total); m0_peer=$(metric etcd_network_peer_sent_bytes_total); t_m0=$(now_ms)
 t0=$(now_ms)
 REPORT_MS=fail
 if "$W/stado" optimize run --mode report --json >"$W/report.json" 2>"$W/report.err"; then REPORT_MS=$(( $(now_ms) - t0 )); fi
-end=$(( t_m0 + (LIVE - INTERVAL - 5) * 1000 ))
+end=$(( t_s0 + (LIVE - 5) * 1000 ))
 while [ "$(now_ms)" -lt "$end" ]; do
   time_list >>"$W/list-load.ms"
   sleep 3
@@ -165,6 +166,10 @@ m1_puts=$(metric1 etcd_mvcc_put_total); m1_rx=$(metric etcd_network_client_grpc_
 m1_tx=$(metric etcd_network_client_grpc_sent_bytes_total); m1_peer=$(metric etcd_network_peer_sent_bytes_total); t_m1=$(now_ms)
 wait "$LOAD_PID" || { cat "$W/live.err" >&2; die "the live load failed"; }
 touch "$W/stop-watch"
+# idle: the beacons are there (their leases outlive the load by 45 s), nobody writes
+: >"$W/list-idle.ms"
+for _ in 1 2 3 4 5; do time_list >>"$W/list-idle.ms"; done
+LIST_ROWS=$(jq '[.. | objects | select(has("service") and has("host"))] | length' "$W/list.json" 2>/dev/null || echo "?")
 
 secs=$(awk -v a="$t_m0" -v b="$t_m1" 'BEGIN{print (b-a)/1000}')
 rate() { awk -v d="$(( $2 - $1 ))" -v s="$secs" -v k="${3:-1}" 'BEGIN{printf "%.1f", d/s/k}'; }
@@ -172,32 +177,48 @@ read -r idle_med idle_max idle_n < <(grep -v fail "$W/list-idle.ms" | stats)
 read -r load_med load_max load_n < <(grep -v fail "$W/list-load.ms" | stats)
 read -r rows_med rows_max rows_n < <(stats <"$W/rows.ms")
 jq -r '"load: \(.passes) passes in \(.seconds|floor) s (\(.failed) failed, \(.late) started over 1 s late), beacon \(.beacon_bytes) bytes, pass p50 \(.pass_p50_ms) ms p99 \(.pass_p99_ms) ms" + (if .first_error then "; first error: \(.first_error)" else "" end)' "$W/live.json"
+printf '%-44s %12s\n' "start-up: the registry read by every host, MB" "$(awk -v a="$s0_tx" -v b="$m0_tx" 'BEGIN{printf "%.0f", (b-a)/1e6}') in the first $((2 * INTERVAL)) s"
 printf '%-44s %12s\n' "measured over ${secs} s of the live load" ""
 printf '%-44s %12s\n' "writes/s (puts applied, member 1)" "$(rate "$m0_puts" "$m1_puts")"
 printf '%-44s %12s\n' "bytes/s clients sent to the cluster (KiB/s)" "$(rate "$m0_rx" "$m1_rx" 1024)"
 printf '%-44s %12s\n' "bytes/s the cluster sent clients (KiB/s)" "$(rate "$m0_tx" "$m1_tx" 1024)"
 printf '%-44s %12s\n' "bytes/s between members (KiB/s)" "$(rate "$m0_peer" "$m1_peer" 1024)"
-printf '%-44s %12s\n' "service list --json, idle: median / max ms" "$idle_med / $idle_max (n=$idle_n)"
+printf '%-44s %12s\n' "service list --json, idle after: median / max ms" "$idle_med / $idle_max (n=$idle_n)"
 printf '%-44s %12s\n' "service list --json, under load" "$load_med / $load_max (n=$load_n, $LIST_ROWS rows)"
 printf '%-44s %12s\n' "desktop /rows after a /changes wake" "$rows_med / $rows_max (n=$rows_n)"
 printf '%-44s %12s\n' "optimize run --mode report, whole, ms" "$REPORT_MS"
 [ "$REPORT_MS" != fail ] || tail -3 "$W/report.err" | sed 's/^/  report: /'
 
 # --- the compressed hour -----------------------------------------------------------
+# db MEMBER_PORT -> "total_MB in_use_MB"
+db() {
+  curl -sf "http://127.0.0.1:$1/metrics" | awk '
+    $1 == "etcd_mvcc_db_total_size_in_bytes" { t = $2 }
+    $1 == "etcd_mvcc_db_total_size_in_use_in_bytes" { u = $2 }
+    END { printf "%.1f %.1f\n", t/1e6, u/1e6 }'
+}
 rev0=$(metric1 etcd_debugging_mvcc_current_revision)
-"$W/etcdload" hour -store "$URL" -hosts "$HOSTS" -passes "$PASSES" -max "${HOUR_MAX}s" -interval "${INTERVAL}s" >"$W/hour.json" 2>"$W/hour.err" \
-  || { cat "$W/hour.err" >&2; die "the compressed hour failed"; }
-sleep 2
 echo
+echo "compressed hour, db size of member 1 every 30 s:"
+printf '  %-8s %12s %14s %16s %10s %12s\n' seconds revisions passes/host compacted_to db_MB in_use_MB
+"$W/etcdload" hour -store "$URL" -hosts "$HOSTS" -passes "$PASSES" -max "${HOUR_MAX}s" -interval "${INTERVAL}s" >"$W/hour.json" 2>"$W/hour.err" &
+HOUR_PID=$!; PIDS+=("$HOUR_PID"); t_h0=$(now_ms)
+while kill -0 "$HOUR_PID" 2>/dev/null; do
+  for _ in $(seq 30); do kill -0 "$HOUR_PID" 2>/dev/null || break; sleep 1; done
+  r=$(( $(metric1 etcd_debugging_mvcc_current_revision) - rev0 ))
+  printf '  %-8s %12s %14.1f %16s %10s %12s\n' $(( ($(now_ms) - t_h0) / 1000 )) "$r" "$(awk -v r="$r" -v n="$HOSTS" 'BEGIN{print r/n}')" \
+    "$(metric1 etcd_debugging_mvcc_compact_revision)" $(db "${CPS[0]}")
+done
+wait "$HOUR_PID" || { cat "$W/hour.err" >&2; die "the compressed hour failed"; }
+sleep 2
 jq -r '"compressed hour: \(.passes) passes (\(.passes_per_host) per host of '"$PASSES"') in \(.seconds|floor) s, \(.failed) failed" + (if .complete then "" else " — stopped at HOUR_MAX='"$HOUR_MAX"' s before the end" end) + (if .first_error then "; first error: \(.first_error)" else "" end)' "$W/hour.json"
 echo "($PASSES passes per host are an hour at a 5 s interval, three at the default 15 s; in time compressed, reads answered from memory)"
 printf '%-44s %12s\n' "revisions written" "$(( $(metric1 etcd_debugging_mvcc_current_revision) - rev0 ))"
 printf '%-44s %12s\n' "compacted to revision (member 1)" "$(metric1 etcd_debugging_mvcc_compact_revision)"
 for m in 1 2 3; do
-  c=${CPS[$((m - 1))]}
-  curl -sf "http://127.0.0.1:$c/metrics" | awk -v m="m$m" '
-    $1 == "etcd_mvcc_db_total_size_in_bytes" { t = $2 }
-    $1 == "etcd_mvcc_db_total_size_in_use_in_bytes" { u = $2 }
-    END { printf "%-44s %12s\n", "db size " m " (in use), MB", sprintf("%.1f (%.1f)", t/1e6, u/1e6) }'
+  read -r t u < <(db "${CPS[$((m - 1))]}")
+  printf '%-44s %12s\n' "db size m$m (in use), MB" "$t ($u)"
 done
+echo "stado compacts every 1,000 revisions to 10,000 behind, so past ~11 passes per host the history stops growing:"
+echo "the in-use size flat over the samples above is the size of any longer run; the db file is never defragmented here"
 echo "load average at the end: $(cut -d' ' -f1-3 /proc/loadavg) on $(nproc) CPUs"

@@ -23,8 +23,8 @@
 #   BENCH_KEEP=1      keep the work dir (logs, registry)
 #
 # It holds the testbed's machine-wide lock (TESTBED_LOCK) from `up` to
-# `down`, like scripts/bench-compare.sh, and stops what it started on exit
-# (the host, and monit by pid).
+# `down`, like scripts/bench-compare.sh (TESTBED_LOCK_HELD=1: the caller
+# holds it), and stops what it started on exit (the host, and monit by pid).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$PWD
@@ -67,7 +67,9 @@ trap cleanup EXIT
 trap 'exit 130' INT TERM
 
 exec 9>>"$LOCK"
-if ! flock -n 9; then
+if [ "${TESTBED_LOCK_HELD:-}" = 1 ]; then
+  : # the caller holds the lock for this run (and maybe the next)
+elif ! flock -n 9; then
   echo "bench-hostproc: someone else's testbed holds $LOCK; waiting for it (up to 15 min)" >&2
   flock -w 900 9 || die "the testbed lock stayed taken"
 fi
@@ -115,12 +117,17 @@ done
 "$BIN" service ensure stado --host host1 --reason "bench setup" >>"$W/ensure.log" 2>&1 9>&- \
   || { tail -20 "$W/ensure.log" >&2; die "ensure stado failed"; }
 
-# The host process's pid as the machine sees it: the one process of the
-# host's stado.service cgroup.
-procs=$(find /sys/fs/cgroup/stado-testbed -path '*host1*' -path '*/stado.service/cgroup.procs' 2>/dev/null | head -1)
-[ -n "$procs" ] || die "no cgroup of host1's stado.service"
-PID=$(head -1 "$procs")
-[ -n "$PID" ] && [ -r "/proc/$PID/stat" ] || die "no process in $procs"
+# The host process's pid as the machine sees it: the process in host1's
+# pid namespace whose command line is `stado host run`.
+INIT=$(cat "$TESTBED_DIR/hosts/host1/init.pid" 2>/dev/null) || die "no init pid of host1"
+NS=$(readlink "/proc/$INIT/ns/pid") || die "host1's init $INIT is gone"
+PID=
+for p in /proc/[0-9]*; do
+  [ "$(readlink "$p/ns/pid" 2>/dev/null)" = "$NS" ] || continue
+  [ "$(tr '\0' ' ' <"$p/cmdline" 2>/dev/null)" = "/usr/local/bin/stado host run " ] || continue
+  PID=${p#/proc/}
+done
+[ -n "$PID" ] && [ -r "/proc/$PID/stat" ] || die "no stado host run in host1's pid namespace"
 BEACON=$TESTBED_STORE/beacons~host1
 TCK=$(getconf CLK_TCK)
 

@@ -19,6 +19,9 @@
 //	    store takes them, registry and beacon reads answered from memory
 //	    (reads do not grow the store); stops at -max, saying how far it got
 //
+// Each simulated host decodes a registry of its own target alone (see
+// hostView); live, the store still serves it the whole registry.
+//
 // The simulated hosts share -clients store clients (a real host has one
 // each): one process holding a thousand etcd clients would measure this
 // machine, not the store.
@@ -136,18 +139,72 @@ func (o activeInit) Observe(_ context.Context, units []string) ([]beacon.UnitRep
 func (activeInit) Loaded(context.Context) ([]string, error)         { return nil, nil }
 func (activeInit) LastLine(context.Context, string) (string, error) { return "", nil }
 
-// memoryReads answers reads from memory (the registry as pushed, no
-// beacon): the compressed hour measures what writes leave in the store.
-type memoryReads struct {
+// hostView is the store as one simulated host sees it. Its registry reads
+// answer a document of this host's target alone, at the registry's
+// revision: a thousand decoded copies of the whole fleet's document would
+// measure this process, not the store. Live, every read still goes to the
+// store (the whole registry is read and dropped), so the store serves
+// what a real host asks; compressed (hour), reads are answered from
+// memory, since they do not grow the store.
+type hostView struct {
 	store.Store
-	registry store.Object
+	registry store.Object // this host's one-target registry
+	live     bool
 }
 
-func (m memoryReads) Get(_ context.Context, key string) (store.Object, error) {
-	if key == store.RegistryKey {
-		return m.registry, nil
+func (h hostView) Get(ctx context.Context, key string) (store.Object, error) {
+	switch {
+	case h.live && key == store.RegistryKey:
+		obj, err := h.Store.Get(ctx, key)
+		if err != nil {
+			return obj, err
+		}
+		slim := h.registry
+		slim.Revision = obj.Revision
+		return slim, nil
+	case h.live:
+		return h.Store.Get(ctx, key)
+	case key == store.RegistryKey:
+		return h.registry, nil
 	}
 	return store.Object{}, fmt.Errorf("%s: %w", key, store.ErrNotFound)
+}
+
+// Revision makes hostView a store.RevisionReader, as the stores are.
+func (h hostView) Revision(ctx context.Context, key string) (int64, error) {
+	if h.live {
+		return store.Revision(ctx, h.Store, key)
+	}
+	o, err := h.Get(ctx, key)
+	return o.Revision, err
+}
+
+// slimRegistries are the one-target registry objects of the first n
+// targets of the stored registry obj.
+func slimRegistries(obj store.Object, n int) ([]store.Object, error) {
+	doc, _, err := registry.DecodeObject(obj)
+	if err != nil {
+		return nil, err
+	}
+	if len(doc.Targets) < n {
+		return nil, fmt.Errorf("the registry declares %d targets, fewer than -hosts %d (etcdload seed)", len(doc.Targets), n)
+	}
+	out := make([]store.Object, n)
+	for i := range out {
+		env := struct {
+			Meta     store.Meta         `json:"meta"`
+			Document *registry.Document `json:"document"`
+		}{Document: &registry.Document{Version: doc.Version, Targets: doc.Targets[i : i+1]}}
+		data, err := json.Marshal(env)
+		if err != nil {
+			return nil, err
+		}
+		out[i] = store.Object{Key: store.RegistryKey, Value: data, Revision: obj.Revision}
+		if _, _, err := registry.DecodeObject(out[i]); err != nil {
+			return nil, fmt.Errorf("a one-target registry: %w", err)
+		}
+	}
+	return out, nil
 }
 
 type schedule struct {
@@ -184,14 +241,13 @@ func run(ctx context.Context, url string, n, clients, workers int, s schedule) e
 		defer st.Close()
 		stores[i] = st
 	}
-	if s.compressed {
-		obj, err := stores[0].Get(ctx, store.RegistryKey)
-		if err != nil {
-			return fmt.Errorf("read the registry (etcdload seed first): %w", err)
-		}
-		for i := range stores {
-			stores[i] = memoryReads{Store: stores[i], registry: obj}
-		}
+	obj, err := stores[0].Get(ctx, store.RegistryKey)
+	if err != nil {
+		return fmt.Errorf("read the registry (etcdload seed first): %w", err)
+	}
+	slim, err := slimRegistries(obj, n)
+	if err != nil {
+		return err
 	}
 	started := time.Now()
 	// passes still queued or running an interval after the end are cut
@@ -202,7 +258,7 @@ func run(ctx context.Context, url string, n, clients, workers int, s schedule) e
 	for i := range runners {
 		host := hostName(i)
 		runners[i] = &beacon.Runner{
-			Host: host, Store: stores[i%clients], Observer: activeInit{pid: 1000 + i},
+			Host: host, Store: hostView{Store: stores[i%clients], registry: slim[i], live: !s.compressed}, Observer: activeInit{pid: 1000 + i},
 			Config: beacon.ConfigFor(url, s.interval, 0), Version: "etcdload",
 			Identity: beacon.Identity{Hostname: host, MachineID: fmt.Sprintf("%032x", i+1), PID: 4242, Started: started},
 		}
