@@ -177,7 +177,7 @@ read -r idle_med idle_max idle_n < <(grep -v fail "$W/list-idle.ms" | stats)
 read -r load_med load_max load_n < <(grep -v fail "$W/list-load.ms" | stats)
 read -r rows_med rows_max rows_n < <(stats <"$W/rows.ms")
 jq -r '"load: \(.passes) passes in \(.seconds|floor) s (\(.failed) failed, \(.late) started over 1 s late), beacon \(.beacon_bytes) bytes, pass p50 \(.pass_p50_ms) ms p99 \(.pass_p99_ms) ms" + (if .first_error then "; first error: \(.first_error)" else "" end)' "$W/live.json"
-printf '%-44s %12s\n' "start-up: the registry read by every host, MB" "$(awk -v a="$s0_tx" -v b="$m0_tx" 'BEGIN{printf "%.0f", (b-a)/1e6}') in the first $((2 * INTERVAL)) s"
+printf '%-44s %12s\n' "start-up: MB the cluster sent (first passes)" "$(awk -v a="$s0_tx" -v b="$m0_tx" 'BEGIN{printf "%.0f", (b-a)/1e6}') in the first $((2 * INTERVAL)) s"
 printf '%-44s %12s\n' "measured over ${secs} s of the live load" ""
 printf '%-44s %12s\n' "writes/s (puts applied, member 1)" "$(rate "$m0_puts" "$m1_puts")"
 printf '%-44s %12s\n' "bytes/s clients sent to the cluster (KiB/s)" "$(rate "$m0_rx" "$m1_rx" 1024)"
