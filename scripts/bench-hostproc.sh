@@ -124,7 +124,7 @@ NS=$(readlink "/proc/$INIT/ns/pid") || die "host1's init $INIT is gone"
 PID=
 for p in /proc/[0-9]*; do
   [ "$(readlink "$p/ns/pid" 2>/dev/null)" = "$NS" ] || continue
-  [ "$(tr '\0' ' ' <"$p/cmdline" 2>/dev/null)" = "/usr/local/bin/stado host run " ] || continue
+  [[ "$(tr '\0' ' ' <"$p/cmdline" 2>/dev/null)" =~ ^[^\ ]*stado\ host\ run\  ]] || continue
   PID=${p#/proc/}
 done
 [ -n "$PID" ] && [ -r "/proc/$PID/stat" ] || die "no stado host run in host1's pid namespace"
