@@ -170,7 +170,7 @@ printf 'stado host run: peak RSS %.1f MB (%.1f MiB), at the end %.1f MB; budget 
   "$(awk -v k="$last_kb" 'BEGIN{print k*1024/1e6}')" "$rss_verdict"
 printf 'stado host run: CPU %s s over %s s = %s %% of a core; budget 0.1 %%: %s\n' "$cpu_s" "$wall_s" "$cpu_pct" "$cpu_verdict"
 gomem=$(tr '\0' '\n' <"/proc/$PID/environ" | grep -E '^(GOMEMLIMIT|GOGC)=' | tr '\n' ' ' || true)
-echo "its environment sets: ${gomem:-no GOMEMLIMIT or GOGC (the process's own defaults)}"
+echo "its environment sets: ${gomem:-neither GOMEMLIMIT nor GOGC}"
 
 # Monit beside it: the same 20 processes every 15 s, when installed.
 if command -v monit >/dev/null; then
