@@ -63,6 +63,8 @@ type Pass struct {
 	At     time.Time
 	Host   string
 	// Document is the registry as read this pass; nil when unreadable.
+	// While the registry's revision does not move, every pass is handed
+	// the same document: contributors read it and never change it.
 	Document *registry.Document
 	// Target is this host's target in Document; nil when not declared.
 	Target *registry.Target
@@ -149,6 +151,10 @@ type Runner struct {
 	pending []Refusal // refusals met after the last publish
 	lasting []Refusal // refusals every beacon carries (see Persist)
 	lastDoc *registry.Document
+	lastRev int64 // the store revision lastDoc was decoded from; 0: none
+	// published is the store revision of this runner's last beacon: a
+	// stored beacon at that revision is its own, not another machine's
+	published int64
 }
 
 func (r *Runner) now() time.Time {
@@ -264,13 +270,12 @@ func (r *Runner) RunPass(ctx context.Context) (*Beacon, error) {
 	b.Refusals = append(b.Refusals, carried...)
 	p := &Pass{Number: number, At: b.At, Host: r.Host, Beacon: b}
 
-	doc, _, err := registry.Load(ctx, r.Store)
+	doc, err := r.loadRegistry(ctx)
 	switch {
 	case err == nil:
-		r.lastDoc = doc
 	case errors.Is(err, store.ErrNotFound):
 		doc = &registry.Document{Version: 1}
-		r.lastDoc = doc
+		r.lastDoc, r.lastRev = doc, 0
 	default:
 		p.Refuse("registry_unreadable", store.RegistryKey, "read registry: %v", err)
 		doc = r.lastDoc // the last document read, if any
@@ -305,6 +310,32 @@ func (r *Runner) RunPass(ctx context.Context) (*Beacon, error) {
 		return b, err
 	}
 	return b, nil
+}
+
+// loadRegistry reads the registry and decodes it only when its store
+// revision differs from the one last decoded: the document is the whole
+// fleet's, and it changes far less often than a pass runs. On a
+// store.RevisionReader an unchanged registry is not read at all, only its
+// revision. Its errors are registry.Load's.
+func (r *Runner) loadRegistry(ctx context.Context) (*registry.Document, error) {
+	if _, ok := r.Store.(store.RevisionReader); ok && r.lastDoc != nil && r.lastRev != 0 {
+		if rev, err := store.Revision(ctx, r.Store, store.RegistryKey); err == nil && rev == r.lastRev {
+			return r.lastDoc, nil
+		}
+	}
+	obj, err := r.Store.Get(ctx, store.RegistryKey)
+	if err != nil {
+		return nil, fmt.Errorf("load registry: %w", err)
+	}
+	if r.lastDoc != nil && r.lastRev != 0 && obj.Revision == r.lastRev {
+		return r.lastDoc, nil
+	}
+	doc, _, err := registry.DecodeObject(obj)
+	if err != nil {
+		return nil, err
+	}
+	r.lastDoc, r.lastRev = doc, obj.Revision
+	return doc, nil
 }
 
 // observe fills the unit reports of the declared services and lists the
@@ -368,11 +399,22 @@ func (r *Runner) observe(ctx context.Context, p *Pass) {
 // checkIdentity warns when another machine publishes as this host: a
 // fresh beacon under our key from another identity.
 func (r *Runner) checkIdentity(ctx context.Context, p *Pass) {
-	obj, err := store.GetBounded(ctx, r.Store, store.BeaconPrefix+r.Host, MaxBytes)
-	if err != nil {
-		return
+	key := store.BeaconPrefix + r.Host
+	if _, ok := r.Store.(store.RevisionReader); ok && r.published != 0 {
+		if rev, err := store.Revision(ctx, r.Store, key); err == nil && rev == r.published {
+			return // the one this runner published last, not read again
+		}
 	}
-	var prev Beacon
+	obj, err := store.GetBounded(ctx, r.Store, key, MaxBytes)
+	if err != nil || (r.published != 0 && obj.Revision == r.published) {
+		return // none, or the one this runner published last
+	}
+	// the fields the check reads, not the reports
+	var prev struct {
+		Identity          Identity  `json:"identity"`
+		At                time.Time `json:"at"`
+		StaleAfterSeconds float64   `json:"stale_after_seconds"`
+	}
 	if json.Unmarshal(obj.Value, &prev) != nil {
 		return
 	}
@@ -406,8 +448,10 @@ func (r *Runner) publish(ctx context.Context, b *Beacon, cfg Config) (slimmed bo
 			return slimmed, fmt.Errorf("encode beacon: %w", err)
 		}
 	}
-	if _, err := r.Store.Put(ctx, store.BeaconPrefix+r.Host, data, store.PutOptions{TTL: cfg.TTL}); err != nil {
+	rev, err := r.Store.Put(ctx, store.BeaconPrefix+r.Host, data, store.PutOptions{TTL: cfg.TTL})
+	if err != nil {
 		return slimmed, fmt.Errorf("publish beacon %s: %w", store.BeaconPrefix+r.Host, err)
 	}
+	r.published = rev
 	return slimmed, nil
 }

@@ -11,9 +11,10 @@ import (
 // Instrument returns st with every operation timed into
 // stado_store_operation_duration_seconds and every failure counted into
 // stado_store_operation_failures_total. The returned store is a
-// store.BoundedReader and a store.Visitor whatever st is, answering as
-// st would through store.GetBounded and store.Visit, so a reader that
-// asks for those keeps st's behaviour; Purge is store.Forget on st.
+// store.BoundedReader, a store.RevisionReader and a store.Visitor whatever
+// st is, answering as st would through store.GetBounded, store.Revision
+// and store.Visit, so a reader that asks for those keeps st's behaviour;
+// Purge is store.Forget on st.
 // Close closes st. It is safe for concurrent use when st is.
 func (m *Host) Instrument(st store.Store) store.Store {
 	return &timedStore{inner: st, m: m}
@@ -26,10 +27,11 @@ type timedStore struct {
 }
 
 var (
-	_ store.Store         = (*timedStore)(nil)
-	_ store.BoundedReader = (*timedStore)(nil)
-	_ store.Visitor       = (*timedStore)(nil)
-	_ store.Purger        = (*timedStore)(nil)
+	_ store.Store          = (*timedStore)(nil)
+	_ store.BoundedReader  = (*timedStore)(nil)
+	_ store.RevisionReader = (*timedStore)(nil)
+	_ store.Visitor        = (*timedStore)(nil)
+	_ store.Purger         = (*timedStore)(nil)
 )
 
 // observe records one operation that started at start and ended with err.
@@ -84,6 +86,14 @@ func (s *timedStore) GetBounded(ctx context.Context, key string, max int64) (sto
 	o, err := store.GetBounded(ctx, s.inner, key, max)
 	s.observe("get", start, err)
 	return o, err
+}
+
+// Revision is timed as a get.
+func (s *timedStore) Revision(ctx context.Context, key string) (int64, error) {
+	start := s.m.clock()
+	rev, err := store.Revision(ctx, s.inner, key)
+	s.observe("get", start, err)
+	return rev, err
 }
 
 // Visit is timed as a visit, the callbacks' work included.

@@ -29,3 +29,7 @@ b "etcd vs file: service list over 1,000/10,000 hosts, beacon publish, 8-writer 
 bash scripts/bench-etcd.sh
 b "testbed: D-Bus ShowMany vs 50 systemctl forks; restart on 1 vs 10 hosts vs ssh loops; ensure cold"
 go test -run '^$' -bench 'Units|WriteRestart|WriteEnsureCold' -benchtime 5x -timeout 20m ./tests/ | grep -E '^Benchmark|ok'
+b "host process: stado host run with 20 declared services at the default interval, RSS and CPU per pass, beside monit (budgets 20 MB, 0.1 % of a core)"
+bash scripts/bench-hostproc.sh
+b "the store under a fleet's load: 3 etcd members, 1,000 simulated hosts, service list, a desktop watch and a report cycle; db size after a compressed hour"
+bash scripts/bench-etcd-load.sh

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"hash/crc32"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -101,18 +102,10 @@ func decodeRecord(b []byte) (*record, error) {
 	if nl < 0 {
 		return nil, errors.New("no header")
 	}
-	var (
-		magic, state string
-		format       int
-		r            record
-		length       int
-		sum          uint32
-	)
-	n, err := fmt.Sscanf(string(b[:nl]), "%s %d %s %d %d %d %x", &magic, &format, &state, &r.revision, &r.expires, &length, &sum)
-	if err != nil || n != 7 || magic != objectMagic || format != 1 || (state != "live" && state != "deleted") {
-		return nil, fmt.Errorf("bad header %q", b[:nl])
+	r, length, sum, err := decodeHeader(b[:nl])
+	if err != nil {
+		return nil, err
 	}
-	r.deleted = state == "deleted"
 	r.value = b[nl+1:]
 	if len(r.value) != length {
 		return nil, fmt.Errorf("value is %d bytes, header says %d", len(r.value), length)
@@ -120,10 +113,25 @@ func decodeRecord(b []byte) (*record, error) {
 	if crc32.Checksum(r.value, crcTable) != sum {
 		return nil, errors.New("checksum mismatch")
 	}
-	if r.revision < 1 {
-		return nil, fmt.Errorf("revision %d", r.revision)
-	}
 	return &r, nil
+}
+
+// decodeHeader reads a record's header line (without its newline): the
+// record without its value, the value's length and its checksum.
+func decodeHeader(line []byte) (r record, length int, sum uint32, err error) {
+	var (
+		magic, state string
+		format       int
+	)
+	n, err := fmt.Sscanf(string(line), "%s %d %s %d %d %d %x", &magic, &format, &state, &r.revision, &r.expires, &length, &sum)
+	if err != nil || n != 7 || magic != objectMagic || format != 1 || (state != "live" && state != "deleted") {
+		return record{}, 0, 0, fmt.Errorf("bad header %q", line)
+	}
+	if r.revision < 1 {
+		return record{}, 0, 0, fmt.Errorf("revision %d", r.revision)
+	}
+	r.deleted = state == "deleted"
+	return r, length, sum, nil
 }
 
 // escapeKey maps a key to one file name: bytes outside [A-Za-z0-9._-]
@@ -239,6 +247,48 @@ func (s *FileStore) GetBounded(ctx context.Context, key string, max int64) (Obje
 		return Object{}, fmt.Errorf("get %s: %w", key, &TooLargeError{Key: key, Size: int64(len(r.value)), Max: max})
 	}
 	return Object{Key: key, Value: r.value, Revision: r.revision}, nil
+}
+
+// Revision returns key's revision from its record's header line alone, or
+// an error wrapping ErrNotFound; it makes FileStore a RevisionReader.
+func (s *FileStore) Revision(ctx context.Context, key string) (int64, error) {
+	p, err := s.path(key)
+	if err != nil {
+		return 0, err
+	}
+	if err := ctx.Err(); err != nil {
+		return 0, err
+	}
+	runlock, err := safefile.RLock(ctx, s.lockPath(p))
+	if err != nil {
+		return 0, fmt.Errorf("get %s: %w", key, err)
+	}
+	defer runlock()
+	f, err := os.Open(p)
+	if errors.Is(err, fs.ErrNotExist) {
+		return 0, fmt.Errorf("get %s: %w", key, ErrNotFound)
+	}
+	if err != nil {
+		return 0, fmt.Errorf("get %s: %w", key, err)
+	}
+	defer f.Close()
+	var buf [256]byte // a header line is under 100 bytes
+	n, err := io.ReadFull(f, buf[:])
+	if err != nil && !errors.Is(err, io.ErrUnexpectedEOF) && !errors.Is(err, io.EOF) {
+		return 0, fmt.Errorf("get %s: %w", key, err)
+	}
+	nl := bytes.IndexByte(buf[:n], '\n')
+	if nl < 0 {
+		return 0, fmt.Errorf("get %s: object file %s is corrupt: no header", key, p)
+	}
+	r, _, _, err := decodeHeader(buf[:nl])
+	if err != nil {
+		return 0, fmt.Errorf("get %s: object file %s is corrupt: %v", key, p, err)
+	}
+	if !r.live(s.now()) {
+		return 0, fmt.Errorf("get %s: %w", key, ErrNotFound)
+	}
+	return r.revision, nil
 }
 
 // CompareAndSwap writes value at key if its revision is expect (0: absent).

@@ -67,7 +67,10 @@ type Store struct {
 	leases map[string]heldLease // store key -> the lease its TTL rides on
 }
 
-var _ store.Store = (*Store)(nil)
+var (
+	_ store.Store          = (*Store)(nil)
+	_ store.RevisionReader = (*Store)(nil)
+)
 
 // heldLease is the lease granted for one key's TTL writes.
 type heldLease struct {
@@ -208,6 +211,30 @@ func (s *Store) GetBounded(ctx context.Context, key string, max int64) (store.Ob
 		return store.Object{}, fmt.Errorf("get %s: %w", key, err)
 	}
 	return store.Object{Key: key, Value: v, Revision: kv.ModRevision}, nil
+}
+
+// Revision returns key's mod revision without its value (a keys-only
+// range), or an error wrapping store.ErrNotFound; it makes Store a
+// store.RevisionReader.
+func (s *Store) Revision(ctx context.Context, key string) (int64, error) {
+	k, err := s.etcdKey(key)
+	if err != nil {
+		return 0, err
+	}
+	ctx, cancel := s.opContext(ctx)
+	defer cancel()
+	var resp *clientv3.GetResponse
+	err = s.retry(ctx, func() (err error) {
+		resp, err = s.cli.Get(ctx, k, clientv3.WithKeysOnly())
+		return err
+	})
+	if err != nil {
+		return 0, s.wrap("get", key, err)
+	}
+	if len(resp.Kvs) == 0 {
+		return 0, fmt.Errorf("get %s: %w", key, store.ErrNotFound)
+	}
+	return resp.Kvs[0].ModRevision, nil
 }
 
 // CompareAndSwap writes value at key only if the key's mod revision is

@@ -120,6 +120,33 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		}
 	})
 
+	t.Run("RevisionIsTheRevisionGetReadsWithoutTheValue", func(t *testing.T) {
+		st := fresh(t)
+		if _, err := store.Revision(ctx, st, "r"); !errors.Is(err, store.ErrNotFound) {
+			t.Fatalf("Revision absent: err = %v, want ErrNotFound", err)
+		}
+		r1, err := st.Put(ctx, "r", []byte("1"), store.PutOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got, err := store.Revision(ctx, st, "r"); err != nil || got != r1 {
+			t.Fatalf("Revision after Put: %d %v, want %d", got, err, r1)
+		}
+		r2, err := st.Put(ctx, "r", []byte("2"), store.PutOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got, err := store.Revision(ctx, st, "r"); err != nil || got != r2 || got != mustGet(t, st, "r").Revision {
+			t.Fatalf("Revision after a second Put: %d %v, want %d", got, err, r2)
+		}
+		if err := st.Delete(ctx, "r"); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := store.Revision(ctx, st, "r"); !errors.Is(err, store.ErrNotFound) {
+			t.Fatalf("Revision deleted: err = %v, want ErrNotFound", err)
+		}
+	})
+
 	t.Run("ValuesRoundTripByteForByte", func(t *testing.T) {
 		st := fresh(t)
 		// Cases: empty value, binary with NUL and newlines, a larger value.
@@ -312,6 +339,10 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		objs, err := st.List(ctx, "ttl/")
 		if err != nil || len(objs) != 1 || objs[0].Key != "ttl/long" {
 			t.Fatalf("List ttl/ = %v, %v; want only ttl/long", objKeys(objs), err)
+		}
+		// An expired key has no revision either.
+		if _, err := store.Revision(ctx, st, "ttl/short"); !errors.Is(err, store.ErrNotFound) {
+			t.Fatalf("Revision of an expired key: err = %v, want ErrNotFound", err)
 		}
 		// An expired key is absent: create-only succeeds above its old revision.
 		again := mustCAS(t, st, "ttl/short", "back", 0)
