@@ -14,6 +14,7 @@
 #   BENCH_FLEET_HOSTS=100   testbed hosts (1..250)
 #   BENCH_FLEET_FORKS=50    Ansible's forks
 #   BENCH_FLEET_RUNS=3      timed runs of each row
+#   BENCH_FLEET_ANSIBLE=1   0 leaves Ansible's rows out (n/a), which halves the run
 #   STADO_BIN, BENCH_KEEP, TESTBED_LOCK as for bench-compare.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -24,6 +25,9 @@ export BENCH_RUNS=${BENCH_FLEET_RUNS:-3}
 export BENCH_RUNS_CHEAP=$BENCH_RUNS
 # shellcheck source=scripts/bench-testbed.sh
 source scripts/bench-testbed.sh
+# ans_row: one of Ansible's timed runs, unless BENCH_FLEET_ANSIBLE=0
+ANS_ON=${BENCH_FLEET_ANSIBLE:-1}
+ans_row() { [ "$ANS_ON" = 0 ] || timed "$@"; }
 
 T0=$(date +%s%N)
 LOAD0=$(loadavg)
@@ -57,37 +61,42 @@ stado_first() {
 after_first() { stop_keepers "$W/first"; }
 
 # 1. read one unit's state on every host
-ans_read_all tuned >"$LOGS/prime-read-tuned.log" 2>&1 || true
+[ "$ANS_ON" = 0 ] || ans_read_all tuned >"$LOGS/prime-read-tuned.log" 2>&1 || true
 for i in $(seq 1 "$RUNS"); do
   timed f.read.stado - - stado_read_all cold
   timed f.read.ssh - - ssh_read_all
-  timed f.read.anst - - ans_read_all tuned
+  ans_row f.read.anst - - ans_read_all tuned
 done
 
 # 2. deploy a new unit on every host, then the same again (converged)
 remove_new
-ans_deploy_all tuned >"$LOGS/prime-deploy-tuned.log" 2>&1 || true
+[ "$ANS_ON" = 0 ] || ans_deploy_all tuned >"$LOGS/prime-deploy-tuned.log" 2>&1 || true
 for i in $(seq 1 "$RUNS"); do
   timed f.deploy.stado remove_new after_cold stado_ensure_all cold
   timed f.conv.stado - after_cold stado_ensure_all cold
   timed f.conv.first - after_first stado_first service ensure bench-new --all --settle 1s --reason bench
   timed f.deploy.ssh remove_new - ssh_deploy1_all
   timed f.conv.ssh - - ssh_read_all
-  timed f.deploy.anst remove_new - ans_deploy_all tuned
-  timed f.conv.anst - - ans_deploy_all tuned
+  ans_row f.deploy.anst remove_new - ans_deploy_all tuned
+  ans_row f.conv.anst - - ans_deploy_all tuned
 done
 
-# 3. warm: the keeper of one HOME holds a connection to every host
+# 3. warm: the keeper of one HOME holds a connection to every host. It is
+# started here with an idle period longer than the slowest row between two
+# warm runs (a keeper a command starts exits after a minute unused, and an
+# Ansible run at 100 hosts takes longer than that).
 mkdir -p "$W/warm"
+HOME=$W/warm setsid env -u STADO_NO_KEEPER -u STADO_KEEPER "$BIN" host keeper --idle 2h </dev/null >"$LOGS/keeper.log" 2>&1 9>&- &
+KEEPER_PID=$!
 stado_ensure_all warm >"$LOGS/prime-warm-ensure.log" 2>&1 || true
 find "$W/warm" -type s -name 'keeper*.sock' | grep -q . \
   || echo "  warm: no keeper socket under $W/warm after the priming run; the warm runs may be cold"
-ans_restart_all tuned >"$LOGS/prime-restart-tuned.log" 2>&1 || true
+[ "$ANS_ON" = 0 ] || ans_restart_all tuned >"$LOGS/prime-restart-tuned.log" 2>&1 || true
 for i in $(seq 1 "$RUNS"); do
   timed f.conv.warm - - stado_ensure_all warm
   timed f.restart.warm - - stado_restart_all warm
   timed f.restart.ssh - - ssh_restart_all
-  timed f.restart.anst - - ans_restart_all tuned
+  ans_row f.restart.anst - - ans_restart_all tuned
 done
 
 # 4. verify and the autonomy cycle's report, cold and warm
@@ -129,18 +138,18 @@ F_S=$(awk -v a="$T0" -v b="$(date +%s%N)" 'BEGIN{printf "%.0f", (b-a)/1e9}')
 
 report f.read.stado "read: stado service list (beacons)"
 report f.read.ssh "read: parallel ssh systemctl is-active"
-report f.read.anst "read: Ansible tuned"
+[ "$ANS_ON" = 0 ] || report f.read.anst "read: Ansible tuned"
 report f.deploy.stado "deploy: stado service ensure, cold"
 report f.deploy.ssh "deploy: parallel ssh, one command a host"
-report f.deploy.anst "deploy: Ansible tuned"
+[ "$ANS_ON" = 0 ] || report f.deploy.anst "deploy: Ansible tuned"
 report f.conv.stado "converged: stado ensure, cold"
 report f.conv.first "converged: stado ensure, keeper not running"
 report f.conv.warm "converged: stado ensure, warm"
 report f.conv.ssh "converged: parallel ssh is-active"
-report f.conv.anst "converged: Ansible tuned"
+[ "$ANS_ON" = 0 ] || report f.conv.anst "converged: Ansible tuned"
 report f.restart.warm "restart everywhere: stado warm"
 report f.restart.ssh "restart everywhere: parallel ssh"
-report f.restart.anst "restart everywhere: Ansible tuned"
+[ "$ANS_ON" = 0 ] || report f.restart.anst "restart everywhere: Ansible tuned"
 report f.verify.stado "verify: stado service verify, cold"
 report f.verify.warm "verify: stado service verify, warm"
 report f.report.stado "report cycle: stado optimize run, cold"
