@@ -28,8 +28,8 @@ type Installed struct {
 // home), bounded by MaxFileBytes) and compares it with s's rendering for
 // goos, as ensure would install it. It changes nothing. An incomplete
 // declaration is an *IncompleteError (with Path and Absent still set); a
-// declaration that does not render is the renderer's *FieldError or
-// declaration error; a file that cannot be read is the read's error.
+// declaration that does not render is a *RenderError (wrapping the
+// renderer's error); a file that cannot be read is the read's error.
 func CompareInstalled(s declaration.Service, goos, home string) (Installed, error) {
 	in := Installed{Path: UnitPath(s, goos, home)}
 	old, err := readBounded(in.Path)
@@ -46,9 +46,19 @@ func CompareInstalled(s declaration.Service, goos, home string) (Installed, erro
 	}
 	content, err := Render(s, goos, home)
 	if err != nil {
-		return in, err
+		return in, &RenderError{Unit: s.Unit, Err: err}
 	}
 	in.Rendered = KeepInstalled(s, goos, content, old)
 	in.Drift = in.Absent || string(old) != string(in.Rendered)
 	return in, nil
 }
+
+// RenderError is a declaration that does not render on this host: the
+// renderer's error, named by the unit.
+type RenderError struct {
+	Unit string
+	Err  error
+}
+
+func (e *RenderError) Error() string { return "render " + e.Unit + ": " + e.Err.Error() }
+func (e *RenderError) Unwrap() error { return e.Err }

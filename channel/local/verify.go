@@ -3,8 +3,6 @@ package local
 import (
 	"context"
 	"errors"
-	"io/fs"
-	"os"
 
 	"github.com/wisent/stado/channel"
 	"github.com/wisent/stado/refusal"
@@ -140,30 +138,21 @@ func (h *Host) checkFile(vs channel.VerifyService, c *channel.UnitCheck) []byte 
 		c.Refusal = channel.RefusalOf(err)
 		return nil
 	}
-	old, err := os.ReadFile(c.Path)
+	in, err := units.CompareInstalled(s, h.OS(), h.Home) // what ensure would write over it
+	c.FileAbsent, c.Drift = in.Absent, in.Drift
+	var re *units.RenderError
 	switch {
-	case errors.Is(err, fs.ErrNotExist):
-		c.FileAbsent, old = true, nil
-	case err != nil:
+	case errors.As(err, &re):
+		c.Refusal = &channel.UnitRefusal{Code: refusal.Validation, Message: err.Error()}
+		return nil
+	case err != nil: // an incomplete declaration, or a file that cannot be read
 		c.Refusal = channel.RefusalOf(err)
 		return nil
 	}
-	if s.Incomplete() {
-		c.Refusal = channel.RefusalOf(&units.IncompleteError{Service: s.Name, Unit: s.Unit, Reason: s.IncompleteReason})
-		c.Drift = c.FileAbsent
-		return nil
+	if in.Drift {
+		c.Diff = units.Diff(c.Path, string(in.Installed), string(in.Rendered))
 	}
-	content, err := units.Render(s, h.OS(), h.Home)
-	if err != nil {
-		c.Refusal = &channel.UnitRefusal{Code: refusal.Validation, Message: "render " + s.Unit + ": " + err.Error()}
-		return nil
-	}
-	content = units.KeepInstalled(s, h.OS(), content, old) // what ensure would write over it
-	if c.FileAbsent || string(old) != string(content) {
-		c.Drift = true
-		c.Diff = units.Diff(c.Path, string(old), string(content))
-	}
-	return content
+	return in.Rendered
 }
 
 // readReady runs the declaration's protocol executable's ready operation
