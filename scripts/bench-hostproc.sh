@@ -27,67 +27,19 @@
 # holds it), and stops what it started on exit (the host, and monit by pid).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-ROOT=$PWD
-BIN=${STADO_BIN:-$ROOT/bin/stado}
-TB=$ROOT/tests/testbed/testbed.sh
+BENCH_NAME=bench-hostproc
+# shellcheck source=scripts/bench-lib.sh
+source scripts/bench-lib.sh
 SERVICES=${SERVICES:-20}
 WARMUP=${WARMUP:-3}
 PASSES=${PASSES:-12}
-LOCK=${TESTBED_LOCK:-/run/stado-testbed.lock}
 INTERVAL=15 # the default of `stado host run --interval`; the registry sets none
 BUDGET_KB=$((20 * 1000 * 1000 / 1024)) # 20 MB
 MONIT_DOC="3.3 MB (Monit 5.33 watching 4 processes and a port, /work/shared/BENCHMARKS.md; not measured here)"
-
-die() { echo "bench-hostproc: $*" >&2; exit 1; }
-[ "$(id -u)" = 0 ] || die "the testbed needs root (namespaces, systemd as PID 1)"
-[ -x "$BIN" ] || die "no stado binary at $BIN (make build)"
-
-W=$(mktemp -d /tmp/stado-bench-hostproc.XXXXXX)
-cp "$BIN" "$W/stado"
-BIN=$W/stado
 MONIT_PID=
-cleanup() {
-  local rc=$?
-  set +e
-  if [ -n "$MONIT_PID" ] && kill -0 "$MONIT_PID" 2>/dev/null; then
-    kill -TERM "$MONIT_PID"
-    for _ in $(seq 50); do kill -0 "$MONIT_PID" 2>/dev/null || break; sleep 0.1; done
-    kill -KILL "$MONIT_PID" 2>/dev/null
-  fi
-  [ -z "${TB_UP:-}" ] || bash "$TB" down >/dev/null 2>&1
-  exec 9>&-
-  if [ "${BENCH_KEEP:-}" = 1 ] || [ $rc != 0 ]; then
-    echo "bench-hostproc: work dir kept in $W" >&2
-  else
-    rm -rf "$W"
-  fi
-  exit $rc
-}
-trap cleanup EXIT
-trap 'exit 130' INT TERM
+bench_cleanup_extra() { [ -z "$MONIT_PID" ] || stop_pid "$MONIT_PID"; }
 
-exec 9>>"$LOCK"
-if [ "${TESTBED_LOCK_HELD:-}" = 1 ]; then
-  : # the caller holds the lock for this run (and maybe the next)
-elif ! flock -n 9; then
-  echo "bench-hostproc: someone else's testbed holds $LOCK; waiting for it (up to 15 min)" >&2
-  flock -w 900 9 || die "the testbed lock stayed taken"
-fi
-export TESTBED_LOCK_HELD=1
-bash "$TB" down >/dev/null 2>&1 || true
-TB_UP=1
-STADO_BIN=$BIN bash "$TB" up 1 2>"$W/testbed-up.log" 9>&- \
-  || { cat "$W/testbed-up.log" >&2; die "testbed up 1 failed"; }
-eval "$(bash "$TB" env)"
-
-export HOME=$W/workstation
-mkdir -p "$HOME"
-export STADO_STORE=file://$TESTBED_STORE
-export STADO_KNOWN_HOSTS=$TESTBED_KNOWN_HOSTS
-export STADO_SSH_IDENTITY=$TESTBED_SSH_KEY
-export STADO_SSH_CONFIG=/dev/null
-export STADO_WRITER=bench
-export STADO_NO_KEEPER=1 STADO_KEEPER=off
+bench_up 1
 
 svc() { printf 'svc%02d' "$1"; }
 {
@@ -107,7 +59,7 @@ svc() { printf 'svc%02d' "$1"; }
   echo "        args: [host, run]"
   echo "        env: {HOME: /root, STADO_STORE: \"$STADO_STORE\"}"
 } >"$W/fleet.yaml"
-bash "$TB" exec host1 sh -c "mkdir -p /root/.stado && printf '%s\n' '$STADO_STORE' > /root/.stado/store-url"
+store_url_on_hosts 1
 "$BIN" registry push "$W/fleet.yaml" --reason "bench host process" >"$W/push.log" 2>&1 9>&- \
   || { cat "$W/push.log" >&2; die "registry push failed"; }
 for i in $(seq 1 "$SERVICES"); do

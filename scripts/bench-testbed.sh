@@ -1,44 +1,26 @@
-# bench-testbed.sh - sourced by bench-compare.sh and bench-fleet.sh: boots
-# a testbed of N hosts under the machine-wide lock, declares the bench fleet
-# (demo, bench-new and stado's host process on every host), ensures demo and
-# the host process, and defines the tools (parallel ssh, Ansible in two
-# configurations, stado cold and warm) and the timing helpers (timed,
-# report, fmt, ratio). The caller sets BENCH_NAME (messages, work dir) and
-# runs from the repository root with `set -euo pipefail`. On exit it stops
-# what it started (hosts, ControlPersist masters, keepers) and removes the
-# work dir unless BENCH_KEEP=1 or the run failed.
+# bench-testbed.sh - sourced by bench-compare.sh and bench-fleet.sh: on the
+# testbed bench-lib.sh boots (N hosts under the machine-wide lock), declares
+# the bench fleet (demo, bench-new and stado's host process on every host),
+# ensures demo and the host process, and defines the tools (parallel ssh,
+# Ansible in two configurations, stado cold and warm). The caller sets
+# BENCH_NAME and runs from the repository root with `set -euo pipefail`. On
+# exit it also closes the ControlPersist masters Ansible opened and the
+# warm rows' keeper.
 #
 # Environment: BENCH_HOSTS, BENCH_RUNS, BENCH_RUNS_CHEAP, BENCH_FORKS
 # (Ansible's forks, default BENCH_HOSTS), STADO_BIN, BENCH_KEEPER_CMD,
 # BENCH_KEEP, TESTBED_LOCK; see the callers' headers.
-ROOT=$PWD
-BIN=${STADO_BIN:-$ROOT/bin/stado}
-TB=$ROOT/tests/testbed/testbed.sh
+# shellcheck source=scripts/bench-lib.sh
+source scripts/bench-lib.sh
 N=${BENCH_HOSTS:-10}
 RUNS=${BENCH_RUNS:-3}
 RUNS_CHEAP=${BENCH_RUNS_CHEAP:-5}
 FORKS=${BENCH_FORKS:-$N}
-LOCK=${TESTBED_LOCK:-/run/stado-testbed.lock}
-
-die() { echo "$BENCH_NAME: $*" >&2; exit 1; }
-[ "$(id -u)" = 0 ] || die "the testbed needs root (namespaces, systemd as PID 1)"
-[ -x "$BIN" ] || die "no stado binary at $BIN (make build)"
 command -v ansible-playbook >/dev/null || die "ansible-playbook is missing (make deps installs ansible-core)"
 [ -x /usr/bin/python3 ] || die "/usr/bin/python3 is missing (Ansible's interpreter on the hosts)"
 [ "$N" -ge 1 ] && [ "$N" -le 250 ] || die "BENCH_HOSTS must be 1..250"
-
-W=$(mktemp -d "/tmp/stado-$BENCH_NAME.XXXXXX")
-LOGS=$W/logs
-mkdir -p "$LOGS" "$W/cold"
-# A copy of the binary: a `make build` by someone else during the run must
-# not change what is measured. The hosts get their own copy at `up`.
-cp "$BIN" "$W/stado"
-BIN=$W/stado
 KEEPER_PID=
 ANSIBLE_CP_DIRS=()
-# stado's keeper socket lives under $XDG_RUNTIME_DIR when set, else under
-# $HOME; every stado run here gets its HOME from this script.
-unset XDG_RUNTIME_DIR STADO_KEEPER_SOCKET
 
 # close_masters DIR: ask every ControlPersist master with a socket in DIR to
 # exit, through its socket (they are the ones Ansible started here).
@@ -49,73 +31,15 @@ close_masters() {
     ssh -o ControlPath="$s" -O exit bench-master </dev/null >/dev/null 2>&1 || true
   done
 }
-
-# stop_keepers DIR: stop every stado keeper listening on a socket under DIR
-# (all of them were started by this script's stado runs), by the pid that
-# holds the socket. A keeper binds a temporary name in its socket's directory
-# and renames it; ss shows the bound name, so the directory is matched.
-stop_keepers() {
-  local sock pid
-  while IFS= read -r sock; do
-    for pid in $(ss -xlpH 2>/dev/null | awk -v d="$(dirname "$sock")/" 'index($5, d) == 1' | grep -o 'pid=[0-9]*' | cut -d= -f2 | sort -u); do
-      [ "$(readlink "/proc/$pid/exe" 2>/dev/null)" = "$(readlink -f "$BIN")" ] || continue
-      kill -TERM "$pid" 2>/dev/null || true
-      for _ in $(seq 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
-      kill -KILL "$pid" 2>/dev/null || true
-    done
-  done < <(find "$1" -type s -name 'keeper*.sock' 2>/dev/null)
-}
-
-cleanup() {
-  local rc=$?
-  set +e
-  if [ -n "$KEEPER_PID" ] && kill -0 "$KEEPER_PID" 2>/dev/null; then
-    kill -TERM "$KEEPER_PID"
-    for _ in $(seq 50); do kill -0 "$KEEPER_PID" 2>/dev/null || break; sleep 0.1; done
-    kill -KILL "$KEEPER_PID" 2>/dev/null
-  fi
-  stop_keepers "$W"
+# bench_cleanup_extra: the warm rows' keeper and Ansible's masters.
+bench_cleanup_extra() {
+  [ -z "$KEEPER_PID" ] || stop_pid "$KEEPER_PID"
+  local d
   for d in "${ANSIBLE_CP_DIRS[@]}"; do close_masters "$d"; done
-  [ -z "${TB_UP:-}" ] || bash "$TB" down >/dev/null 2>&1
-  exec 9>&-
-  if [ "${BENCH_KEEP:-}" = 1 ] || [ $rc != 0 ]; then
-    echo "$BENCH_NAME: work dir (logs) kept in $W" >&2
-  else
-    rm -rf "$W"
-  fi
-  exit $rc
 }
-trap cleanup EXIT
-trap 'exit 130' INT TERM
 
 # --- the testbed and the fleet ---------------------------------------------------
-exec 9>"$LOCK"
-if ! flock -n 9; then
-  echo "$BENCH_NAME: someone else's testbed holds $LOCK; waiting for it (up to 15 min)" >&2
-  flock -w 900 9 || die "the testbed lock stayed taken"
-fi
-export TESTBED_LOCK_HELD=1
-bash "$TB" down >/dev/null 2>&1 || true
-t0=$(date +%s%N)
-TB_UP=1
-STADO_BIN=$BIN bash "$TB" up "$N" 2>"$LOGS/testbed-up.log" 9>&- \
-  || { cat "$LOGS/testbed-up.log" >&2; die "testbed up $N failed"; }
-eval "$(bash "$TB" env)"
-BOOT_S=$(awk -v a="$t0" -v b="$(date +%s%N)" 'BEGIN{printf "%.1f", (b-a)/1e9}')
-echo "$BENCH_NAME: $N testbed hosts up in ${BOOT_S} s" >&2
-
-# The workstation: the testbed's key and known_hosts, no ssh_config (the
-# registry names the addresses), the testbed's shared file store.
-export HOME=$W/workstation
-mkdir -p "$HOME"
-export STADO_STORE=file://$TESTBED_STORE
-export STADO_KNOWN_HOSTS=$TESTBED_KNOWN_HOSTS
-export STADO_SSH_IDENTITY=$TESTBED_SSH_KEY
-export STADO_SSH_CONFIG=/dev/null
-export STADO_WRITER=bench
-# No keeper unless a run says warm (builds without one ignore these).
-export STADO_NO_KEEPER=1 STADO_KEEPER=off
-addr() { echo "127.0.1.$1"; }
+bench_up "$N"
 UNIT_PATH=/etc/systemd/system/bench-new.service
 
 # The registry: on every host `demo` (restarted and read), `bench-new`
@@ -151,12 +75,7 @@ EOF
   done
 } > "$W/fleet.yaml"
 
-# Each host's stado reads the store URL from ~/.stado/store-url (written
-# through nsenter: no ssh connection is made before the measurements but
-# the setup ensures below).
-for k in $(seq 1 "$N"); do
-  bash "$TB" exec "host$k" sh -c "mkdir -p /root/.stado && printf '%s\n' '$STADO_STORE' > /root/.stado/store-url"
-done
+store_url_on_hosts "$N"
 "$BIN" registry push "$W/fleet.yaml" --reason "bench fleet" >"$LOGS/setup-registry-push.log" 2>&1 9>&- \
   || { cat "$LOGS/setup-registry-push.log" >&2; die "registry push failed"; }
 
@@ -175,20 +94,6 @@ done
 stop_keepers "$W"
 
 # --- the tools ---------------------------------------------------------------------
-SSH=(ssh -F /dev/null -o BatchMode=yes -o StrictHostKeyChecking=yes
-  -o UserKnownHostsFile="$TESTBED_KNOWN_HOSTS" -o GlobalKnownHostsFile=/dev/null
-  -i "$TESTBED_SSH_KEY" -o IdentitiesOnly=yes -o ControlMaster=no -o ControlPath=none
-  -o LogLevel=ERROR -l root)
-
-# pssh CMD: CMD on every host at once, a new connection each.
-pssh() {
-  local pids=() k rc=0
-  for k in $(seq 1 "$N"); do
-    "${SSH[@]}" "$(addr "$k")" "$@" </dev/null & pids+=($!)
-  done
-  for k in "${pids[@]}"; do wait "$k" || rc=1; done
-  return $rc
-}
 ssh_restart_one() { "${SSH[@]}" "$(addr 1)" systemctl restart demo.service </dev/null; }
 ssh_read_all() { pssh systemctl is-active demo.service; }
 # ssh_deploy_host K: three connections, one after the other, as a shell
@@ -285,51 +190,6 @@ remove_new() {
   done
   for k in "${pids[@]}"; do wait "$k" || true; done
 }
-
-# --- timing -------------------------------------------------------------------
-# The tools' runs are interleaved (run 1 of each tool, then run 2, ...) so
-# that a change in the machine's load (other people's builds) falls on all
-# of them alike.
-declare -A TIMES MED FAILED
-# timed KEY BEFORE AFTER CMD...: one run of CMD; its wall time in ms is
-# appended to TIMES[KEY]. BEFORE and AFTER (function names, or -) run
-# untimed around it. Output goes to logs/KEY.log. A key that failed once is
-# not run again.
-timed() {
-  local key=$1 before=$2 after=$3; shift 3
-  local t0 t1 rc log=$LOGS/$key.log
-  [ -z "${FAILED[$key]:-}" ] || return 0
-  [ "$before" = - ] || $before
-  echo "--- $(date +%T) $*" >> "$log"
-  t0=$(date +%s%N)
-  set +e; "$@" >> "$log" 2>&1; rc=$?; set -e
-  t1=$(date +%s%N)
-  [ "$after" = - ] || $after
-  if [ $rc != 0 ]; then
-    FAILED[$key]="exit $rc"
-    return 0
-  fi
-  TIMES[$key]="${TIMES[$key]:-}$(( (t1 - t0) / 1000000 )) "
-}
-# report KEY LABEL: the median of KEY's runs into MED[KEY], and one line.
-report() {
-  local key=$1 label=$2
-  if [ -n "${FAILED[$key]:-}" ]; then
-    MED[$key]=fail
-    printf '  %-46s FAILED (%s); the end of its log:\n' "$label" "${FAILED[$key]}"
-    tail -n 8 "$LOGS/$key.log" | sed 's/^/      /'
-    return 0
-  fi
-  MED[$key]=$(printf '%s\n' ${TIMES[$key]} | sort -n | awk '{a[NR]=$1} END{m=(NR%2)?a[(NR+1)/2]:(a[NR/2]+a[NR/2+1])/2; printf "%.3f", m/1000}')
-  printf '  %-46s %6.2f s   runs (ms): %s\n' "$label" "${MED[$key]}" "${TIMES[$key]}"
-}
-fmt() { case "${MED[$1]:-n/a}" in fail|n/a) echo "${MED[$1]:-n/a}" ;; *) printf '%.2f s' "${MED[$1]}" ;; esac; }
-ratio() { # KEY-A KEY-B: A's median over B's
-  local a=${MED[$1]:-n/a} b=${MED[$2]:-n/a}
-  case "$a$b" in *fail*|*n/a*) echo "—"; return ;; esac
-  awk -v a="$a" -v b="$b" 'BEGIN{ if (b <= 0) print "—"; else printf "%.2f×", a/b }'
-}
-loadavg() { cut -d' ' -f1-3 /proc/loadavg; }
 
 # `service list` must read real beacons: wait (up to 90 s) until demo is
 # active in every host's.
