@@ -107,14 +107,17 @@ func TestAWedgedHostProcessIsRestartedBySystemdsWatchdog(t *testing.T) {
 
 	// Released: the new process ends its first pass, says READY=1, and
 	// publishes pass after pass.
+	// On a loaded machine the restarted process may itself be restarted
+	// again before the release reaches it, so the publisher is any pid
+	// after the frozen one, and it must be the one systemd runs now.
 	release()
-	newPID, _ := strconv.Atoi(restarted["MainPID"])
-	b = waitBeacon(t, st, h.Name, 60*time.Second, func(b beacon.Beacon) bool { return b.Identity.PID == newPID && b.Pass >= 3 })
+	b = waitBeacon(t, st, h.Name, 60*time.Second, func(b beacon.Beacon) bool { return b.Identity.PID != pid && b.Pass >= 3 })
+	newPID := b.Identity.PID
 	after := props()
-	if after["ActiveState"] != "active" || after["MainPID"] != restarted["MainPID"] || !strings.HasPrefix(after["StatusText"], "pass ") {
-		t.Errorf("after the release systemd reads %v; want the restarted pid %d active with its pass in STATUS=", after, newPID)
+	if after["ActiveState"] != "active" || after["MainPID"] != strconv.Itoa(newPID) || after["NRestarts"] == "0" || !strings.HasPrefix(after["StatusText"], "pass ") {
+		t.Errorf("after the release systemd reads %v; want the restarted pid %d, which publishes, active with its pass in STATUS=", after, newPID)
 	}
-	t.Logf("resumed: pid %d publishes pass %d, status %q", newPID, b.Pass, after["StatusText"])
+	t.Logf("resumed: pid %d (systemd first restarted to %s) publishes pass %d, status %q", newPID, restarted["MainPID"], b.Pass, after["StatusText"])
 }
 
 // waitBeacon polls the store for host's beacon until ok holds.
