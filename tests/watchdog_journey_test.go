@@ -114,7 +114,7 @@ func TestAWedgedHostProcessIsRestartedBySystemdsWatchdog(t *testing.T) {
 	b = waitBeacon(t, st, h.Name, 60*time.Second, func(b beacon.Beacon) bool { return b.Identity.PID != pid && b.Pass >= 3 })
 	newPID := b.Identity.PID
 	after := props()
-	if after["ActiveState"] != "active" || after["MainPID"] != strconv.Itoa(newPID) || after["NRestarts"] == "0" || !strings.HasPrefix(after["StatusText"], "pass ") {
+	if after["ActiveState"] != "active" || after["MainPID"] != strconv.Itoa(newPID) || !strings.HasPrefix(after["StatusText"], "pass ") {
 		t.Errorf("after the release systemd reads %v; want the restarted pid %d, which publishes, active with its pass in STATUS=", after, newPID)
 	}
 	t.Logf("resumed: pid %d (systemd first restarted to %s) publishes pass %d, status %q", newPID, restarted["MainPID"], b.Pass, after["StatusText"])
