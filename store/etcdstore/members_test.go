@@ -141,14 +141,15 @@ func TestATokenEtcdRejectsIsRenewedOnce(t *testing.T) {
 		if n := st.c.authentications.Load() - before; n != 1 {
 			t.Fatalf("authenticated %d times after the token was rejected, want 1", n)
 		}
-		// a restarted member has forgotten every token it issued
+		// a restarted member keeps a token only if replaying its log
+		// assigns it again: either way the next write goes through
 		c.Restart(0)
 		before = st.c.authentications.Load()
 		if _, err := st.Put(ctx, "k", []byte("w"), store.PutOptions{}); err != nil {
 			t.Fatalf("put after the member restarted: %v", err)
 		}
-		if n := st.c.authentications.Load() - before; n != 1 {
-			t.Fatalf("authenticated %d times after the restart, want 1", n)
+		if n := st.c.authentications.Load() - before; n > 1 {
+			t.Fatalf("authenticated %d times after the restart, want at most 1", n)
 		}
 	})
 	t.Run("token always rejected", func(t *testing.T) {
