@@ -145,6 +145,9 @@ func (c *client) call(ctx context.Context, path string, req, resp any, limit int
 			if err != nil {
 				return c.bodyError(ep, err)
 			}
+			if rr, ok := resp.(*rangeResponse); ok {
+				return decodeRange(buf, rr)
+			}
 			return json.Unmarshal(buf, resp)
 		})
 	})
