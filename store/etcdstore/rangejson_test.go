@@ -2,8 +2,10 @@ package etcdstore
 
 import (
 	"encoding/json"
+	"fmt"
 	"reflect"
 	"testing"
+	"time"
 )
 
 // rangeSeeds are answers as the gateway writes them and as it never does
@@ -51,5 +53,40 @@ func checkRangeDecode(t *testing.T, in []byte) {
 	}
 	if werr == nil && !reflect.DeepEqual(got, want) {
 		t.Fatalf("%q:\n decodeRange   %+v\n encoding/json %+v", in, got, want)
+	}
+}
+
+// BenchmarkDecodeRangePage decodes a page of 100 beacons (20 units each)
+// as the gateway answers it, by decodeRange and by encoding/json.
+func BenchmarkDecodeRangePage(b *testing.B) {
+	page := rangeResponse{Header: responseHeader{Revision: 1234}, More: true, Count: 1000}
+	for i := 0; i < visitPage; i++ {
+		host := fmt.Sprintf("host%05d", i)
+		v, err := json.Marshal(syntheticBeacon(host, 1, time.Now()))
+		if err != nil {
+			b.Fatal(err)
+		}
+		page.Kvs = append(page.Kvs, keyValue{Key: []byte("stado/beacons/" + host), Value: v, CreateRevision: 5, ModRevision: 77, Version: 3, Lease: 7587869382934})
+	}
+	data, err := json.Marshal(page)
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, dec := range []struct {
+		name string
+		fn   func([]byte, *rangeResponse) error
+	}{
+		{"decodeRange", decodeRange},
+		{"encoding-json", func(d []byte, r *rangeResponse) error { return json.Unmarshal(d, r) }},
+	} {
+		b.Run(dec.name, func(b *testing.B) {
+			b.SetBytes(int64(len(data)))
+			for b.Loop() {
+				var r rangeResponse
+				if err := dec.fn(data, &r); err != nil || len(r.Kvs) != visitPage {
+					b.Fatal(err)
+				}
+			}
+		})
 	}
 }
