@@ -30,6 +30,7 @@ import (
 	"crypto/x509"
 	"errors"
 	"fmt"
+	"io"
 	"math"
 	"net/http"
 	"os"
@@ -516,6 +517,9 @@ func (s *Store) keepAliveOnce(ctx context.Context, id int64) error {
 	if err := newStreamDecoder(body, smallBody).Decode(&msg); err != nil {
 		return &memberError{"keep-alive", err}
 	}
+	// The member ends the stream once it has read the request's end; a
+	// body read to its end leaves the connection to the next call.
+	_, _ = io.Copy(io.Discard, io.LimitReader(body, smallBody))
 	switch {
 	case msg.Error != nil:
 		return &rpcError{Code: msg.Error.GRPCCode, Message: msg.Error.Message}
