@@ -295,3 +295,57 @@ func TestWatchNoticesAMemberRestartAndWatchesOnAfterIt(t *testing.T) {
 		t.Fatal("a beacon's put after the restart: no notice within 5s")
 	}
 }
+
+// A watch whose token etcd no longer knows is refused (as a permission
+// the user lacks); the watcher authenticates again once and the watch
+// holds: no notice while nothing changes, one when a key does.
+func TestWatchWithARejectedTokenAuthenticatesAgainAndHolds(t *testing.T) {
+	c := etcdtest.Start(t, 1)
+	const pw = "watch-pw-5"
+	enableAuth(t, c.ClientURL(0), pw)
+	cfg, err := ParseURL("etcd://root:"+pw+"@"+hostPorts(c)+"/authed", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	watcher, err := Open(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer watcher.Close()
+	writer, err := Open(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer writer.Close()
+	watcher.c.tokenMu.Lock()
+	watcher.c.token = "forgottentoken.1"
+	watcher.c.tokenMu.Unlock()
+	ch, err := watcher.Watch(ctx, store.BeaconPrefix)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// the refusal, a renewal, the watch opened again a second later
+	time.Sleep(2500 * time.Millisecond)
+	select {
+	case <-ch:
+	default:
+	}
+	select {
+	case <-ch:
+		t.Fatal("a notice while nothing changed: the watch keeps failing")
+	case <-time.After(2 * time.Second):
+	}
+	if _, err := writer.Put(ctx, store.BeaconPrefix+"h1", []byte("{}"), store.PutOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-ch:
+	case <-time.After(3 * time.Second):
+		t.Fatal("a beacon's put: no notice within 3s")
+	}
+	if n := watcher.c.authentications.Load(); n != 2 {
+		t.Fatalf("the watcher authenticated %d times, want 2 (at open, after the refusal)", n)
+	}
+}

@@ -29,11 +29,23 @@ func (s *Store) Watch(ctx context.Context, prefix string) (<-chan struct{}, erro
 	req := watchRequest{CreateRequest: watchCreateRequest{Key: key, RangeEnd: prefixEnd(key)}}
 	go func() {
 		defer close(out)
+		reauthed := false
 		for first := true; ctx.Err() == nil; first = false {
 			if !first {
 				notify()
 			}
-			s.watchOnce(ctx, req, notify)
+			token := s.c.currentToken()
+			created, refused := s.watchOnce(ctx, req, notify)
+			if created {
+				reauthed = false
+			}
+			// etcd refuses a watch whose token it no longer knows as a
+			// permission it lacks: authenticate again, once per run of
+			// refusals (a user without the permission is refused anyway).
+			if refused && s.c.user != "" && !reauthed {
+				reauthed = true
+				_, _ = s.c.authenticate(ctx, token)
+			}
 			select {
 			case <-ctx.Done():
 			case <-time.After(time.Second):
@@ -44,11 +56,12 @@ func (s *Store) Watch(ctx context.Context, prefix string) (<-chan struct{}, erro
 }
 
 // watchOnce runs one watch stream until it ends, calling notify for each
-// message that carries events.
-func (s *Store) watchOnce(ctx context.Context, req watchRequest, notify func()) {
+// message that carries events. It says whether the watch was created, and
+// whether etcd refused it at once.
+func (s *Store) watchOnce(ctx context.Context, req watchRequest, notify func()) (created, refused bool) {
 	body, err := s.c.stream(ctx, "/v3/watch", req)
 	if err != nil {
-		return
+		return false, false
 	}
 	defer body.Close()
 	dec := newStreamDecoder(body, maxWatchMessage)
@@ -57,8 +70,14 @@ func (s *Store) watchOnce(ctx context.Context, req watchRequest, notify func()) 
 			Result *watchResponse `json:"result"`
 			Error  *streamError   `json:"error"`
 		}
-		if err := dec.Decode(&msg); err != nil || msg.Error != nil || msg.Result == nil || msg.Result.Canceled {
-			return
+		if err := dec.Decode(&msg); err != nil || msg.Error != nil || msg.Result == nil {
+			return created, false
+		}
+		if msg.Result.Canceled {
+			return created, !created && msg.Result.Created
+		}
+		if msg.Result.Created {
+			created = true
 		}
 		if len(msg.Result.Events) > 0 {
 			notify()
