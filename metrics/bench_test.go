@@ -49,3 +49,21 @@ func TestTheSeriesOfAHostAfterOnePass(t *testing.T) {
 		t.Errorf("%d stado_ series; docs/metrics.md says about 170", series)
 	}
 }
+
+// BenchmarkScrape is what one GET /metrics costs the host process after a
+// pass: every family written in the text format.
+func BenchmarkScrape(b *testing.B) {
+	m := New(t0)
+	bc := &beacon.Beacon{At: t0}
+	for i := range 20 {
+		bc.Units = append(bc.Units, beacon.UnitReport{Service: fmt.Sprintf("s%d", i), Unit: fmt.Sprintf("s%d.service", i), State: beacon.StateActive})
+	}
+	m.PassEnded(beacon.PassReport{Pass: &beacon.Pass{Beacon: bc}})
+	h := m.Handler()
+	req := httptest.NewRequest("GET", "/metrics", nil)
+	b.ReportAllocs()
+	for b.Loop() {
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, req)
+	}
+}

@@ -1,8 +1,10 @@
 // Package metrics owns the Prometheus metrics of `stado host run`: the
-// families, their names and label values, the registry they live in
-// (one of the process's own, never the library's global default), and the
-// instrumenting decorator of the store the host process uses. The host
-// API serves them at GET /metrics (beacon.Runner.MetricsHandler).
+// families, their names and label values, the text exposition format
+// they are served in (version 0.0.4, written here with the standard
+// library: no Prometheus client library is linked, for the host
+// process's memory), a fixed set of Go runtime and process readings, and
+// the instrumenting decorator of the store the host process uses. The
+// host API serves them at GET /metrics (beacon.Runner.MetricsHandler).
 //
 // Where the numbers come from: the pass runner tells Host.PassEnded of
 // every pass (beacon.PassObserver), and everything but store latency is
@@ -16,7 +18,7 @@
 // is timed.
 //
 // It is a package of its own, not a file of beacon, so that beacon (the
-// read half every read command links) carries no metrics library, and so
+// read half every read command links) carries no metrics code, and so
 // the decorator can time the store for the whole host process, not only
 // the runner.
 //

@@ -3,12 +3,11 @@ package metrics
 import (
 	"encoding/json"
 	"net/http"
+	"slices"
+	"strconv"
+	"strings"
 	"sync"
 	"time"
-
-	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/collectors"
-	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/wisent/stado/beacon"
 	"github.com/wisent/stado/register"
@@ -21,9 +20,9 @@ import (
 var (
 	passOutcomes    = []string{"published", "publish_failed"}
 	publishCauses   = []string{"store_unwritable", beacon.CodeBeaconTooLarge}
-	scopes          = []string{"system", "user"}
-	unitStates      = []string{beacon.StateActive, beacon.StateInactive, beacon.StateFailed, beacon.StateFailing, beacon.StateMissing, beacon.StateMasked, other}
-	answerStates    = []string{beacon.AnswerAsked, beacon.AnswerWaiting, beacon.AnswerStood, beacon.AnswerFinished, beacon.AnswerUnreadable, other}
+	scopes          = [...]string{"system", "user"}
+	unitStates      = [...]string{beacon.StateActive, beacon.StateInactive, beacon.StateFailed, beacon.StateFailing, beacon.StateMissing, beacon.StateMasked, other}
+	answerStates    = [...]string{beacon.AnswerAsked, beacon.AnswerWaiting, beacon.AnswerStood, beacon.AnswerFinished, beacon.AnswerUnreadable, other}
 	verdicts        = []string{"answered", "unsuccessful", "refused", "stood"}
 	attemptOutcomes = []string{"complete", "step_failed", "restart_failed"}
 	activations     = []string{release.OutcomeActivated, release.OutcomeUnchanged, release.OutcomeInstalled, release.OutcomeRestored, release.OutcomeFailed, other}
@@ -37,23 +36,24 @@ const other = "other"
 // concurrent use: the pass loop reports passes while the host API
 // serves scrapes and every goroutine of the process uses the store.
 type Host struct {
-	reg *prometheus.Registry
+	// own is every stado_ family, for the scrape
+	own []exposed
 
-	passDuration    prometheus.Histogram
-	passes          *prometheus.CounterVec
-	publishFailures *prometheus.CounterVec
-	lastPublished   prometheus.Gauge
-	units           *prometheus.GaugeVec
-	undeclared      *prometheus.GaugeVec
-	refusals        *prometheus.GaugeVec
-	questions       *prometheus.GaugeVec
-	verdicts        *prometheus.CounterVec
-	recoveries      *prometheus.CounterVec
-	peerRecoveries  *prometheus.CounterVec
-	activations     *prometheus.CounterVec
-	activeRelease   *prometheus.GaugeVec
-	storeDuration   *prometheus.HistogramVec
-	storeFailures   *prometheus.CounterVec
+	passDuration    *histFamily
+	passes          *family
+	publishFailures *family
+	lastPublished   *family
+	units           *family
+	undeclared      *family
+	refusals        *family
+	questions       *family
+	verdicts        *family
+	recoveries      *family
+	peerRecoveries  *family
+	activations     *family
+	activeRelease   *family
+	storeDuration   *histFamily
+	storeFailures   *family
 
 	// now times store operations; nil means time.Now (tests set it)
 	now func() time.Time
@@ -71,110 +71,67 @@ type Host struct {
 	activatedAt map[string]time.Time
 }
 
-// New returns the metrics of a host process started at since, in a
-// registry of their own with the Go runtime and process collectors.
+// New returns the metrics of a host process started at since: its own
+// families, every series of a closed label set at zero; a scrape adds the
+// Go runtime's and the process's.
 func New(since time.Time) *Host {
 	m := &Host{
-		reg:   prometheus.NewRegistry(),
 		since: since,
-		passDuration: prometheus.NewHistogram(prometheus.HistogramOpts{
-			Name:    "stado_pass_duration_seconds",
-			Help:    "How long a beacon pass took, from its start to the end of its publication.",
-			Buckets: prometheus.ExponentialBuckets(0.01, 2, 12),
-		}),
-		passes: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "stado_passes_total",
-			Help: "Beacon passes ended, by whether the store took the beacon (published) or refused it (publish_failed).",
-		}, []string{"outcome"}),
-		publishFailures: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "stado_beacon_publish_failures_total",
-			Help: "Passes whose beacon did not reach the store whole: store_unwritable (the store refused it) or beacon_too_large (published without its reports).",
-		}, []string{"cause"}),
-		lastPublished: prometheus.NewGauge(prometheus.GaugeOpts{
-			Name: "stado_beacon_last_published_timestamp_seconds",
-			Help: "Unix time of the pass whose beacon the store last took.",
-		}),
-		units: prometheus.NewGaugeVec(prometheus.GaugeOpts{
-			Name: "stado_units",
-			Help: "Declared units of this host by scope and by the state the last pass observed.",
-		}, []string{"scope", "state"}),
-		undeclared: prometheus.NewGaugeVec(prometheus.GaugeOpts{
-			Name: "stado_undeclared_units",
-			Help: "Loaded service units no declaration covers, by the state the last pass observed.",
-		}, []string{"state"}),
-		refusals: prometheus.NewGaugeVec(prometheus.GaugeOpts{
-			Name: "stado_beacon_refusals",
-			Help: "Refusals the last pass's beacon carried, by refusal code.",
-		}, []string{"code"}),
-		questions: prometheus.NewGaugeVec(prometheus.GaugeOpts{
-			Name: "stado_answering_questions",
-			Help: "Answering questions of this host's services by the state the last pass read.",
-		}, []string{"state"}),
-		verdicts: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "stado_answering_verdicts_total",
-			Help: "Answering questions ended: answered (2xx), unsuccessful (another status), refused (no answer from the transport), or stood (unanswered past the bound; counted once per question).",
-		}, []string{"verdict"}),
-		recoveries: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "stado_recoveries_total",
-			Help: "Recovery attempts of this host's standing services that ended, by outcome.",
-		}, []string{"outcome"}),
-		peerRecoveries: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "stado_peer_recoveries_total",
-			Help: "Recovery attempts this host ran on other hosts' standing services that ended, by outcome.",
-		}, []string{"outcome"}),
-		activations: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "stado_release_activations_total",
-			Help: "Release activations on this host seen in its release state since the process started, by outcome.",
-		}, []string{"outcome"}),
-		activeRelease: prometheus.NewGaugeVec(prometheus.GaugeOpts{
-			Name: "stado_release_active_info",
-			Help: "The active release version of each product installed on this host (always 1).",
-		}, []string{"product", "version"}),
-		storeDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
-			Name:    "stado_store_operation_duration_seconds",
-			Help:    "How long a store operation of the host process took, by operation; visit includes the caller's work on each object.",
-			Buckets: prometheus.ExponentialBuckets(0.0005, 2, 14),
-		}, []string{"operation"}),
-		storeFailures: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "stado_store_operation_failures_total",
-			Help: "Store operations of the host process that failed, by operation (an absent key and a lost compare-and-swap are answers, not failures).",
-		}, []string{"operation"}),
+		passDuration: newHistogram("stado_pass_duration_seconds",
+			"How long a beacon pass took, from its start to the end of its publication.",
+			exponential(0.01, 2, 12), ""),
+		passes: newFamily("stado_passes_total",
+			"Beacon passes ended, by whether the store took the beacon (published) or refused it (publish_failed).",
+			"counter", "outcome").over(passOutcomes),
+		publishFailures: newFamily("stado_beacon_publish_failures_total",
+			"Passes whose beacon did not reach the store whole: store_unwritable (the store refused it) or beacon_too_large (published without its reports).",
+			"counter", "cause").over(publishCauses),
+		lastPublished: newFamily("stado_beacon_last_published_timestamp_seconds",
+			"Unix time of the pass whose beacon the store last took.", "gauge"),
+		units: newFamily("stado_units",
+			"Declared units of this host by scope and by the state the last pass observed.",
+			"gauge", "scope", "state").over(scopes[:], unitStates[:]),
+		undeclared: newFamily("stado_undeclared_units",
+			"Loaded service units no declaration covers, by the state the last pass observed.",
+			"gauge", "state").over(unitStates[:]),
+		refusals: newFamily("stado_beacon_refusals",
+			"Refusals the last pass's beacon carried, by refusal code.",
+			"gauge", "code"),
+		questions: newFamily("stado_answering_questions",
+			"Answering questions of this host's services by the state the last pass read.",
+			"gauge", "state").over(answerStates[:]),
+		verdicts: newFamily("stado_answering_verdicts_total",
+			"Answering questions ended: answered (2xx), unsuccessful (another status), refused (no answer from the transport), or stood (unanswered past the bound; counted once per question).",
+			"counter", "verdict").over(verdicts),
+		recoveries: newFamily("stado_recoveries_total",
+			"Recovery attempts of this host's standing services that ended, by outcome.",
+			"counter", "outcome").over(attemptOutcomes),
+		peerRecoveries: newFamily("stado_peer_recoveries_total",
+			"Recovery attempts this host ran on other hosts' standing services that ended, by outcome.",
+			"counter", "outcome").over(attemptOutcomes),
+		activations: newFamily("stado_release_activations_total",
+			"Release activations on this host seen in its release state since the process started, by outcome.",
+			"counter", "outcome").over(activations),
+		activeRelease: newFamily("stado_release_active_info",
+			"The active release version of each product installed on this host (always 1).",
+			"gauge", "product", "version"),
+		storeDuration: newHistogram("stado_store_operation_duration_seconds",
+			"How long a store operation of the host process took, by operation; visit includes the caller's work on each object.",
+			exponential(0.0005, 2, 14), "operation", storeOps...),
+		storeFailures: newFamily("stado_store_operation_failures_total",
+			"Store operations of the host process that failed, by operation (an absent key and a lost compare-and-swap are answers, not failures).",
+			"counter", "operation").over(storeOps),
 		stood:       map[string]time.Time{},
 		attempts:    map[string]time.Time{},
 		peers:       map[[2]string]time.Time{},
 		activatedAt: map[string]time.Time{},
 	}
-	m.reg.MustRegister(
-		collectors.NewGoCollector(),
-		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
+	m.own = []exposed{
 		m.passDuration, m.passes, m.publishFailures, m.lastPublished,
 		m.units, m.undeclared, m.refusals, m.questions, m.verdicts,
 		m.recoveries, m.peerRecoveries, m.activations, m.activeRelease,
 		m.storeDuration, m.storeFailures,
-	)
-	// every series of a closed label set exists from the start, at zero,
-	// so a rate or an alert never waits for the first event
-	for _, v := range passOutcomes {
-		m.passes.WithLabelValues(v)
 	}
-	for _, v := range publishCauses {
-		m.publishFailures.WithLabelValues(v)
-	}
-	for _, v := range verdicts {
-		m.verdicts.WithLabelValues(v)
-	}
-	for _, v := range attemptOutcomes {
-		m.recoveries.WithLabelValues(v)
-		m.peerRecoveries.WithLabelValues(v)
-	}
-	for _, v := range activations {
-		m.activations.WithLabelValues(v)
-	}
-	for _, v := range storeOps {
-		m.storeDuration.WithLabelValues(v)
-		m.storeFailures.WithLabelValues(v)
-	}
-	m.resetGauges()
 	return m
 }
 
@@ -185,63 +142,66 @@ func (m *Host) clock() time.Time {
 	return time.Now()
 }
 
-// Handler serves the metrics in Prometheus's text exposition format.
+// Handler serves the metrics in Prometheus's text exposition format,
+// version 0.0.4: every family, sorted by name, each series sorted by its
+// label values. A scrape is written whole before it is sent, so a slow
+// reader holds no lock.
 func (m *Host) Handler() http.Handler {
-	return promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{Registry: m.reg})
+	return http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		b := m.exposition()
+		w.Header().Set("Content-Type", contentType)
+		w.Header().Set("Content-Length", strconv.Itoa(len(b)))
+		_, _ = w.Write(b)
+	})
 }
 
-// Gatherer is the registry the metrics live in.
-func (m *Host) Gatherer() prometheus.Gatherer { return m.reg }
-
-// resetGauges sets every gauge of a closed label set to zero and drops
-// the series of open ones (refusal codes, products).
-func (m *Host) resetGauges() {
-	m.setGauges(map[[2]string]float64{}, map[string]float64{}, map[string]float64{}, map[string]float64{})
-	m.activeRelease.Reset()
-}
-
-// setGauges sets the per-pass gauges from this pass's counts: every series
-// of a closed set (zero when not counted), and the refusal codes counted.
-func (m *Host) setGauges(units map[[2]string]float64, undeclared, questions, refusals map[string]float64) {
-	for _, st := range unitStates {
-		for _, sc := range scopes {
-			m.units.WithLabelValues(sc, st).Set(units[[2]string{sc, st}])
-		}
-		m.undeclared.WithLabelValues(st).Set(undeclared[st])
+// exposition writes one scrape. Its work is bounded: a fixed set of
+// families whose series the closed label sets and the beacon's own
+// bounds limit, and a fixed set of runtime and process readings.
+func (m *Host) exposition() []byte {
+	fams := make([]exposed, 0, len(m.own)+len(runtimeFamilies)+8)
+	fams = append(fams, m.own...)
+	fams = appendRuntime(fams)
+	fams = appendProcess(fams)
+	slices.SortFunc(fams, func(a, b exposed) int { return strings.Compare(a.familyName(), b.familyName()) })
+	b := make([]byte, 0, 32<<10)
+	for _, f := range fams {
+		b = f.appendTo(b)
 	}
-	for _, st := range answerStates {
-		m.questions.WithLabelValues(st).Set(questions[st])
-	}
-	m.refusals.Reset()
-	for code, n := range refusals {
-		m.refusals.WithLabelValues(code).Set(n)
-	}
+	return b
 }
 
 // in returns v when it is one of set, else other.
 func in(set []string, v string) string {
-	for _, s := range set {
-		if s == v {
-			return v
-		}
+	if slices.Contains(set, v) {
+		return v
 	}
 	return other
+}
+
+// at returns v's position in set; a value outside the set takes other's
+// position, or -1 when the set has no other.
+func at(set []string, v string) int {
+	if i := slices.Index(set, v); i >= 0 {
+		return i
+	}
+	return slices.Index(set, other)
 }
 
 // PassEnded implements beacon.PassObserver: it reads one ended pass into
 // the families.
 func (m *Host) PassEnded(r beacon.PassReport) {
-	m.passDuration.Observe(r.Took.Seconds())
+	m.passDuration.observe(r.Took.Seconds(), "")
 	b := r.Pass.Beacon
 	switch {
 	case r.PublishErr != nil:
-		m.passes.WithLabelValues("publish_failed").Inc()
-		m.publishFailures.WithLabelValues("store_unwritable").Inc()
+		m.passes.add(1, "publish_failed")
+		m.publishFailures.add(1, "store_unwritable")
 	default:
-		m.passes.WithLabelValues("published").Inc()
-		m.lastPublished.Set(float64(b.At.UnixNano()) / 1e9)
+		m.passes.add(1, "published")
+		m.lastPublished.set(float64(b.At.UnixNano()) / 1e9)
 		if r.Slimmed {
-			m.publishFailures.WithLabelValues(beacon.CodeBeaconTooLarge).Inc()
+			m.publishFailures.add(1, beacon.CodeBeaconTooLarge)
 		}
 	}
 
@@ -253,26 +213,48 @@ func (m *Host) PassEnded(r beacon.PassReport) {
 			scopeOf[s.Name] = s.EffectiveScope()
 		}
 	}
-	units := map[[2]string]float64{}
-	undeclared, questions, refusals := map[string]float64{}, map[string]float64{}, map[string]float64{}
+	// this pass's counts, by position in the closed sets (as the families
+	// hold them: scope by state); a scope outside its set in odd
+	var (
+		units      [len(scopes) * len(unitStates)]float64
+		undeclared [len(unitStates)]float64
+		questions  [len(answerStates)]float64
+		odd        map[key]float64
+	)
 	for _, u := range b.Units {
 		scope, ok := scopeOf[u.Service]
 		if !ok {
 			scope = "system" // a declaration's default
 		}
-		units[[2]string{in(scopes, scope), in(unitStates, u.State)}]++
+		state := at(unitStates[:], u.State)
+		if sc := at(scopes[:], scope); sc >= 0 {
+			units[sc*len(unitStates)+state]++
+		} else {
+			if odd == nil {
+				odd = map[key]float64{}
+			}
+			odd[key{other, unitStates[state]}]++
+		}
 		if u.Answering != nil {
-			questions[in(answerStates, u.Answering.State)]++
+			questions[at(answerStates[:], u.Answering.State)]++
 			m.answering(u.Service, u.Answering)
 		}
 	}
 	for _, u := range b.Undeclared {
-		undeclared[in(unitStates, u.State)]++
+		undeclared[at(unitStates[:], u.State)]++
 	}
-	for _, ref := range b.Refusals {
-		refusals[ref.Code]++
+	var refusals map[key]float64
+	if len(b.Refusals) > 0 {
+		refusals = map[key]float64{}
+		for _, ref := range b.Refusals {
+			refusals[key{ref.Code}]++
+		}
 	}
-	m.setGauges(units, undeclared, questions, refusals)
+	// each family at once: a scrape never sees half a pass in one
+	m.units.replace(units[:], odd)
+	m.undeclared.replace(undeclared[:], nil)
+	m.questions.replace(questions[:], nil)
+	m.refusals.replace(nil, refusals)
 	for _, p := range b.PeerRecoveries {
 		m.peer(p)
 	}
@@ -287,23 +269,23 @@ func (m *Host) answering(service string, a *beacon.Answering) {
 		// a finished question is carried as finished by one pass only
 		switch f := a.Finished; {
 		case f.Answered != nil && f.Answered.Successful:
-			m.verdicts.WithLabelValues("answered").Inc()
+			m.verdicts.add(1, "answered")
 		case f.Answered != nil:
-			m.verdicts.WithLabelValues("unsuccessful").Inc()
+			m.verdicts.add(1, "unsuccessful")
 		case f.Refused != nil:
-			m.verdicts.WithLabelValues("refused").Inc()
+			m.verdicts.add(1, "refused")
 		}
 	case a.State == beacon.AnswerStood && a.Since != nil:
 		// a question stands pass after pass; it is one question by when it
 		// was sent
 		if !m.stood[service].Equal(*a.Since) {
 			m.stood[service] = *a.Since
-			m.verdicts.WithLabelValues("stood").Inc()
+			m.verdicts.add(1, "stood")
 		}
 	}
 	if rec, ok := m.ended(a.Recovery); ok && !m.attempts[service].Equal(rec.When) {
 		m.attempts[service] = rec.When
-		m.recoveries.WithLabelValues(outcome(rec)).Inc()
+		m.recoveries.add(1, outcome(rec))
 	}
 }
 
@@ -321,7 +303,7 @@ func (m *Host) peer(p beacon.PeerRecovery) {
 	key := [2]string{p.Service, p.Host}
 	if !m.peers[key].Equal(rec.When) {
 		m.peers[key] = rec.When
-		m.peerRecoveries.WithLabelValues(outcome(rec)).Inc()
+		m.peerRecoveries.add(1, outcome(rec))
 	}
 }
 
@@ -355,17 +337,22 @@ func outcome(rec register.Recovery) string {
 // and each product's last activation once, when it happened in this
 // process's life.
 func (m *Host) releases(r *beacon.Releases) {
-	m.activeRelease.Reset()
 	if r == nil {
+		m.activeRelease.reset()
 		return
 	}
+	var active map[key]float64
 	for _, p := range r.Products {
 		if p.Active != nil {
-			m.activeRelease.WithLabelValues(p.Product, p.Active.Version).Set(1)
+			if active == nil {
+				active = map[key]float64{}
+			}
+			active[key{p.Product, p.Active.Version}] = 1
 		}
 		if l := p.Last; l != nil && !l.At.Before(m.since) && !m.activatedAt[p.Product].Equal(l.At) {
 			m.activatedAt[p.Product] = l.At
-			m.activations.WithLabelValues(in(activations, l.Outcome)).Inc()
+			m.activations.add(1, in(activations, l.Outcome))
 		}
 	}
+	m.activeRelease.replace(nil, active)
 }

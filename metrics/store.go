@@ -36,9 +36,9 @@ var (
 
 // observe records one operation that started at start and ended with err.
 func (s *timedStore) observe(op string, start time.Time, err error) {
-	s.m.storeDuration.WithLabelValues(op).Observe(s.m.clock().Sub(start).Seconds())
+	s.m.storeDuration.observe(s.m.clock().Sub(start).Seconds(), op)
 	if err != nil && !errors.Is(err, store.ErrNotFound) && !errors.Is(err, store.ErrConflict) {
-		s.m.storeFailures.WithLabelValues(op).Inc()
+		s.m.storeFailures.add(1, op)
 	}
 }
 

@@ -6,9 +6,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus/testutil"
-	dto "github.com/prometheus/client_model/go"
-
 	"github.com/wisent/stado/store"
 	"github.com/wisent/stado/store/storetest"
 )
@@ -32,11 +29,7 @@ func TestTheInstrumentedStorePassesTheStoreConformanceSuite(t *testing.T) {
 // histogram returns the operation's sample count and sum.
 func histogram(t *testing.T, m *Host, op string) (uint64, float64) {
 	t.Helper()
-	var out dto.Metric
-	if err := m.storeDuration.WithLabelValues(op).(interface{ Write(*dto.Metric) error }).Write(&out); err != nil {
-		t.Fatal(err)
-	}
-	return out.GetHistogram().GetSampleCount(), out.GetHistogram().GetSampleSum()
+	return m.storeDuration.sample(op)
 }
 
 func TestTheInstrumentedStoreTimesEveryOperationUnderItsName(t *testing.T) {
@@ -102,7 +95,7 @@ func TestAnAbsentKeyAndALostSwapAreAnswersNotFailures(t *testing.T) {
 		t.Fatalf("cas on a wrong revision: %v", err)
 	}
 	for _, op := range []string{"get", "cas"} {
-		if got := testutil.ToFloat64(m.storeFailures.WithLabelValues(op)); got != 0 {
+		if got := m.storeFailures.value(op); got != 0 {
 			t.Errorf("%s failures %v, want 0", op, got)
 		}
 	}
@@ -110,7 +103,7 @@ func TestAnAbsentKeyAndALostSwapAreAnswersNotFailures(t *testing.T) {
 	if _, err := failing.Get(ctx, "beacons/h1"); err == nil {
 		t.Fatal("the failing store's get succeeded")
 	}
-	if got := testutil.ToFloat64(m.storeFailures.WithLabelValues("get")); got != 1 {
+	if got := m.storeFailures.value("get"); got != 1 {
 		t.Errorf("get failures %v, want 1", got)
 	}
 }

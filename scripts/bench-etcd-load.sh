@@ -148,6 +148,9 @@ watch_page() { # until $W/stop-watch exists: appends the ms of each /rows refres
 "$W/etcdload" live -store "$URL" -hosts "$HOSTS" -interval "${INTERVAL}s" -for "${LIVE}s" >"$W/live.json" 2>"$W/live.err" &
 LOAD_PID=$!; PIDS+=("$LOAD_PID")
 watch_page & PIDS+=($!)
+# stado speaks the members' JSON gateway, which hands each request to the
+# member's own gRPC server: the etcd_network_client_grpc_* counters below
+# count those requests in their protobuf size (the JSON on the wire is larger).
 s0_tx=$(metric etcd_network_client_grpc_sent_bytes_total); t_s0=$(now_ms)
 # start-up: in its first pass every host reads the whole registry; the
 # window opens two intervals in, when every host has passed twice

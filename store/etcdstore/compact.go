@@ -2,11 +2,10 @@ package etcdstore
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
-
-	clientv3 "go.etcd.io/etcd/client/v3"
 )
 
 // etcd keeps every version of every key until the key space is compacted.
@@ -34,22 +33,27 @@ func (s *Store) maybeCompact(ctx context.Context, rev int64) {
 	}
 	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 	defer cancel()
-	_, _ = s.cli.Compact(cctx, rev-retain)
+	_ = s.c.call(cctx, "/v3/kv/compaction", compactionRequest{Revision: rev - retain}, &struct{}{}, smallBody)
 }
 
-// probe asks the cluster one cheap question within the dial timeout, so an
-// endpoint that does not answer fails at open, naming it, instead of at
-// the first call after the request timeout.
+// probe asks the cluster one cheap question (a count of one key), giving
+// each member the dial timeout to answer, so an endpoint that does not
+// answer fails at open, naming it, instead of at the first call after the
+// request timeout. With a user it authenticates first.
 func (s *Store) probe(ctx context.Context) error {
-	pctx, cancel := context.WithTimeout(ctx, s.cfg.DialTimeout)
+	pctx, cancel := context.WithTimeout(ctx, s.cfg.DialTimeout*time.Duration(len(s.cfg.Endpoints)))
 	defer cancel()
-	_, err := s.cli.Get(pctx, s.base+"registry", clientv3.WithCountOnly())
+	var resp rangeResponse
+	err := s.retry(pctx, func() error {
+		return s.c.call(pctx, "/v3/kv/range", rangeRequest{Key: []byte(s.base + "registry"), CountOnly: true}, &resp, smallBody)
+	})
 	if err == nil {
 		return nil
 	}
-	if pctx.Err() != nil && ctx.Err() == nil {
-		return fmt.Errorf("open etcd store %s: no member of %s answered within %v (dial_timeout): %w",
-			s.cfg, strings.Join(s.cfg.Endpoints, ","), s.cfg.DialTimeout, context.DeadlineExceeded)
+	var me *memberError
+	if (pctx.Err() != nil || errors.As(err, &me)) && ctx.Err() == nil {
+		return fmt.Errorf("open etcd store %s: no member of %s answered within %v (dial_timeout): %w (last: %v)",
+			s.cfg, strings.Join(s.cfg.Endpoints, ","), s.cfg.DialTimeout, context.DeadlineExceeded, scrub(err, s.cfg.Password))
 	}
 	return fmt.Errorf("open etcd store %s: %w", s.cfg, scrub(err, s.cfg.Password))
 }

@@ -11,8 +11,6 @@ import (
 	"testing"
 	"time"
 
-	clientv3 "go.etcd.io/etcd/client/v3"
-
 	"github.com/wisent/stado/registry"
 	"github.com/wisent/stado/store"
 	etcdtest "github.com/wisent/stado/tests/etcd"
@@ -158,15 +156,11 @@ func TestClusterKeepsUpdatesWhenTheLeaderDies(t *testing.T) {
 	}
 
 	c.Restart(killed)
-	only, err := clientv3.New(clientv3.Config{Endpoints: []string{c.ClientURL(killed)}, DialTimeout: 5 * time.Second})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer only.Close()
 	deadline := time.Now().Add(30 * time.Second)
 	for {
+		var resp rangeResponse
 		rctx, cancel := context.WithTimeout(ctx, 2*time.Second)
-		resp, err := only.Get(rctx, st.base+store.RegistryKey, clientv3.WithSerializable())
+		err := post(rctx, c.ClientURL(killed), "/v3/kv/range", rangeRequest{Key: []byte(st.base + store.RegistryKey), Serializable: true}, &resp)
 		cancel()
 		if err == nil && len(resp.Kvs) == 1 && resp.Kvs[0].ModRevision == final.Revision {
 			v, derr := decodeValue(resp.Kvs[0].Value)
@@ -186,11 +180,9 @@ func TestClusterKeepsUpdatesWhenTheLeaderDies(t *testing.T) {
 func leader(t *testing.T, st *Store, c *etcdtest.Cluster) int {
 	t.Helper()
 	for i, ep := range c.Endpoints() {
-		resp, err := st.cli.Status(context.Background(), ep)
-		if err != nil {
-			t.Fatalf("status of %s: %v", ep, err)
-		}
-		if resp.Leader == resp.Header.MemberId {
+		var resp memberStatus
+		mustPost(t, ep, "/v3/maintenance/status", struct{}{}, &resp)
+		if resp.Leader == resp.Header.MemberID {
 			return i
 		}
 	}

@@ -3,9 +3,11 @@
 // docs/etcd.md). Importing it for its side effect registers the "etcd"
 // scheme with store.Open; the cli package does so in cli/backends.go.
 //
-// It lives in its own package so that a program that only reads a file
-// store does not link the etcd client and gRPC. It imports store and the
-// etcd client only; nothing in stado imports it but cli.
+// It speaks etcd's v3 JSON gateway (POST /v3/kv/range and the like on
+// every member's client URL, served by etcd 3.4 and later) with the
+// standard library's HTTP client, so linking it costs no etcd client, gRPC
+// or protobuf packages. It imports store only; nothing in stado imports it
+// but cli.
 //
 // Mapping: store key K is etcd key PREFIX/K; an object's revision is the
 // key's mod revision (global to the cluster, so revisions of one key grow
@@ -13,6 +15,12 @@
 // revision (the create revision for "must be absent"); a TTL is a lease
 // kept per key and refreshed on every write; List reads by key range in
 // pages of 1,000 keys, all at the revision of the first page.
+//
+// Members: every call goes to the member that answered last; a member that
+// does not answer (or answers that it has no leader: each request asks for
+// one) passes the call to the next, and a transient failure is retried
+// with back-off within the request timeout. A reader's bound also bounds
+// the answer it reads off the wire.
 package etcdstore
 
 import (
@@ -22,17 +30,13 @@ import (
 	"crypto/x509"
 	"errors"
 	"fmt"
+	"io"
 	"math"
+	"net/http"
 	"os"
 	"strings"
 	"sync"
 	"time"
-
-	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
-	clientv3 "go.etcd.io/etcd/client/v3"
-	"go.uber.org/zap"
-	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/status"
 
 	"github.com/wisent/stado/store"
 )
@@ -53,7 +57,8 @@ const PageSize = 1000
 // Store is a store.Store on etcd. Safe for concurrent use by many
 // goroutines; many processes may share one cluster and prefix.
 type Store struct {
-	cli     *clientv3.Client
+	c       *client
+	tr      *http.Transport
 	cfg     Config
 	base    string // Prefix + "/"
 	timeout time.Duration
@@ -74,13 +79,18 @@ var (
 
 // heldLease is the lease granted for one key's TTL writes.
 type heldLease struct {
-	id  clientv3.LeaseID
+	id  int64
 	ttl int64 // seconds
 }
 
-// Open connects to the cluster cfg names. It does not wait for a member to
-// answer: the first call reports an unreachable cluster, within
-// cfg.RequestTimeout. Errors never contain the password.
+// idleConnsPerMember is how many connections to one member are kept for
+// reuse: enough for the writers a command runs at once (16 seed a fleet)
+// and a watch.
+const idleConnsPerMember = 32
+
+// Open connects to the cluster cfg names and asks it one cheap question
+// (authenticating first when cfg has a user): each member in turn is given
+// cfg.DialTimeout to answer. Errors never contain the password.
 func Open(ctx context.Context, cfg Config) (*Store, error) {
 	if len(cfg.Endpoints) == 0 || cfg.Prefix == "" {
 		return nil, errors.New("open etcd store: no endpoints or no prefix")
@@ -100,31 +110,19 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 		}
 		scheme = "https://"
 	}
-	eps := make([]string, len(cfg.Endpoints))
-	for i, ep := range cfg.Endpoints {
-		eps[i] = scheme + ep
-	}
-	cli, err := clientv3.New(clientv3.Config{
-		Endpoints:   eps,
-		DialTimeout: cfg.DialTimeout,
-		TLS:         tlsConfig,
-		Username:    cfg.Username,
-		Password:    cfg.Password,
-		// Big enough that etcd's own limit (--max-request-bytes) is the
-		// one a too-large write meets, with etcd's message.
-		MaxCallSendMsgSize: 64 << 20,
-		MaxCallRecvMsgSize: math.MaxInt32,
-		Logger:             zap.NewNop(),
-		Context:            context.WithoutCancel(ctx),
-	})
-	if err != nil {
-		if errors.Is(err, context.DeadlineExceeded) {
-			return nil, fmt.Errorf("open etcd store %s: no member answered within %v (dial_timeout): %w", cfg, cfg.DialTimeout, err)
-		}
-		return nil, fmt.Errorf("open etcd store %s: %w", cfg, scrub(err, cfg.Password))
+	tr := &http.Transport{
+		Proxy:               http.ProxyFromEnvironment,
+		DialContext:         dialer(cfg.DialTimeout),
+		TLSClientConfig:     tlsConfig,
+		TLSHandshakeTimeout: cfg.DialTimeout,
+		MaxIdleConns:        idleConnsPerMember * len(cfg.Endpoints),
+		MaxIdleConnsPerHost: idleConnsPerMember,
+		IdleConnTimeout:     90 * time.Second,
+		DisableCompression:  true,
 	}
 	st := &Store{
-		cli:      cli,
+		c:        newClient(cfg, tr, scheme),
+		tr:       tr,
 		cfg:      cfg,
 		base:     cfg.Prefix + "/",
 		timeout:  cfg.RequestTimeout,
@@ -132,7 +130,7 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 		leases:   map[string]heldLease{},
 	}
 	if err := st.probe(ctx); err != nil {
-		cli.Close()
+		tr.CloseIdleConnections()
 		return nil, err
 	}
 	return st, nil
@@ -164,16 +162,30 @@ func loadTLS(cfg Config) (*tls.Config, error) {
 // Config returns the configuration the store was opened with.
 func (s *Store) Config() Config { return s.cfg }
 
-// Close ends the client. Leases are left to expire by their TTL, so a
-// beacon outlives a clean exit by at most its staleness bound, as it
-// outlives a crash.
-func (s *Store) Close() error { return s.cli.Close() }
+// Close lets the kept connections go. Leases are left to expire by their
+// TTL, so a beacon outlives a clean exit by at most its staleness bound,
+// as it outlives a crash.
+func (s *Store) Close() error {
+	s.tr.CloseIdleConnections()
+	return nil
+}
 
 func (s *Store) etcdKey(key string) (string, error) {
 	if err := store.ValidateKey(key); err != nil {
 		return "", err
 	}
 	return s.base + key, nil
+}
+
+// valueBody bounds the answer of a range of n keys whose values are at
+// most limit bytes once decoded: their stored form (a marker, or gzip's
+// few bytes of overhead on an incompressible value) in base64, the key in
+// base64 and the revisions, plus the response's header.
+func (s *Store) valueBody(n int, limit int64) int64 {
+	stored := limit + limit/1000 + int64(len(valueMarker)) + 64
+	key := int64(len(s.base) + store.MaxKeyLength)
+	per := (stored+2)/3*4 + (key+2)/3*4 + 512
+	return int64(n)*per + 1024
 }
 
 // Get returns the object at key with its mod revision, or an error
@@ -183,7 +195,8 @@ func (s *Store) Get(ctx context.Context, key string) (store.Object, error) {
 }
 
 // GetBounded is Get refusing, with a *store.TooLargeError, a value over
-// max bytes (max > 0); a compressed value is expanded no further than max.
+// max bytes (max > 0): the answer is read no further than such a value
+// takes, and a compressed value is expanded no further than max.
 func (s *Store) GetBounded(ctx context.Context, key string, max int64) (store.Object, error) {
 	k, err := s.etcdKey(key)
 	if err != nil {
@@ -191,11 +204,19 @@ func (s *Store) GetBounded(ctx context.Context, key string, max int64) (store.Ob
 	}
 	ctx, cancel := s.opContext(ctx)
 	defer cancel()
-	var resp *clientv3.GetResponse
-	err = s.retry(ctx, func() (err error) {
-		resp, err = s.cli.Get(ctx, k)
-		return err
+	var bound int64
+	if max > 0 {
+		bound = s.valueBody(1, max)
+	}
+	var resp rangeResponse
+	err = s.retry(ctx, func() error {
+		return s.c.call(ctx, "/v3/kv/range", rangeRequest{Key: []byte(k)}, &resp, bound)
 	})
+	tooLarge := &store.TooLargeError{Key: key, Size: max + 1, Max: max}
+	var tl *bodyTooLargeError
+	if errors.As(err, &tl) && max > 0 {
+		return store.Object{}, fmt.Errorf("get %s: %w", key, tooLarge)
+	}
 	if err != nil {
 		return store.Object{}, s.wrap("get", key, err)
 	}
@@ -205,7 +226,7 @@ func (s *Store) GetBounded(ctx context.Context, key string, max int64) (store.Ob
 	kv := resp.Kvs[0]
 	v, err := decodeValueMax(kv.Value, int(max))
 	if errors.Is(err, errOverBound) {
-		return store.Object{}, fmt.Errorf("get %s: %w", key, &store.TooLargeError{Key: key, Size: max + 1, Max: max})
+		return store.Object{}, fmt.Errorf("get %s: %w", key, tooLarge)
 	}
 	if err != nil {
 		return store.Object{}, fmt.Errorf("get %s: %w", key, err)
@@ -223,10 +244,9 @@ func (s *Store) Revision(ctx context.Context, key string) (int64, error) {
 	}
 	ctx, cancel := s.opContext(ctx)
 	defer cancel()
-	var resp *clientv3.GetResponse
-	err = s.retry(ctx, func() (err error) {
-		resp, err = s.cli.Get(ctx, k, clientv3.WithKeysOnly())
-		return err
+	var resp rangeResponse
+	err = s.retry(ctx, func() error {
+		return s.c.call(ctx, "/v3/kv/range", rangeRequest{Key: []byte(k), KeysOnly: true}, &resp, smallBody)
 	})
 	if err != nil {
 		return 0, s.wrap("get", key, err)
@@ -255,16 +275,21 @@ func (s *Store) CompareAndSwap(ctx context.Context, key string, value []byte, ex
 	}
 	ctx, cancel := s.opContext(ctx)
 	defer cancel()
-	cmp := clientv3.Compare(clientv3.ModRevision(k), "=", expect)
+	cmp := compare{Result: "EQUAL", Target: "MOD", Key: []byte(k), ModRevision: fmt.Sprint(expect)}
 	if expect == 0 {
-		cmp = clientv3.Compare(clientv3.CreateRevision(k), "=", 0)
+		cmp = compare{Result: "EQUAL", Target: "CREATE", Key: []byte(k), CreateRevision: "0"}
 	}
 	var rev int64
 	ambiguous := false // an earlier attempt may have been applied
-	err = s.withLease(ctx, key, opts, func(put []clientv3.OpOption) error {
+	err = s.withLease(ctx, key, opts, func(lease int64) error {
 		return s.retry(ctx, func() error {
-			resp, err := s.cli.Txn(ctx).If(cmp).Then(clientv3.OpPut(k, string(stored), put...)).Else(clientv3.OpGet(k)).Commit()
-			if err != nil {
+			req := txnRequest{
+				Compare: []compare{cmp},
+				Success: []requestOp{{RequestPut: &putRequest{Key: []byte(k), Value: stored, Lease: lease}}},
+				Failure: []requestOp{{RequestRange: &rangeRequest{Key: []byte(k)}}},
+			}
+			var resp txnResponse
+			if err := s.c.call(ctx, "/v3/kv/txn", req, &resp, 0); err != nil {
 				ambiguous = ambiguous || transient(err)
 				return err
 			}
@@ -274,13 +299,13 @@ func (s *Store) CompareAndSwap(ctx context.Context, key string, value []byte, ex
 				return nil
 			}
 			var got int64
-			var kvs = resp.Responses[0].GetResponseRange().GetKvs()
-			if len(kvs) > 0 {
-				got = kvs[0].ModRevision
+			if len(resp.Responses) > 0 && resp.Responses[0].ResponseRange != nil && len(resp.Responses[0].ResponseRange.Kvs) > 0 {
+				kv := resp.Responses[0].ResponseRange.Kvs[0]
+				got = kv.ModRevision
 				// A retried transaction that finds exactly the bytes it
 				// meant to write, written after expect, is its own earlier
 				// attempt that was applied while its answer was lost.
-				if ambiguous && got > expect && bytes.Equal(kvs[0].Value, stored) {
+				if ambiguous && got > expect && bytes.Equal(kv.Value, stored) {
 					rev = got
 					return nil
 				}
@@ -311,9 +336,10 @@ func (s *Store) Put(ctx context.Context, key string, value []byte, opts store.Pu
 	ctx, cancel := s.opContext(ctx)
 	defer cancel()
 	var rev int64
-	err = s.withLease(ctx, key, opts, func(put []clientv3.OpOption) error {
+	err = s.withLease(ctx, key, opts, func(lease int64) error {
 		return s.retry(ctx, func() error {
-			resp, err := s.cli.Put(ctx, k, string(stored), put...)
+			var resp putResponse
+			err := s.c.call(ctx, "/v3/kv/put", putRequest{Key: []byte(k), Value: stored, Lease: lease}, &resp, smallBody)
 			if err == nil {
 				rev = resp.Header.Revision
 				s.maybeCompact(ctx, rev)
@@ -340,8 +366,8 @@ func (s *Store) Delete(ctx context.Context, key string) error {
 	var deleted int64
 	ambiguous := false
 	err = s.retry(ctx, func() error {
-		resp, err := s.cli.Delete(ctx, k)
-		if err != nil {
+		var resp deleteRangeResponse
+		if err := s.c.call(ctx, "/v3/kv/deleterange", deleteRangeRequest{Key: []byte(k)}, &resp, smallBody); err != nil {
 			ambiguous = ambiguous || transient(err)
 			return err
 		}
@@ -374,7 +400,7 @@ func (s *Store) List(ctx context.Context, prefix string) ([]store.Object, error)
 		// A compaction between two pages removes the revision the listing
 		// is pinned to; the listing then starts over at a newer one.
 		for attempt := 0; attempt < 3; attempt++ {
-			if out, err = s.list(ctx, prefix); !errors.Is(err, rpctypes.ErrCompacted) {
+			if out, err = s.list(ctx, prefix); !errors.Is(err, errCompacted) {
 				break
 			}
 		}
@@ -387,19 +413,16 @@ func (s *Store) List(ctx context.Context, prefix string) ([]store.Object, error)
 }
 
 func (s *Store) list(ctx context.Context, prefix string) ([]store.Object, error) {
-	from := s.base + prefix
-	end := clientv3.GetPrefixRangeEnd(from)
+	from := []byte(s.base + prefix)
+	end := prefixEnd(from)
 	var (
 		out []store.Object
 		rev int64
 	)
 	for {
-		opts := []clientv3.OpOption{clientv3.WithRange(end), clientv3.WithLimit(int64(s.pageSize))}
-		if rev > 0 {
-			opts = append(opts, clientv3.WithRev(rev))
-		}
-		resp, err := s.cli.Get(ctx, from, opts...)
-		if err != nil {
+		var resp rangeResponse
+		req := rangeRequest{Key: from, RangeEnd: end, Limit: int64(s.pageSize), Revision: rev}
+		if err := s.c.call(ctx, "/v3/kv/range", req, &resp, 0); err != nil {
 			return nil, err
 		}
 		if rev == 0 {
@@ -419,17 +442,17 @@ func (s *Store) list(ctx context.Context, prefix string) ([]store.Object, error)
 		if !resp.More || len(resp.Kvs) == 0 {
 			return out, nil
 		}
-		from = string(resp.Kvs[len(resp.Kvs)-1].Key) + "\x00"
+		from = append(resp.Kvs[len(resp.Kvs)-1].Key, 0)
 	}
 }
 
-// withLease runs write with the put options opts ask for: none without a
+// withLease runs write with the lease opts ask for: none (0) without a
 // TTL, otherwise the key's lease, refreshed (or granted) first. A lease
 // that expired between the refresh and the write is granted anew once.
-func (s *Store) withLease(ctx context.Context, key string, opts store.PutOptions, write func([]clientv3.OpOption) error) error {
+func (s *Store) withLease(ctx context.Context, key string, opts store.PutOptions, write func(lease int64) error) error {
 	if opts.TTL <= 0 {
 		s.forgetLease(key)
-		return write(nil)
+		return write(0)
 	}
 	ttl := int64(math.Ceil(opts.TTL.Seconds()))
 	for attempt := 0; ; attempt++ {
@@ -437,8 +460,8 @@ func (s *Store) withLease(ctx context.Context, key string, opts store.PutOptions
 		if err != nil {
 			return err
 		}
-		err = write([]clientv3.OpOption{clientv3.WithLease(id)})
-		if errors.Is(err, rpctypes.ErrLeaseNotFound) && attempt == 0 {
+		err = write(id)
+		if errors.Is(err, errLeaseNotFound) && attempt == 0 {
 			s.forgetLease(key)
 			continue
 		}
@@ -449,27 +472,26 @@ func (s *Store) withLease(ctx context.Context, key string, opts store.PutOptions
 // lease returns a live lease of ttl seconds for key: the one held, after a
 // keep-alive that restarts its countdown, or a new grant. With leasePerPut
 // it grants a new lease every time and the old ones expire by themselves.
-func (s *Store) lease(ctx context.Context, key string, ttl int64) (clientv3.LeaseID, error) {
+func (s *Store) lease(ctx context.Context, key string, ttl int64) (int64, error) {
 	s.mu.Lock()
 	held, ok := s.leases[key]
 	s.mu.Unlock()
 	if ok && held.ttl == ttl && !s.leasePerPut {
-		err := s.retry(ctx, func() error {
-			_, err := s.cli.KeepAliveOnce(ctx, held.id)
-			return err
-		})
+		err := s.retry(ctx, func() error { return s.keepAliveOnce(ctx, held.id) })
 		if err == nil {
 			return held.id, nil
 		}
-		if !errors.Is(err, rpctypes.ErrLeaseNotFound) {
+		if !errors.Is(err, errLeaseNotFound) {
 			return 0, fmt.Errorf("refresh lease: %w", err)
 		}
 	}
-	var grant *clientv3.LeaseGrantResponse
-	err := s.retry(ctx, func() (err error) {
-		grant, err = s.cli.Grant(ctx, ttl)
-		return err
+	var grant leaseGrantResponse
+	err := s.retry(ctx, func() error {
+		return s.c.call(ctx, "/v3/lease/grant", leaseGrantRequest{TTL: ttl}, &grant, smallBody)
 	})
+	if err == nil && grant.Error != "" {
+		err = errors.New(grant.Error)
+	}
 	if err != nil {
 		return 0, fmt.Errorf("grant lease of %ds: %w", ttl, err)
 	}
@@ -477,6 +499,34 @@ func (s *Store) lease(ctx context.Context, key string, ttl int64) (clientv3.Leas
 	s.leases[key] = heldLease{id: grant.ID, ttl: ttl}
 	s.mu.Unlock()
 	return grant.ID, nil
+}
+
+// keepAliveOnce restarts lease id's countdown: one message on the
+// keep-alive stream, whose answer carries the lease's TTL (none: the lease
+// is gone).
+func (s *Store) keepAliveOnce(ctx context.Context, id int64) error {
+	body, err := s.c.stream(ctx, "/v3/lease/keepalive", leaseKeepAliveRequest{ID: id})
+	if err != nil {
+		return err
+	}
+	defer body.Close()
+	var msg struct {
+		Result *leaseKeepAliveResponse `json:"result"`
+		Error  *streamError            `json:"error"`
+	}
+	if err := newStreamDecoder(body, smallBody).Decode(&msg); err != nil {
+		return &memberError{"keep-alive", err}
+	}
+	// The member ends the stream once it has read the request's end; a
+	// body read to its end leaves the connection to the next call.
+	_, _ = io.Copy(io.Discard, io.LimitReader(body, smallBody))
+	switch {
+	case msg.Error != nil:
+		return &rpcError{Code: msg.Error.GRPCCode, Message: msg.Error.Message}
+	case msg.Result == nil || msg.Result.TTL <= 0:
+		return errLeaseNotFound
+	}
+	return nil
 }
 
 func (s *Store) forgetLease(key string) {
@@ -495,7 +545,8 @@ func (s *Store) opContext(ctx context.Context) (context.Context, context.CancelF
 }
 
 // retry runs op again after a transient error (no leader, leader changed,
-// a member gone) with back-off until ctx ends; any other result is final.
+// no member answered) with back-off until ctx ends; any other result is
+// final.
 func (s *Store) retry(ctx context.Context, op func() error) error {
 	wait := 20 * time.Millisecond
 	for {
@@ -516,42 +567,18 @@ func (s *Store) retry(ctx context.Context, op func() error) error {
 	}
 }
 
-// transient reports whether err is one a cluster recovers from by itself:
-// etcd's Unavailable family (no leader, leader changed, proposal timed out)
-// and a connection to a member that went away.
-func transient(err error) bool {
-	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
-		return false
-	}
-	var ee rpctypes.EtcdError
-	if errors.As(err, &ee) {
-		return ee.Code() == codes.Unavailable
-	}
-	if st, ok := status.FromError(err); ok {
-		return st.Code() == codes.Unavailable
-	}
-	return false
-}
-
 // wrap words a failed call as "<verb> <key>: etcd ...: <cause>", explaining
 // the causes an operator can act on.
 func (s *Store) wrap(verb, key string, err error) error {
 	err = scrub(err, s.cfg.Password)
+	var re *rpcError
 	switch {
-	case errors.Is(err, rpctypes.ErrRequestTooLarge), status.Code(err) == codes.ResourceExhausted:
+	case errors.Is(err, errRequestTooLarge), errors.As(err, &re) && re.Code == codeResourceExhausted:
 		return fmt.Errorf("%s %s: etcd refused the request as too large (its --max-request-bytes, 1.5 MiB by default, bounds one write even after stado's compression): %w", verb, key, err)
-	case errors.Is(err, rpctypes.ErrAuthFailed), errors.Is(err, rpctypes.ErrPermissionDenied), errors.Is(err, rpctypes.ErrUserEmpty):
+	case errors.Is(err, errAuthFailed), errors.Is(err, errPermissionDenied), errors.Is(err, errUserEmpty):
 		return fmt.Errorf("%s %s: etcd %s as user %q: %w", verb, key, strings.Join(s.cfg.Endpoints, ","), s.cfg.Username, err)
 	case errors.Is(err, context.DeadlineExceeded):
 		return fmt.Errorf("%s %s: etcd %s did not answer in time: %w", verb, key, strings.Join(s.cfg.Endpoints, ","), err)
 	}
 	return fmt.Errorf("%s %s: etcd: %w", verb, key, err)
-}
-
-// scrub makes sure an error never repeats the password.
-func scrub(err error, password string) error {
-	if err == nil || password == "" || !strings.Contains(err.Error(), password) {
-		return err
-	}
-	return errors.New(strings.ReplaceAll(err.Error(), password, "***"))
 }

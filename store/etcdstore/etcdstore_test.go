@@ -11,8 +11,6 @@ import (
 	"testing"
 	"time"
 
-	clientv3 "go.etcd.io/etcd/client/v3"
-
 	"github.com/wisent/stado/registry"
 	"github.com/wisent/stado/store"
 	"github.com/wisent/stado/store/storetest"
@@ -42,16 +40,6 @@ func openFresh(t testing.TB, c *etcdtest.Cluster) *Store {
 	}
 	t.Cleanup(func() { st.Close() })
 	return st.(*Store)
-}
-
-// rawGet reads an etcd key past the store, to see what etcd holds.
-func rawGet(t *testing.T, st *Store, key string) *clientv3.GetResponse {
-	t.Helper()
-	resp, err := st.cli.Get(context.Background(), st.base+key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return resp
 }
 
 func TestConformanceOnASingleMember(t *testing.T) {
@@ -148,10 +136,7 @@ func TestTTLPutsRefreshOneLeasePerKey(t *testing.T) {
 	c := etcdtest.Start(t, 1)
 	st := openFresh(t, c)
 	ctx := context.Background()
-	before, err := st.cli.Leases(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
+	before := leaseCount(t, st)
 	ttl := 3 * time.Second
 	var lease int64
 	deadline := time.Now().Add(2 * ttl)
@@ -169,15 +154,13 @@ func TestTTLPutsRefreshOneLeasePerKey(t *testing.T) {
 		lease = kv[0].Lease
 		time.Sleep(300 * time.Millisecond)
 	}
-	after, err := st.cli.Leases(ctx)
-	if err != nil {
-		t.Fatal(err)
+	if after := leaseCount(t, st); after != before+1 {
+		t.Fatalf("cluster holds %d leases, had %d: want exactly one more", after, before)
 	}
-	if len(after.Leases) != len(before.Leases)+1 {
-		t.Fatalf("cluster holds %d leases, had %d: want exactly one more", len(after.Leases), len(before.Leases))
+	var ttlResp struct {
+		GrantedTTL int64 `json:"grantedTTL,string"`
 	}
-	ttlResp, err := st.cli.TimeToLive(ctx, clientv3.LeaseID(lease))
-	if err != nil || ttlResp.GrantedTTL != 3 {
+	if err := post(ctx, st.c.urls[0], "/v3/lease/timetolive", leaseKeepAliveRequest{ID: lease}, &ttlResp); err != nil || ttlResp.GrantedTTL != 3 {
 		t.Fatalf("lease granted TTL %v (%v), want 3s", ttlResp, err)
 	}
 	if _, err := st.Put(ctx, "beacons/h1", []byte("kept"), store.PutOptions{}); err != nil {
@@ -200,9 +183,7 @@ func TestLeaseLostBetweenWritesIsGrantedAgain(t *testing.T) {
 		t.Fatal(err)
 	}
 	first := rawGet(t, st, "beacons/h1").Kvs[0].Lease
-	if _, err := st.cli.Revoke(ctx, clientv3.LeaseID(first)); err != nil {
-		t.Fatal(err)
-	}
+	mustPost(t, st.c.urls[0], "/v3/lease/revoke", leaseKeepAliveRequest{ID: first}, &struct{}{})
 	if _, err := st.Put(ctx, "beacons/h1", []byte("2"), opts); err != nil {
 		t.Fatalf("put after the lease was revoked: %v", err)
 	}
@@ -248,22 +229,8 @@ func TestRegistryHistoryOnEtcd(t *testing.T) {
 func TestAuthenticatedStore(t *testing.T) {
 	c := etcdtest.Start(t, 1)
 	ctx := context.Background()
-	admin, err := clientv3.New(clientv3.Config{Endpoints: c.Endpoints(), DialTimeout: 5 * time.Second})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer admin.Close()
 	const pw = "s3cret-pw"
-	for _, step := range []func() error{
-		func() error { _, err := admin.RoleAdd(ctx, "root"); return err },
-		func() error { _, err := admin.UserAdd(ctx, "root", pw); return err },
-		func() error { _, err := admin.UserGrantRole(ctx, "root", "root"); return err },
-		func() error { _, err := admin.AuthEnable(ctx); return err },
-	} {
-		if err := step(); err != nil {
-			t.Fatalf("set up auth: %v", err)
-		}
-	}
+	enableAuth(t, c.ClientURL(0), pw)
 	cfg, err := ParseURL("etcd://root@"+hostPorts(c)+"/authed", func(k string) string {
 		if k == PasswordEnv {
 			return pw
@@ -301,6 +268,16 @@ func TestAuthenticatedStore(t *testing.T) {
 	if strings.Contains(err.Error(), "wrong-pw-1234") {
 		t.Fatalf("error repeats the password: %v", err)
 	}
+}
+
+// enableAuth adds user root with password pw and role root to the
+// cluster at baseURL and turns auth on.
+func enableAuth(t *testing.T, baseURL, pw string) {
+	t.Helper()
+	mustPost(t, baseURL, "/v3/auth/role/add", map[string]string{"name": "root"}, &struct{}{})
+	mustPost(t, baseURL, "/v3/auth/user/add", map[string]string{"name": "root", "password": pw}, &struct{}{})
+	mustPost(t, baseURL, "/v3/auth/user/grant", map[string]string{"user": "root", "role": "root"}, &struct{}{})
+	mustPost(t, baseURL, "/v3/auth/enable", struct{}{}, &struct{}{})
 }
 
 // incrementCounter adds one to the counter kept in

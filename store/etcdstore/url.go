@@ -51,8 +51,10 @@ type Config struct {
 	CACert string
 	Cert   string
 	Key    string
-	// DialTimeout bounds connecting; RequestTimeout bounds every call whose
-	// context has no deadline of its own (retries included).
+	// DialTimeout bounds connecting to a member, and how long a member
+	// may stay silent before a call moves on to the next one (at open,
+	// each member gets this long to answer); RequestTimeout bounds every
+	// call whose context has no deadline of its own (retries included).
 	DialTimeout    time.Duration
 	RequestTimeout time.Duration
 	// CompactRetain is how many revisions behind the newest stado keeps

@@ -7,9 +7,6 @@ import (
 	"strings"
 	"sync"
 
-	"go.etcd.io/etcd/api/v3/mvccpb"
-	clientv3 "go.etcd.io/etcd/client/v3"
-
 	"github.com/wisent/stado/store"
 )
 
@@ -30,7 +27,8 @@ func (s *Store) Visit(ctx context.Context, prefix string, workers int, fn func(o
 
 // VisitBounded is Visit handing an object whose value is over limit bytes
 // (limit > 0) to tooLarge instead of fn; a compressed value is expanded no
-// further than limit.
+// further than limit. A page is read no further than a page of values at
+// the limit takes; a longer page is read again key by key, each bounded.
 func (s *Store) VisitBounded(ctx context.Context, prefix string, workers int, limit int64, fn func(obj store.Object), tooLarge func(*store.TooLargeError)) error {
 	if strings.ContainsRune(prefix, 0) || strings.Contains(prefix, "..") || len(prefix) > store.MaxKeyLength {
 		return fmt.Errorf("prefix %q: %w", prefix, store.ErrInvalidKey)
@@ -49,13 +47,16 @@ func (s *Store) VisitBounded(ctx context.Context, prefix string, workers int, li
 		mu.Unlock()
 		cancel()
 	}
-	kvs := make(chan *mvccpb.KeyValue, visitPage)
+	kvs := make(chan keyValue, visitPage)
 	var wg sync.WaitGroup
 	for w := 0; w < max(1, workers); w++ {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			for kv := range kvs {
+				if kv.skip {
+					continue
+				}
 				key := strings.TrimPrefix(string(kv.Key), s.base)
 				if store.ValidateKey(key) != nil {
 					continue
@@ -73,20 +74,23 @@ func (s *Store) VisitBounded(ctx context.Context, prefix string, workers int, li
 			}
 		}()
 	}
-	from := s.base + prefix
-	end := clientv3.GetPrefixRangeEnd(from)
+	from := []byte(s.base + prefix)
+	end := prefixEnd(from)
+	var bound int64
+	if limit > 0 {
+		bound = s.valueBody(visitPage, limit)
+	}
 	var rev int64
 	for ctx.Err() == nil {
-		opts := []clientv3.OpOption{clientv3.WithRange(end), clientv3.WithLimit(visitPage)}
-		if rev > 0 {
-			opts = append(opts, clientv3.WithRev(rev))
-		}
-		var resp *clientv3.GetResponse
+		req := rangeRequest{Key: from, RangeEnd: end, Limit: visitPage, Revision: rev}
+		var resp rangeResponse
 		err := s.retry(ctx, func() error {
-			var err error
-			resp, err = s.cli.Get(ctx, from, opts...)
-			return err
+			return s.c.call(ctx, "/v3/kv/range", req, &resp, bound)
 		})
+		var tl *bodyTooLargeError
+		if errors.As(err, &tl) && limit > 0 {
+			resp, err = s.pageKeyByKey(ctx, req, limit, tooLarge)
+		}
 		if err != nil {
 			fail(err)
 			break
@@ -100,7 +104,7 @@ func (s *Store) VisitBounded(ctx context.Context, prefix string, workers int, li
 		if !resp.More || len(resp.Kvs) == 0 {
 			break
 		}
-		from = string(resp.Kvs[len(resp.Kvs)-1].Key) + "\x00"
+		from = append(resp.Kvs[len(resp.Kvs)-1].Key, 0)
 	}
 	close(kvs)
 	wg.Wait()
@@ -111,4 +115,44 @@ func (s *Store) VisitBounded(ctx context.Context, prefix string, workers int, li
 		return s.wrap("list", prefix, first)
 	}
 	return nil
+}
+
+// pageKeyByKey reads the page req asks for when it was longer than a page
+// of values at limit: its keys first, then each key alone at the page's
+// revision, bounded. A key whose value is over limit goes to tooLarge and
+// stays in the page without its value (so the next page starts after it);
+// the workers skip it.
+func (s *Store) pageKeyByKey(ctx context.Context, req rangeRequest, limit int64, tooLarge func(*store.TooLargeError)) (rangeResponse, error) {
+	keys := req
+	keys.KeysOnly = true
+	var page rangeResponse
+	err := s.retry(ctx, func() error {
+		return s.c.call(ctx, "/v3/kv/range", keys, &page, int64(visitPage)*(int64(len(s.base)+store.MaxKeyLength)*2+512)+1024)
+	})
+	if err != nil {
+		return page, err
+	}
+	rev := req.Revision
+	if rev == 0 {
+		rev = page.Header.Revision
+	}
+	for i, kv := range page.Kvs {
+		var one rangeResponse
+		err := s.retry(ctx, func() error {
+			return s.c.call(ctx, "/v3/kv/range", rangeRequest{Key: kv.Key, Revision: rev}, &one, s.valueBody(1, limit))
+		})
+		var tl *bodyTooLargeError
+		switch {
+		case errors.As(err, &tl):
+			if key := strings.TrimPrefix(string(kv.Key), s.base); store.ValidateKey(key) == nil {
+				tooLarge(&store.TooLargeError{Key: key, Size: limit + 1, Max: limit})
+			}
+			page.Kvs[i].skip = true
+		case err != nil:
+			return page, err
+		case len(one.Kvs) == 1:
+			page.Kvs[i] = one.Kvs[0]
+		}
+	}
+	return page, nil
 }

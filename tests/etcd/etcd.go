@@ -4,7 +4,7 @@
 // pid when the test ends.
 //
 // It speaks to etcd only over plain HTTP (/health) so it adds no etcd client
-// module; the store backend that uses etcd brings its own client. Where etcd
+// module; the store backend speaks etcd's JSON gateway itself. Where etcd
 // is not installed a test skips with one line, or fails under
 // STADO_TESTBED=required (the testbed package's gate).
 package etcdtest
