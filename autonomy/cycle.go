@@ -64,6 +64,7 @@ func (r *Runner) now() time.Time {
 // the cycle itself (reading the store, the sweep), if any.
 func (r *Runner) Run(ctx context.Context, o Options) (*Cycle, error) {
 	start := r.now()
+	began := time.Now()
 	if o.Mode != registry.AutonomyReport && o.Mode != registry.AutonomyEnforce {
 		return nil, refusal.New(refusal.Usage, "--mode must be report or enforce, got %q", o.Mode)
 	}
@@ -76,6 +77,7 @@ func (r *Runner) Run(ctx context.Context, o Options) (*Cycle, error) {
 		return nil, err
 	}
 	c := &Cycle{Mode: o.Mode, Start: start.UTC(), RegistryRevision: view.Meta.Revision}
+	c.Phases.Read = millis(time.Since(began))
 	f := &fleet.Fleet{Store: r.Store, Doc: view.Document, Meta: view.Meta, Catalog: cat}
 
 	var lease *Lease
@@ -108,7 +110,9 @@ func (r *Runner) Run(ctx context.Context, o Options) (*Cycle, error) {
 
 	cycleErr := r.plan(ctx, c, f, view)
 	if cycleErr == nil && o.Mode == registry.AutonomyEnforce {
+		acting := time.Now()
 		r.enforce(ctx, c, f, o)
+		c.Phases.Enforce = millis(time.Since(acting))
 		if lease != nil && lease.Lost() != nil && c.Stopped == "" {
 			c.Stopped = lease.Lost().Error()
 		}
@@ -130,17 +134,24 @@ func (r *Runner) Run(ctx context.Context, o Options) (*Cycle, error) {
 // host whose fresh beacon stands in for every declaration (BeaconStands)
 // is asked for its reachability only, the others for a full verify.
 func (r *Runner) plan(ctx context.Context, c *Cycle, f *fleet.Fleet, view *beacon.View) error {
+	planning := time.Now()
 	rows := view.Rows("")
+	reachOnly := StandingOnBeacons(view.Document, rows)
+	planned := time.Since(planning)
+	sweeping := time.Now()
 	conn, closeConn := r.Connect()
 	sweep := *f
 	sweep.Connect = conn
-	vr, err := sweep.Verify(ctx, fleet.VerifyOptions{ReachOnly: StandingOnBeacons(view.Document, rows)}, nil)
+	vr, err := sweep.Verify(ctx, fleet.VerifyOptions{ReachOnly: reachOnly}, nil)
 	closeConn()
+	c.Phases.Sweep = millis(time.Since(sweeping))
 	if err != nil {
 		return fmt.Errorf("verify sweep: %w", err)
 	}
+	planning = time.Now()
 	c.Rows = Plan(Input{Doc: view.Document, Catalog: f.Catalog, Beacons: rows, Verify: vr,
 		Releases: rollout.ShowFleet(view, rollout.DeclarationsOf(view.Document), "")})
+	c.Phases.Plan = millis(planned + time.Since(planning))
 	return nil
 }
 

@@ -157,6 +157,30 @@ func TestEnforceActsUnderTheLeaseAndASecondEnforcerIsRefused(t *testing.T) {
 	}
 }
 
+func TestACycleRecordsWhereItsTimeWent(t *testing.T) {
+	st, connect := cycleStore(t, registry.Autonomy{Mode: registry.AutonomyEnforce})
+	ctx := context.Background()
+	r := &Runner{Store: st, Connect: func() (channel.Connector, func()) { return connect, func() {} }, Actor: &countingActor{}}
+	report, err := r.Run(ctx, Options{Mode: registry.AutonomyReport})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p := report.Phases; p.Read <= 0 || p.Sweep <= 0 || p.Plan <= 0 || p.Enforce != 0 {
+		t.Errorf("a report cycle's phases %+v: want read, sweep and plan measured, nothing acted", p)
+	}
+	enforce, err := r.Run(ctx, Options{Mode: registry.AutonomyEnforce, LeaseTTL: MinLeaseTTL})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p := enforce.Phases; p.Read <= 0 || p.Sweep <= 0 || p.Plan <= 0 || p.Enforce <= 0 {
+		t.Errorf("an enforcing cycle's phases %+v: want every phase measured", p)
+	}
+	cs, err := History(ctx, st, 0)
+	if err != nil || len(cs) != 2 || cs[0].Phases != enforce.Phases {
+		t.Fatalf("the stored cycle lost its phases: %+v, want %+v (%v)", cs, enforce.Phases, err)
+	}
+}
+
 // Only an enforcing cycle that failed or skipped an action is an error.
 func TestCycleOutcomeFailsOnlyAnEnforcingCycleWithFailedOrSkippedActions(t *testing.T) {
 	for _, tc := range []struct {

@@ -50,7 +50,22 @@ type Cycle struct {
 	Alerts []AlertRecord `json:"alerts,omitempty"`
 	// Error is a failure of the cycle itself (the store, the registry).
 	Error string `json:"error,omitempty"`
+	// Phases says where the cycle's time went.
+	Phases Phases `json:"phases"`
 }
+
+// Phases are a cycle's durations in milliseconds: reading the store (the
+// registry, every beacon, the catalog), the sweep of the hosts, planning
+// from both, and acting on the plan (enforce mode only). Read plus Plan is
+// what the cycle costs the workstation before any host answers.
+type Phases struct {
+	Read    float64 `json:"read_ms"`
+	Sweep   float64 `json:"sweep_ms"`
+	Plan    float64 `json:"plan_ms"`
+	Enforce float64 `json:"enforce_ms,omitempty"`
+}
+
+func millis(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 
 // Refusals are the rows refused.
 func (c *Cycle) Refusals() []Row {

@@ -35,6 +35,13 @@ func (c *Cycle) Lines() []string {
 	if c.Holder != nil {
 		out = append(out, "  lease: "+c.Holder.String())
 	}
+	if p := c.Phases; p != (Phases{}) {
+		l := fmt.Sprintf("  time: store read %.0f ms, host sweep %.0f ms, plan %.0f ms", p.Read, p.Sweep, p.Plan)
+		if c.Mode == "enforce" {
+			l += fmt.Sprintf(", actions %.0f ms", p.Enforce)
+		}
+		out = append(out, l)
+	}
 	for _, a := range c.Alerts {
 		var chans []string
 		for _, ch := range a.Channels {
