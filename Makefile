@@ -30,8 +30,10 @@ all: build
 deps:
 	@bash scripts/deps.sh
 
+# stado is built static (no cgo): one binary runs on any Linux of its
+# architecture, and the host process does not map libc (docs/install.md).
 build:
-	$(GO) build -ldflags "$(LDFLAGS)" -o $(BIN) ./cmd/stado
+	CGO_ENABLED=0 $(GO) build -ldflags "$(LDFLAGS)" -o $(BIN) ./cmd/stado
 
 # stage asks the built binary for its own man pages and completion scripts.
 stage: build

@@ -38,6 +38,38 @@ type UnitFiles struct {
 	// declaration.CheckUnitPath, and for a user-scope unit a path below the
 	// scope owner's home, as the host channel holds ensure to.
 	CheckPath func(s registry.Service, goos, path, home string) error
+
+	// render is units.Render unless a test counts the renderings.
+	render func(s registry.Service, goos, home string) ([]byte, error)
+	// renders keeps each declaration's rendering, by service name, while
+	// the pass's document (one per registry revision) stands.
+	renders   map[string]kept
+	rendersOf *registry.Document
+}
+
+// kept is one declaration's rendering and what it was rendered from
+// besides the document: a product's site catalog (read each pass) and
+// the home.
+type kept struct {
+	cat     *catalog.Catalog
+	home    string
+	content []byte
+	err     error
+}
+
+// rendering returns s's rendering, rendered again only when the catalog
+// or the home it depends on is not the one it was kept with.
+func (f *UnitFiles) rendering(s registry.Service, goos, home string, cat *catalog.Catalog) ([]byte, error) {
+	if k, ok := f.renders[s.Name]; ok && k.home == home && (s.Product == "" || k.cat == cat) {
+		return k.content, k.err
+	}
+	render := f.render
+	if render == nil {
+		render = units.Render
+	}
+	content, err := render(s, goos, home)
+	f.renders[s.Name] = kept{cat: cat, home: home, content: content, err: err}
+	return content, err
 }
 
 // checkPath is ensure's rule for where a unit file may be.
@@ -67,6 +99,9 @@ func (f *UnitFiles) Check(ctx context.Context, p *Pass) {
 		return
 	}
 	goos := f.goos()
+	if p.Document == nil || p.Document != f.rendersOf {
+		f.renders, f.rendersOf = map[string]kept{}, p.Document
+	}
 	var (
 		cat     *catalog.Catalog
 		catRead bool
@@ -107,7 +142,7 @@ func (f *UnitFiles) Check(ctx context.Context, p *Pass) {
 			rep.File = &FileCheck{Path: path, Uncompared: true, Reason: "not read: " + err.Error()}
 			continue
 		}
-		rep.File = compareFile(s, goos, home)
+		rep.File = compareFile(s, goos, home, func() ([]byte, error) { return f.rendering(s, goos, home, cat) })
 	}
 }
 
@@ -126,8 +161,8 @@ func needsHome(s registry.Service, goos string) bool {
 }
 
 // compareFile is one declaration's FileCheck.
-func compareFile(s registry.Service, goos, home string) *FileCheck {
-	in, err := units.CompareInstalled(s, goos, home)
+func compareFile(s registry.Service, goos, home string, render func() ([]byte, error)) *FileCheck {
+	in, err := units.CompareRendered(s, goos, home, render)
 	fc := &FileCheck{Path: in.Path, Drift: in.Drift, Absent: in.Absent}
 	var inc *units.IncompleteError
 	switch {

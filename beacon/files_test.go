@@ -72,6 +72,47 @@ func TestTheHostProcessSaysPerUnitWhetherItsFileIsWhatEnsureWouldWrite(t *testin
 	}
 }
 
+// A pass renders a declaration only when its registry revision (the
+// document a pass is handed) is new; the installed bytes are read and
+// compared every pass, so an edit between two passes is seen at once.
+func TestUnitFilesRenderOncePerRegistryRevisionAndReadTheFileEveryPass(t *testing.T) {
+	dir := t.TempDir()
+	renders := 0
+	f := &UnitFiles{GOOS: "linux", CheckPath: anyPath, render: func(s registry.Service, goos, home string) ([]byte, error) {
+		renders++
+		return units.Render(s, goos, home)
+	}}
+	doc := &registry.Document{}
+	pass := func() map[string]*FileCheck {
+		p := filesPass(t, dir)
+		p.Document = doc
+		f.Check(context.Background(), p)
+		out := map[string]*FileCheck{}
+		for _, u := range p.Beacon.Units {
+			out[u.Service] = u.File
+		}
+		return out
+	}
+	first := pass()
+	if renders != 3 || first["same"].Drift || !first["edited"].Drift {
+		t.Fatalf("first pass: %d renders (want the 3 complete declarations), same %+v, edited %+v", renders, first["same"], first["edited"])
+	}
+	// filesPass writes the files again each time; edit one after it.
+	p := filesPass(t, dir)
+	p.Document = doc
+	if err := os.WriteFile(filepath.Join(dir, "same.service"), []byte("[Service]\nExecStart=/bin/false\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	f.Check(context.Background(), p)
+	if renders != 3 || p.Unit("same").File == nil || !p.Unit("same").File.Drift {
+		t.Errorf("second pass, same revision, file edited: %d renders (want no more), same %+v", renders, p.Unit("same").File)
+	}
+	doc = &registry.Document{}
+	if again := pass(); renders != 6 || again["same"].Drift {
+		t.Errorf("a new revision: %d renders, want 6; same %+v", renders, again["same"])
+	}
+}
+
 // anyPath lets a test's unit files lie in its temporary directory.
 func anyPath(registry.Service, string, string, string) error { return nil }
 

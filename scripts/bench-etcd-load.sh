@@ -60,7 +60,7 @@ free_port() {
   die "no free port"
 }
 
-go build -o "$W/stado" ./cmd/stado
+CGO_ENABLED=0 go build -o "$W/stado" ./cmd/stado
 go build -o "$W/etcdload" ./scripts/etcdload
 
 # --- the cluster --------------------------------------------------------------------

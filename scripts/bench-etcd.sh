@@ -51,7 +51,7 @@ CP=$(free_port 24000)
 PP=$(free_port $((CP + 1)))
 
 echo "== build" >&2
-go build -o "$W/stado" ./cmd/stado
+CGO_ENABLED=0 go build -o "$W/stado" ./cmd/stado
 go test -c -o "$W/etcdstore.test" ./store/etcdstore
 
 echo "== etcd on 127.0.0.1:$CP" >&2

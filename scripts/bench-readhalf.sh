@@ -58,7 +58,7 @@ free_port() {
 CP=$(free_port 25000)
 PP=$(free_port $((CP + 1)))
 
-go build -o "$W/after/stado" ./cmd/stado
+CGO_ENABLED=0 go build -o "$W/after/stado" ./cmd/stado
 go test -c -o "$W/etcdstore.test" ./store/etcdstore
 BINS=(after)
 if [ -n "$BEFORE" ]; then

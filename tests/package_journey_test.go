@@ -235,6 +235,11 @@ WatchdogSec=4s
 			t.Errorf("/metrics of the packaged unit lacks %s", name)
 		}
 	}
+	// Its unit sets no GOGC, so the host process keeps its small heap
+	// collected at its own target (cli/hostrun.go).
+	if !strings.Contains(text, "\ngo_gc_gogc_percent 25\n") {
+		t.Errorf("the packaged host process does not run at GC target 25:\n%s", grepLines(text, "go_gc_gogc"))
+	}
 
 	// The beacon reaches the store, from the unit's process.
 	st, err := store.OpenFileStore(storeDir)
@@ -294,4 +299,15 @@ func documentedFamilies(t *testing.T) []string {
 		t.Fatalf("docs/metrics.md lists %d families: %v", len(names), names)
 	}
 	return names
+}
+
+// grepLines are the lines of text that contain sub.
+func grepLines(text, sub string) string {
+	var out []string
+	for _, l := range strings.Split(text, "\n") {
+		if strings.Contains(l, sub) {
+			out = append(out, l)
+		}
+	}
+	return strings.Join(out, "\n")
 }

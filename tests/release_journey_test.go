@@ -539,6 +539,7 @@ func buildStadoAt(t *testing.T, version string) string {
 	t.Helper()
 	out := filepath.Join(t.TempDir(), "stado-"+version)
 	cmd := exec.Command("go", "build", "-buildvcs=false", "-ldflags", "-X github.com/wisent/stado/cli.Version="+version, "-o", out, "../cmd/stado")
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0") // as make build does
 	if b, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("build stado %s: %v\n%s", version, err, b)
 	}

@@ -31,6 +31,13 @@ type Installed struct {
 // declaration that does not render is a *RenderError (wrapping the
 // renderer's error); a file that cannot be read is the read's error.
 func CompareInstalled(s declaration.Service, goos, home string) (Installed, error) {
+	return CompareRendered(s, goos, home, func() ([]byte, error) { return Render(s, goos, home) })
+}
+
+// CompareRendered is CompareInstalled with s's rendering from render,
+// called only for a complete declaration: a caller that keeps renderings
+// while the declaration stands (the host process's passes) hands its own.
+func CompareRendered(s declaration.Service, goos, home string, render func() ([]byte, error)) (Installed, error) {
 	in := Installed{Path: UnitPath(s, goos, home)}
 	old, err := readBounded(in.Path)
 	switch {
@@ -44,7 +51,7 @@ func CompareInstalled(s declaration.Service, goos, home string) (Installed, erro
 		in.Drift = in.Absent
 		return in, &IncompleteError{Service: s.Name, Unit: s.Unit, Reason: s.IncompleteReason}
 	}
-	content, err := Render(s, goos, home)
+	content, err := render()
 	if err != nil {
 		return in, &RenderError{Unit: s.Unit, Err: err}
 	}

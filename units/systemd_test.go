@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -214,6 +215,33 @@ func TestSystemdLifecycleOnARealManager(t *testing.T) {
 	}
 	if v, err := m.Show(ctx, crashy.Unit); err != nil || v.State != StateMissing {
 		t.Errorf("crashy after remove: %+v %v", v, err)
+	}
+}
+
+// A running unit is read from two of its properties (ShowMany); its
+// verdict must be the one all five give, also after it crashed once and
+// its supervisor started it again.
+func TestShowManyReadsARestartedRunningUnitAsAllItsPropertiesSay(t *testing.T) {
+	m := connectSystemd(t)
+	mark := "/run/stado-test-once-" + strconv.Itoa(os.Getpid())
+	t.Cleanup(func() { _ = os.Remove(mark) })
+	once := declaration.Service{Name: "stado-test-once", Unit: "stado-test-once.service", Program: "/bin/sh",
+		Args: []string{"-c", "if [ -e " + mark + " ]; then exec sleep 300; fi; touch " + mark + "; exit 3"}}
+	installStarted(t, m, once, nil)
+	v := waitFor(t, m, once.Unit, 15*time.Second, func(v Verdict) bool { return v.State == StateActive && v.Starts >= 2 })
+	sc := systemctlShow(t, once.Unit, "LoadState", "ActiveState", "SubState", "MainPID", "NRestarts", "ExecMainCode", "ExecMainStatus", "Result")
+	num := func(k string) int64 {
+		n, err := strconv.ParseInt(sc[k], 10, 64)
+		if err != nil {
+			t.Fatalf("systemctl show %s=%q: %v", k, sc[k], err)
+		}
+		return n
+	}
+	want := VerdictFromSystemd(once.Unit, SystemdProperties{LoadState: sc["LoadState"], ActiveState: sc["ActiveState"], SubState: sc["SubState"],
+		MainPID: uint32(num("MainPID")), NRestarts: uint32(num("NRestarts")), ExecMainCode: int32(num("ExecMainCode")),
+		ExecMainStatus: int32(num("ExecMainStatus")), Result: sc["Result"]})
+	if v != want || v.State != StateActive || v.PID == 0 || v.Starts < 2 {
+		t.Errorf("after a crash and a restart ShowMany reads %+v; all its properties (%v) say %+v", v, sc, want)
 	}
 }
 

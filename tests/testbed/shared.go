@@ -402,6 +402,7 @@ func buildStado() (string, error) {
 	defer cancel()
 	cmd := exec.CommandContext(ctx, gobin, "build", "-buildvcs=false", "-o", out, "./cmd/stado")
 	cmd.Dir = root
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0") // as make build does
 	if msg, err := cmd.CombinedOutput(); err != nil {
 		return "", fmt.Errorf("%v\n%s", err, tail(string(msg), 20))
 	}
