@@ -135,9 +135,9 @@ func TestUnitsOnARealSystemd(t *testing.T) {
 	// the program's last lines; a start-limited unit is started again.
 	t.Run("lifecycle", func(t *testing.T) {
 		out := unitsRunTestBinary(t, bed, h, 2*time.Minute, "-test.run",
-			"^(TestSystemdLifecycleOnARealManager|TestSystemdStartRestartsAUnitThatHitItsStartLimitOnARealManager|TestShowManyReadsARestartedRunningUnitAsAllItsPropertiesSay)$")
+			"^(TestSystemdLifecycleOnARealManager|TestSystemdStartRestartsAUnitThatHitItsStartLimitOnARealManager|TestShowManyReadsARestartedRunningUnitAsAllItsPropertiesSay|TestShowManyAsksASettledUnitOnePropertyUntilItsStateMoves)$")
 		unitsRequirePassed(t, out, "TestSystemdLifecycleOnARealManager", "TestSystemdStartRestartsAUnitThatHitItsStartLimitOnARealManager",
-			"TestShowManyReadsARestartedRunningUnitAsAllItsPropertiesSay")
+			"TestShowManyReadsARestartedRunningUnitAsAllItsPropertiesSay", "TestShowManyAsksASettledUnitOnePropertyUntilItsStateMoves")
 	})
 
 	// Installing the same bytes twice: unchanged, no daemon-reload, no restart.

@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	sdbus "github.com/coreos/go-systemd/v22/dbus"
 
@@ -27,6 +28,31 @@ type Systemd struct {
 	account  *Account
 	runner   Runner
 	inFlight chan struct{} // one token per property read outstanding on conn
+
+	// settled keeps, per unit, the Service properties read while it ran
+	// no process (inactive, failed, or active with its process gone), with
+	// the unit's StateChangeTimestampMonotonic then. systemd moves that
+	// stamp on every change of the unit's state, and none of the five
+	// properties changes while the unit runs nothing, so while the stamp
+	// stands the kept values are the unit's: a later ShowMany asks one
+	// property of such a unit instead of five.
+	mu      sync.Mutex
+	settled map[string]settledUnit
+	// gets counts the property reads sent (tests count them).
+	gets atomic.Int64
+}
+
+// settledUnit is what ShowMany kept of a unit with no process.
+type settledUnit struct {
+	active, sub string
+	stamp       uint64
+	values      [len(serviceProps)]any
+}
+
+// settledState says a unit's states mean it runs no process and none of
+// its Service properties can change until its state does.
+func settledState(active, sub string) bool {
+	return (active == "inactive" && sub == "dead") || (active == "failed" && sub == "failed") || (active == "active" && sub == "exited")
 }
 
 var _ Manager = (*Systemd)(nil)
@@ -206,13 +232,15 @@ const runningProps = 2
 // ListUnitsByNames call, then the Service properties a verdict needs of
 // each loaded service, one Get each, all in flight at once up to
 // propsInFlight: MainPID and NRestarts of a running one (the rest too when
-// it reads no main pid), all five of any other (MainPID, NRestarts,
-// ExecMainCode, ExecMainStatus, Result). One GetAll per unit would be
+// it reads no main pid); of one that runs no process, its state-change
+// stamp first, and the five only when the stamp moved since they were
+// kept (see Systemd.settled); all five (MainPID, NRestarts, ExecMainCode,
+// ExecMainStatus, Result) of any other. One GetAll per unit would be
 // fewer calls, but systemd answers it with every Service property
 // (hundreds, with the command lines and cgroup settings): measured on a
 // testbed host, 50 units took about 26 ms that way against about 12 ms
-// with five Gets each. A host's units mostly run, so a pass mostly asks
-// two.
+// with five Gets each. On a host whose units run or stay settled, a pass
+// asks two properties of each running unit and one of each other.
 func (m *Systemd) ShowMany(ctx context.Context, units []string) ([]Verdict, error) {
 	if len(units) == 0 {
 		return nil, nil
@@ -227,43 +255,64 @@ func (m *Systemd) ShowMany(ctx context.Context, units []string) ([]Verdict, erro
 	}
 	props := make([]SystemdProperties, len(units))
 	values := make([][len(serviceProps)]any, len(units))
+	stamps := make([]uint64, len(units))
+	stamped := make([]bool, len(units)) // the stamp was read (0 is a unit that never changed state)
 	errs := make([]error, len(units)*len(serviceProps))
 	var wg sync.WaitGroup
+	// read runs one Get in flight; store keeps its value.
+	read := func(u, iface, name string, store func(any), errAt int) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			select {
+			case m.inFlight <- struct{}{}:
+			case <-ctx.Done():
+				if errAt >= 0 {
+					errs[errAt] = fmt.Errorf("read %s: %w", u, ctx.Err())
+				}
+				return
+			}
+			defer func() { <-m.inFlight }()
+			m.gets.Add(1)
+			var p *sdbus.Property
+			var err error
+			if iface == "unit" {
+				p, err = m.conn.GetUnitPropertyContext(ctx, u, name)
+			} else {
+				p, err = m.conn.GetServicePropertyContext(ctx, u, name)
+			}
+			if err != nil {
+				if errAt >= 0 {
+					errs[errAt] = fmt.Errorf("read %s %s: %w", u, name, err)
+				}
+				return
+			}
+			store(p.Value.Value())
+		}()
+	}
 	get := func(i, from, to int) {
-		u := units[i]
 		for j := from; j < to; j++ {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				select {
-				case m.inFlight <- struct{}{}:
-				case <-ctx.Done():
-					errs[i*len(serviceProps)+j] = fmt.Errorf("read %s: %w", u, ctx.Err())
-					return
-				}
-				defer func() { <-m.inFlight }()
-				p, err := m.conn.GetServicePropertyContext(ctx, u, serviceProps[j])
-				if err != nil {
-					errs[i*len(serviceProps)+j] = fmt.Errorf("read %s %s: %w", u, serviceProps[j], err)
-					return
-				}
-				values[i][j] = p.Value.Value()
-			}()
+			read(units[i], "service", serviceProps[j], func(v any) { values[i][j] = v }, i*len(serviceProps)+j)
 		}
 	}
-	var running []int
+	var running, settled []int
 	for i, u := range units {
 		st := byName[u]
 		props[i] = SystemdProperties{LoadState: st.LoadState, ActiveState: st.ActiveState, SubState: st.SubState}
 		if st.LoadState != "loaded" || !strings.HasSuffix(u, ".service") {
 			continue
 		}
-		if st.ActiveState == "active" && st.SubState == "running" {
+		switch {
+		case st.ActiveState == "active" && st.SubState == "running":
 			running = append(running, i)
 			get(i, 0, runningProps)
-			continue
+		case settledState(st.ActiveState, st.SubState):
+			// a stamp that cannot be read leaves stamped false: the five are read
+			settled = append(settled, i)
+			read(u, "unit", "StateChangeTimestampMonotonic", func(v any) { stamps[i], stamped[i] = v.(uint64) }, -1)
+		default:
+			get(i, 0, len(serviceProps))
 		}
-		get(i, 0, len(serviceProps))
 	}
 	wg.Wait()
 	again := false
@@ -273,11 +322,36 @@ func (m *Systemd) ShowMany(ctx context.Context, units []string) ([]Verdict, erro
 			again = true
 		}
 	}
+	m.mu.Lock()
+	var fresh []int
+	for _, i := range settled {
+		k, ok := m.settled[units[i]]
+		if ok && stamped[i] && k.stamp == stamps[i] && k.active == props[i].ActiveState && k.sub == props[i].SubState {
+			values[i] = k.values
+			continue
+		}
+		fresh = append(fresh, i)
+		get(i, 0, len(serviceProps))
+		again = true
+	}
+	m.mu.Unlock()
 	if again {
 		wg.Wait()
 	}
 	if err := errors.Join(errs...); err != nil {
 		return nil, err
+	}
+	if len(fresh) > 0 {
+		m.mu.Lock()
+		if m.settled == nil {
+			m.settled = map[string]settledUnit{}
+		}
+		for _, i := range fresh {
+			if stamped[i] {
+				m.settled[units[i]] = settledUnit{active: props[i].ActiveState, sub: props[i].SubState, stamp: stamps[i], values: values[i]}
+			}
+		}
+		m.mu.Unlock()
 	}
 	out := make([]Verdict, len(units))
 	for i, u := range units {

@@ -245,6 +245,68 @@ func TestShowManyReadsARestartedRunningUnitAsAllItsPropertiesSay(t *testing.T) {
 	}
 }
 
+// A unit that runs no process is asked one property (its state-change
+// stamp) while its state stands, and read whole again once it moved: its
+// verdict is always the one systemctl's properties give.
+func TestShowManyAsksASettledUnitOnePropertyUntilItsStateMoves(t *testing.T) {
+	m := connectSystemd(t)
+	ctx := context.Background()
+	s := declaration.Service{Name: "stado-test-settled", Unit: "stado-test-settled.service", Program: "/bin/sh",
+		Args: []string{"-c", "exit 3"}}
+	t.Cleanup(func() { _ = m.Remove(context.Background(), s) })
+	content, err := RenderSystemd(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	content = []byte(strings.Replace(string(content), "Restart=always", "Restart=no", 1))
+	if _, err := m.Install(ctx, s, content); err != nil {
+		t.Fatal(err)
+	}
+	agrees := func(v Verdict) {
+		t.Helper()
+		sc := systemctlShow(t, s.Unit, "LoadState", "ActiveState", "SubState", "MainPID", "NRestarts", "ExecMainCode", "ExecMainStatus", "Result")
+		num := func(k string) int64 { n, _ := strconv.ParseInt(sc[k], 10, 64); return n }
+		want := VerdictFromSystemd(s.Unit, SystemdProperties{LoadState: sc["LoadState"], ActiveState: sc["ActiveState"], SubState: sc["SubState"],
+			MainPID: uint32(num("MainPID")), NRestarts: uint32(num("NRestarts")), ExecMainCode: int32(num("ExecMainCode")),
+			ExecMainStatus: int32(num("ExecMainStatus")), Result: sc["Result"]})
+		if v != want {
+			t.Errorf("ShowMany reads %+v; systemctl's properties (%v) say %+v", v, sc, want)
+		}
+	}
+	show := func() (Verdict, int64) {
+		t.Helper()
+		before := m.gets.Load()
+		vs, err := m.ShowMany(ctx, []string{s.Unit})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return vs[0], m.gets.Load() - before
+	}
+
+	// never started: inactive (dead)
+	v, n := show()
+	if v.State != StateInactive || n != int64(1+len(serviceProps)) {
+		t.Errorf("first read of a settled unit: %+v in %d reads, want inactive in %d", v, n, 1+len(serviceProps))
+	}
+	agrees(v)
+	if v, n = show(); v.State != StateInactive || n != 1 {
+		t.Errorf("second read, nothing moved: %+v in %d reads, want inactive in 1", v, n)
+	}
+
+	// run once: it exits 3 and stays failed; the stamp moved
+	if err := m.Start(ctx, s.Unit); err != nil {
+		t.Logf("start: %v", err)
+	}
+	v = waitFor(t, m, s.Unit, 10*time.Second, func(v Verdict) bool { return v.State == StateFailed })
+	if v.LastExit != 3 {
+		t.Errorf("after its run: %+v, want failed with last exit 3", v)
+	}
+	agrees(v)
+	if v2, n := show(); v2 != v || n != 1 {
+		t.Errorf("read again, nothing moved: %+v in %d reads, want %+v in 1", v2, n, v)
+	}
+}
+
 func TestSystemdStartRestartsAUnitThatHitItsStartLimitOnARealManager(t *testing.T) {
 	m := connectSystemd(t)
 	ctx := context.Background()
