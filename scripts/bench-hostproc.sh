@@ -112,6 +112,7 @@ for p in $(seq "$first" "$last"); do
 done
 t_end=$t_prev; c_end=$c_prev
 last_kb=$(rss_kb "$PID")
+split=$(awk '/^(RssAnon|RssFile):/{printf "%s %.1f MB  ", $1, $2*1024/1e6}' "/proc/$PID/status")
 read -r cpu_pct cpu_s wall_s < <(awk -v dc="$((c_end - c_start))" -v dt="$((t_end - t_start))" -v tck="$TCK" \
   'BEGIN { printf "%.3f %.2f %.0f\n", 100*(dc/tck)/(dt/1e9), dc/tck, dt/1e9 }')
 rss_verdict=met; [ "$max_kb" -le "$BUDGET_KB" ] || rss_verdict=missed
@@ -121,6 +122,7 @@ printf 'stado host run: peak RSS %.1f MB (%.1f MiB), at the end %.1f MB; budget 
   "$(awk -v k="$max_kb" 'BEGIN{print k*1024/1e6}')" "$(awk -v k="$max_kb" 'BEGIN{print k/1024}')" \
   "$(awk -v k="$last_kb" 'BEGIN{print k*1024/1e6}')" "$rss_verdict"
 printf 'stado host run: CPU %s s over %s s = %s %% of a core; budget 0.1 %%: %s\n' "$cpu_s" "$wall_s" "$cpu_pct" "$cpu_verdict"
+echo "stado host run at the end: ${split}(file-backed: the binary's pages it touched)"
 gomem=$(tr '\0' '\n' <"/proc/$PID/environ" | grep -E '^(GOMEMLIMIT|GOGC)=' | tr '\n' ' ' || true)
 echo "its environment sets: ${gomem:-neither GOMEMLIMIT nor GOGC}"
 
