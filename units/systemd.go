@@ -38,6 +38,7 @@ type Systemd struct {
 	// property of such a unit instead of five.
 	mu      sync.Mutex
 	settled map[string]settledUnit
+	calls   uint64 // ShowMany calls, which date the kept entries
 	// gets counts the property reads sent (tests count them).
 	gets atomic.Int64
 }
@@ -47,7 +48,12 @@ type settledUnit struct {
 	active, sub string
 	stamp       uint64
 	values      [len(serviceProps)]any
+	used        uint64 // the call that last read or kept it
 }
+
+// settledKept bounds how many ShowMany calls an entry outlives unused, so a
+// host whose transient units come and go does not grow the map forever.
+const settledKept = 64
 
 // settledState says a unit's states mean it runs no process and none of
 // its Service properties can change until its state does.
@@ -323,11 +329,15 @@ func (m *Systemd) ShowMany(ctx context.Context, units []string) ([]Verdict, erro
 		}
 	}
 	m.mu.Lock()
+	m.calls++
+	call := m.calls
 	var fresh []int
 	for _, i := range settled {
 		k, ok := m.settled[units[i]]
 		if ok && stamped[i] && k.stamp == stamps[i] && k.active == props[i].ActiveState && k.sub == props[i].SubState {
 			values[i] = k.values
+			k.used = call
+			m.settled[units[i]] = k
 			continue
 		}
 		fresh = append(fresh, i)
@@ -341,18 +351,21 @@ func (m *Systemd) ShowMany(ctx context.Context, units []string) ([]Verdict, erro
 	if err := errors.Join(errs...); err != nil {
 		return nil, err
 	}
-	if len(fresh) > 0 {
-		m.mu.Lock()
-		if m.settled == nil {
-			m.settled = map[string]settledUnit{}
-		}
-		for _, i := range fresh {
-			if stamped[i] {
-				m.settled[units[i]] = settledUnit{active: props[i].ActiveState, sub: props[i].SubState, stamp: stamps[i], values: values[i]}
-			}
-		}
-		m.mu.Unlock()
+	m.mu.Lock()
+	if m.settled == nil {
+		m.settled = map[string]settledUnit{}
 	}
+	for _, i := range fresh {
+		if stamped[i] {
+			m.settled[units[i]] = settledUnit{active: props[i].ActiveState, sub: props[i].SubState, stamp: stamps[i], values: values[i], used: call}
+		}
+	}
+	for u, k := range m.settled {
+		if call-k.used > settledKept {
+			delete(m.settled, u)
+		}
+	}
+	m.mu.Unlock()
 	out := make([]Verdict, len(units))
 	for i, u := range units {
 		p, v := &props[i], values[i]

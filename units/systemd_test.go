@@ -305,6 +305,19 @@ func TestShowManyAsksASettledUnitOnePropertyUntilItsStateMoves(t *testing.T) {
 	if v2, n := show(); v2 != v || n != 1 {
 		t.Errorf("read again, nothing moved: %+v in %d reads, want %+v in 1", v2, n, v)
 	}
+
+	// a unit not asked of for settledKept calls is forgotten
+	for range settledKept + 1 {
+		if _, err := m.ShowMany(ctx, []string{"stado-test-none.service"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	m.mu.Lock()
+	_, kept := m.settled[s.Unit]
+	m.mu.Unlock()
+	if kept {
+		t.Errorf("%s is still kept after %d calls that did not ask of it", s.Unit, settledKept+1)
+	}
 }
 
 func TestSystemdStartRestartsAUnitThatHitItsStartLimitOnARealManager(t *testing.T) {
