@@ -68,11 +68,23 @@ func (r *Runner) Run(ctx context.Context, o Options) (*Cycle, error) {
 	if o.Mode != registry.AutonomyReport && o.Mode != registry.AutonomyEnforce {
 		return nil, refusal.New(refusal.Usage, "--mode must be report or enforce, got %q", o.Mode)
 	}
+	// the catalog (one key, and the shipped catalog parsed once a process)
+	// is read while the registry and the beacons are
+	type loadedCatalog struct {
+		cat *catalog.Catalog
+		err error
+	}
+	catCh := make(chan loadedCatalog, 1)
+	go func() {
+		c, err := catalog.Load(ctx, r.Store)
+		catCh <- loadedCatalog{c, err}
+	}()
 	view, err := beacon.LoadView(ctx, r.Store, start, o.StaleAfter)
+	lc := <-catCh
 	if err != nil {
 		return nil, err
 	}
-	cat, err := catalog.Load(ctx, r.Store)
+	cat, err := lc.cat, lc.err
 	if err != nil {
 		return nil, err
 	}
