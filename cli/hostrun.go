@@ -63,9 +63,8 @@ func newHostRunCommand(env *Env) *ucli.Command {
 // hostRunGCPercent is the host process's GC target unless GOGC says
 // otherwise. Its live heap is about 1 MB, under the runtime's 4 MB floor
 // for the default of 100, so freed pages stayed mapped up to that floor;
-// at 25 the floor is 1 MB: measured with 20 services (docs/bench.md), 3 MB
-// less resident for a few more collections of a small heap, no CPU
-// measurable at a 15 s interval.
+// at 25 the floor is 1 MB: measured with 20 services (docs/bench.md), about
+// 2 MB less resident for a collection or two of a 1 MB heap each pass.
 const hostRunGCPercent = 25
 
 func runHostRun(ctx context.Context, env *Env, o hostRunOptions) error {
