@@ -218,6 +218,23 @@ func TestSystemdLifecycleOnARealManager(t *testing.T) {
 	}
 }
 
+// systemctlVerdict is the verdict of unit's properties as systemctl shows
+// them, and those properties.
+func systemctlVerdict(t *testing.T, unit string) (Verdict, map[string]string) {
+	t.Helper()
+	sc := systemctlShow(t, unit, "LoadState", "ActiveState", "SubState", "MainPID", "NRestarts", "ExecMainCode", "ExecMainStatus", "Result")
+	num := func(k string) int64 {
+		n, err := strconv.ParseInt(sc[k], 10, 64)
+		if err != nil {
+			t.Fatalf("systemctl show %s=%q: %v", k, sc[k], err)
+		}
+		return n
+	}
+	return VerdictFromSystemd(unit, SystemdProperties{LoadState: sc["LoadState"], ActiveState: sc["ActiveState"], SubState: sc["SubState"],
+		MainPID: uint32(num("MainPID")), NRestarts: uint32(num("NRestarts")), ExecMainCode: int32(num("ExecMainCode")),
+		ExecMainStatus: int32(num("ExecMainStatus")), Result: sc["Result"]}), sc
+}
+
 // A running unit is read from two of its properties (ShowMany); its
 // verdict must be the one all five give, also after it crashed once and
 // its supervisor started it again.
@@ -233,17 +250,7 @@ func TestShowManyReadsARestartedRunningUnitAsAllItsPropertiesSay(t *testing.T) {
 	waitFor(t, m, once.Unit, 15*time.Second, func(v Verdict) bool {
 		return v.State == StateActive && v.Starts >= 2 && v.Detail == "active (running)"
 	})
-	sc := systemctlShow(t, once.Unit, "LoadState", "ActiveState", "SubState", "MainPID", "NRestarts", "ExecMainCode", "ExecMainStatus", "Result")
-	num := func(k string) int64 {
-		n, err := strconv.ParseInt(sc[k], 10, 64)
-		if err != nil {
-			t.Fatalf("systemctl show %s=%q: %v", k, sc[k], err)
-		}
-		return n
-	}
-	want := VerdictFromSystemd(once.Unit, SystemdProperties{LoadState: sc["LoadState"], ActiveState: sc["ActiveState"], SubState: sc["SubState"],
-		MainPID: uint32(num("MainPID")), NRestarts: uint32(num("NRestarts")), ExecMainCode: int32(num("ExecMainCode")),
-		ExecMainStatus: int32(num("ExecMainStatus")), Result: sc["Result"]})
+	want, sc := systemctlVerdict(t, once.Unit)
 	v, err := m.Show(context.Background(), once.Unit)
 	if err != nil {
 		t.Fatal(err)
@@ -272,11 +279,7 @@ func TestShowManyAsksASettledUnitOnePropertyUntilItsStateMoves(t *testing.T) {
 	}
 	agrees := func(v Verdict) {
 		t.Helper()
-		sc := systemctlShow(t, s.Unit, "LoadState", "ActiveState", "SubState", "MainPID", "NRestarts", "ExecMainCode", "ExecMainStatus", "Result")
-		num := func(k string) int64 { n, _ := strconv.ParseInt(sc[k], 10, 64); return n }
-		want := VerdictFromSystemd(s.Unit, SystemdProperties{LoadState: sc["LoadState"], ActiveState: sc["ActiveState"], SubState: sc["SubState"],
-			MainPID: uint32(num("MainPID")), NRestarts: uint32(num("NRestarts")), ExecMainCode: int32(num("ExecMainCode")),
-			ExecMainStatus: int32(num("ExecMainStatus")), Result: sc["Result"]})
+		want, sc := systemctlVerdict(t, s.Unit)
 		if v != want {
 			t.Errorf("ShowMany reads %+v; systemctl's properties (%v) say %+v", v, sc, want)
 		}
