@@ -3,7 +3,6 @@ package cli
 import (
 	"context"
 	"os"
-	"runtime/debug"
 	"time"
 
 	ucli "github.com/urfave/cli/v2"
@@ -60,17 +59,8 @@ func newHostRunCommand(env *Env) *ucli.Command {
 	}, false)
 }
 
-// hostRunGCPercent is the host process's GC target unless GOGC says
-// otherwise. Its live heap is about 1 MB, under the runtime's 4 MB floor
-// for the default of 100, so freed pages stayed mapped up to that floor;
-// at 25 the floor is 1 MB: measured with 20 services (docs/bench.md), about
-// 2 MB less resident for a collection or two of a 1 MB heap each pass.
-const hostRunGCPercent = 25
-
 func runHostRun(ctx context.Context, env *Env, o hostRunOptions) error {
-	if os.Getenv("GOGC") == "" {
-		debug.SetGCPercent(hostRunGCPercent)
-	}
+	beacon.SetHostGCTarget()
 	host, err := registry.ThisTarget(o.Host)
 	if err != nil {
 		return err

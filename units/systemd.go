@@ -265,8 +265,9 @@ func (m *Systemd) ShowMany(ctx context.Context, units []string) ([]Verdict, erro
 	stamped := make([]bool, len(units)) // the stamp was read (0 is a unit that never changed state)
 	errs := make([]error, len(units)*len(serviceProps))
 	var wg sync.WaitGroup
-	// read runs one Get in flight; store keeps its value.
-	read := func(u, iface, name string, store func(any), errAt int) {
+	// read runs one Get (of the Unit or the Service interface) in flight;
+	// store keeps its value.
+	read := func(u string, get func(context.Context, string, string) (*sdbus.Property, error), name string, store func(any), errAt int) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -280,13 +281,7 @@ func (m *Systemd) ShowMany(ctx context.Context, units []string) ([]Verdict, erro
 			}
 			defer func() { <-m.inFlight }()
 			m.gets.Add(1)
-			var p *sdbus.Property
-			var err error
-			if iface == "unit" {
-				p, err = m.conn.GetUnitPropertyContext(ctx, u, name)
-			} else {
-				p, err = m.conn.GetServicePropertyContext(ctx, u, name)
-			}
+			p, err := get(ctx, u, name)
 			if err != nil {
 				if errAt >= 0 {
 					errs[errAt] = fmt.Errorf("read %s %s: %w", u, name, err)
@@ -298,7 +293,7 @@ func (m *Systemd) ShowMany(ctx context.Context, units []string) ([]Verdict, erro
 	}
 	get := func(i, from, to int) {
 		for j := from; j < to; j++ {
-			read(units[i], "service", serviceProps[j], func(v any) { values[i][j] = v }, i*len(serviceProps)+j)
+			read(units[i], m.conn.GetServicePropertyContext, serviceProps[j], func(v any) { values[i][j] = v }, i*len(serviceProps)+j)
 		}
 	}
 	var running, settled []int
@@ -315,7 +310,7 @@ func (m *Systemd) ShowMany(ctx context.Context, units []string) ([]Verdict, erro
 		case settledState(st.ActiveState, st.SubState):
 			// a stamp that cannot be read leaves stamped false: the five are read
 			settled = append(settled, i)
-			read(u, "unit", "StateChangeTimestampMonotonic", func(v any) { stamps[i], stamped[i] = v.(uint64) }, -1)
+			read(u, m.conn.GetUnitPropertyContext, "StateChangeTimestampMonotonic", func(v any) { stamps[i], stamped[i] = v.(uint64) }, -1)
 		default:
 			get(i, 0, len(serviceProps))
 		}
