@@ -35,6 +35,10 @@ type Options struct {
 // Runner runs cycles against one store.
 type Runner struct {
 	Store store.Store
+	// Cache, when not nil, is where the read half records the registry it
+	// validated (beacon.RegistryCache): a cycle over the same stored bytes
+	// as the last one's decodes them without validating them again.
+	Cache *beacon.RegistryCache
 	// Connect opens the host connections of the sweep, then of each host
 	// acted on, and returns the func that closes them; a repeating run
 	// hands the same kept set every time with a close that does nothing.
@@ -79,7 +83,7 @@ func (r *Runner) Run(ctx context.Context, o Options) (*Cycle, error) {
 		c, err := catalog.Load(ctx, r.Store)
 		catCh <- loadedCatalog{c, err}
 	}()
-	view, err := beacon.LoadView(ctx, r.Store, start, o.StaleAfter)
+	view, err := beacon.LoadSelected(ctx, r.Store, start, o.StaleAfter, beacon.Selection{Cache: r.Cache})
 	lc := <-catCh
 	if err != nil {
 		return nil, err

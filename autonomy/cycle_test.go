@@ -4,6 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"os"
+	"reflect"
+	"strings"
 	"testing"
 	"time"
 
@@ -196,5 +199,44 @@ func TestCycleOutcomeFailsOnlyAnEnforcingCycleWithFailedOrSkippedActions(t *test
 		if err := tc.c.Outcome(); (err != nil) != tc.fail {
 			t.Errorf("%+v: %v, want failure %v", tc.c, err, tc.fail)
 		}
+	}
+}
+
+// A cycle with the read half's cache validates the stored registry once:
+// the next cycle over the same bytes plans the same, and a registry changed
+// in the store behind stado's back is validated again and refused.
+func TestACycleValidatesTheSameStoredRegistryOnceAndStillRefusesOneChangedBehindItsBack(t *testing.T) {
+	st, connect := cycleStore(t, registry.Autonomy{})
+	ctx := context.Background()
+	cache := &beacon.RegistryCache{Dir: t.TempDir(), Store: "file:///cycle-test"}
+	r := &Runner{Store: st, Cache: cache, Connect: func() (channel.Connector, func()) { return connect, func() {} }, Actor: &countingActor{}}
+	first, err := r.Run(ctx, Options{Mode: registry.AutonomyReport})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if files, _ := os.ReadDir(cache.Dir); len(files) != 1 {
+		t.Fatalf("the cycle recorded no validation in %s: %v", cache.Dir, files)
+	}
+	second, err := r.Run(ctx, Options{Mode: registry.AutonomyReport})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(first.Counts, second.Counts) || len(first.Rows) != len(second.Rows) {
+		t.Fatalf("a cycle over the validated registry planned %v, the first %v", second.Counts, first.Counts)
+	}
+	doc, _, err := registry.Load(ctx, st)
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc.Targets[0].Services[0].Unit = "../escape.service"
+	raw, err := json.Marshal(map[string]any{"meta": store.Meta{Writer: "by hand"}, "document": doc})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.Put(ctx, store.RegistryKey, raw, store.PutOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.Run(ctx, Options{Mode: registry.AutonomyReport}); err == nil || !strings.Contains(err.Error(), "invalid") {
+		t.Fatalf("a registry changed behind stado's back was not validated again: %v", err)
 	}
 }

@@ -9,6 +9,7 @@ import (
 	ucli "github.com/urfave/cli/v2"
 
 	"github.com/wisent/stado/autonomy"
+	"github.com/wisent/stado/beacon"
 	"github.com/wisent/stado/fleet"
 	"github.com/wisent/stado/printer"
 	"github.com/wisent/stado/registry"
@@ -95,7 +96,7 @@ func runOptimize(ctx context.Context, env *Env, o optimizeRunOptions, connect fu
 		return err
 	}
 	defer st.Close()
-	r := &autonomy.Runner{Store: st, Connect: connect, Now: env.Now}
+	r := &autonomy.Runner{Store: st, Connect: connect, Now: env.Now, Cache: beacon.UserRegistryCache(env.Getenv, env.StoreURL)}
 	if o.Every == 0 {
 		c, err := r.Run(ctx, o.Options)
 		if c == nil {

@@ -58,9 +58,13 @@ func decodeEnvelopeAs(obj store.Object, strict bool) (*Document, store.Meta, err
 	if err := checkJSONBudget(obj.Value, obj.Key); err != nil {
 		return nil, store.Meta{}, fmt.Errorf("read %s at revision %d: %w", obj.Key, obj.Revision, err)
 	}
-	env := envelope{Document: presizedDocument(obj.Value)}
-	if err := DecodeStored(obj.Value, &env, strict); err != nil {
-		return nil, store.Meta{}, fmt.Errorf("read %s at revision %d: %w", obj.Key, obj.Revision, &ParseError{Source: obj.Key, Msg: err.Error()})
+	layout := scanEnvelope(obj.Value)
+	env, ok := decodeSplit(obj.Value, layout, strict)
+	if !ok {
+		env = envelope{Document: layout.presized()}
+		if err := DecodeStored(obj.Value, &env, strict); err != nil {
+			return nil, store.Meta{}, fmt.Errorf("read %s at revision %d: %w", obj.Key, obj.Revision, &ParseError{Source: obj.Key, Msg: err.Error()})
+		}
 	}
 	if env.Document == nil {
 		return nil, store.Meta{}, fmt.Errorf("read %s at revision %d: %w", obj.Key, obj.Revision, &ParseError{Source: obj.Key, Msg: "envelope has no document"})

@@ -3,6 +3,10 @@ package registry
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
+	"runtime"
+	"sync"
+	"sync/atomic"
 )
 
 // DecodeStored decodes a stored JSON object (a registry envelope, a
@@ -17,4 +21,80 @@ func DecodeStored(value []byte, v any, strict bool) error {
 	dec := json.NewDecoder(bytes.NewReader(value))
 	dec.DisallowUnknownFields()
 	return dec.Decode(v)
+}
+
+// decodeSplit decodes a fleet-size envelope with its targets apart: the
+// envelope with the targets array emptied, then the targets from their own
+// bytes, in runs spread over every processor the process may use. ok is
+// false, and nothing is decoded, unless the layout allows it and every
+// piece decodes whole (one value, nothing after it); the caller then
+// decodes the envelope in one piece, which also gives the error worth
+// reporting. Either way the document is the one decoding the envelope
+// whole gives: the layout refuses every spelling of the keys that
+// encoding/json would match besides the one it found.
+func decodeSplit(value []byte, l envelopeLayout, strict bool) (envelope, bool) {
+	if !l.split || l.targets < splitAbove || l.targets > MaxTargets {
+		return envelope{}, false
+	}
+	rest := make([]byte, 0, l.open+1+len(value)-l.close)
+	rest = append(append(rest, value[:l.open+1]...), value[l.close:]...)
+	var env envelope
+	if err := DecodeStored(rest, &env, strict); err != nil || env.Document == nil {
+		return envelope{}, false
+	}
+	targets := l.presized().Targets
+	// runs of targets are claimed in turn, so that a processor busy with
+	// something else (the beacons, read beside the registry) leaves its
+	// share to the others
+	const run = 32
+	var (
+		next   atomic.Int64
+		failed atomic.Bool
+		wg     sync.WaitGroup
+	)
+	workers := min(runtime.GOMAXPROCS(0), (len(targets)+run-1)/run)
+	for range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for !failed.Load() {
+				from := int(next.Add(run)) - run
+				if from >= len(targets) {
+					return
+				}
+				for i := from; i < min(from+run, len(targets)); i++ {
+					if decodeWhole(value[l.spans[i][0]:l.spans[i][1]], &targets[i], strict) != nil {
+						failed.Store(true)
+						return
+					}
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	if failed.Load() {
+		return envelope{}, false
+	}
+	env.Document.Targets = targets
+	return env, true
+}
+
+// splitAbove is the fewest targets decoded apart (a variable for tests).
+var splitAbove = 64
+
+// decodeWhole decodes piece into v as DecodeStored does, and refuses
+// anything but white space after the value.
+func decodeWhole(piece []byte, v any, strict bool) error {
+	if !strict {
+		return json.Unmarshal(piece, v) // refuses a second value itself
+	}
+	dec := json.NewDecoder(bytes.NewReader(piece))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		return err
+	}
+	if off := dec.InputOffset(); off < 0 || off > int64(len(piece)) || len(bytes.TrimLeft(piece[off:], " \t\r\n")) > 0 {
+		return errors.New("more than one value")
+	}
+	return nil
 }

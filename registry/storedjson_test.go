@@ -95,21 +95,31 @@ func FuzzStoredEnvelopeDecodesAsEncodingJSON(f *testing.F) {
 	})
 }
 
-// assertEnvelopeDecodesAsStd: the envelope decoder reads the document
-// encoding/json reads, and fails exactly where it fails or finds no
-// document.
+// assertEnvelopeDecodesAsStd: the envelope decoder, strict and not
+// (DecodeCheckedObject), split into targets whenever the layout allows
+// however few there are, reads the document encoding/json reads, and fails
+// exactly where it fails or finds no document.
 func assertEnvelopeDecodesAsStd(t *testing.T, value []byte) {
 	t.Helper()
-	got, _, gotErr := decodeEnvelope(store.Object{Key: store.RegistryKey, Value: value, Revision: 1})
-	var want envelope
-	wantErr := stdDecode(value, &want, true)
-	if wantErr == nil && want.Document == nil {
-		wantErr = errors.New("no document")
-	}
-	if (gotErr == nil) != (wantErr == nil) {
-		t.Fatalf("%q: decodeEnvelope error %v, encoding/json's %v", value, gotErr, wantErr)
-	}
-	if wantErr == nil && !reflect.DeepEqual(got, want.Document) {
-		t.Fatalf("%q: decodeEnvelope read\n%+v\nencoding/json read\n%+v", value, got, want.Document)
+	defer func(n int) { splitAbove = n }(splitAbove)
+	splitAbove = 1
+	for _, strict := range []bool{true, false} {
+		got, _, gotErr := decodeEnvelopeAs(store.Object{Key: store.RegistryKey, Value: value, Revision: 1}, strict)
+		var want envelope
+		var wantErr error
+		if strict {
+			wantErr = stdDecode(value, &want, true)
+		} else {
+			wantErr = json.Unmarshal(value, &want)
+		}
+		if wantErr == nil && want.Document == nil {
+			wantErr = errors.New("no document")
+		}
+		if (gotErr == nil) != (wantErr == nil) {
+			t.Fatalf("%q (strict %v): decodeEnvelope error %v, encoding/json's %v", value, strict, gotErr, wantErr)
+		}
+		if wantErr == nil && !reflect.DeepEqual(got, want.Document) {
+			t.Fatalf("%q (strict %v): decodeEnvelope read\n%+v\nencoding/json read\n%+v", value, strict, got, want.Document)
+		}
 	}
 }
