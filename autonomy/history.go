@@ -128,13 +128,9 @@ func Save(ctx context.Context, st store.Store, c *Cycle, limit int) error {
 }
 
 func listKeys(ctx context.Context, st store.Store) ([]string, error) {
-	objs, err := st.List(ctx, CyclePrefix)
+	keys, err := store.Keys(ctx, st, CyclePrefix)
 	if err != nil {
 		return nil, fmt.Errorf("list the cycle history: %w", err)
-	}
-	keys := make([]string, len(objs))
-	for i, o := range objs {
-		keys[i] = o.Key
 	}
 	return keys, nil
 }

@@ -122,3 +122,34 @@ func TestHistoryKeepsTheNewestCyclesNewestFirst(t *testing.T) {
 		t.Fatalf("latest: %+v", one)
 	}
 }
+
+// Keeping the history to its limit reads the stored cycles' keys, never
+// their records (each one a row per declared service).
+func TestSavingACycleTrimsTheHistoryWithoutReadingTheStoredCycles(t *testing.T) {
+	st := &keysOnlyStore{FileStore: fileStore(t).(*store.FileStore)}
+	ctx := context.Background()
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	for i := range 5 {
+		c := &Cycle{Mode: "report", Start: t0.Add(time.Duration(i) * time.Minute), Rows: []Row{{Host: "h", Service: fmt.Sprint(i), Action: ActionNone}}}
+		if err := Save(ctx, st, c, 3); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if st.lists != 0 {
+		t.Errorf("saving read the stored cycles %d times", st.lists)
+	}
+	if keys, _ := store.Keys(ctx, st, CyclePrefix); len(keys) != 3 {
+		t.Fatalf("the history kept %v, want the newest 3", keys)
+	}
+}
+
+// keysOnlyStore is a file store that counts the listings that read values.
+type keysOnlyStore struct {
+	*store.FileStore
+	lists int
+}
+
+func (s *keysOnlyStore) List(ctx context.Context, prefix string) ([]store.Object, error) {
+	s.lists++
+	return s.FileStore.List(ctx, prefix)
+}

@@ -11,9 +11,9 @@ import (
 // Instrument returns st with every operation timed into
 // stado_store_operation_duration_seconds and every failure counted into
 // stado_store_operation_failures_total. The returned store is a
-// store.BoundedReader, a store.RevisionReader and a store.Visitor whatever
-// st is, answering as st would through store.GetBounded, store.Revision
-// and store.Visit, so a reader that asks for those keeps st's behaviour;
+// store.BoundedReader, a store.RevisionReader, a store.KeyLister and a
+// store.Visitor whatever st is, answering as st would through
+// store.GetBounded, store.Revision, store.Keys and store.Visit, so a reader that asks for those keeps st's behaviour;
 // Purge is store.Forget on st.
 // Close closes st. It is safe for concurrent use when st is.
 func (m *Host) Instrument(st store.Store) store.Store {
@@ -30,6 +30,7 @@ var (
 	_ store.Store          = (*timedStore)(nil)
 	_ store.BoundedReader  = (*timedStore)(nil)
 	_ store.RevisionReader = (*timedStore)(nil)
+	_ store.KeyLister      = (*timedStore)(nil)
 	_ store.Visitor        = (*timedStore)(nil)
 	_ store.Purger         = (*timedStore)(nil)
 )
@@ -94,6 +95,14 @@ func (s *timedStore) Revision(ctx context.Context, key string) (int64, error) {
 	rev, err := store.Revision(ctx, s.inner, key)
 	s.observe("get", start, err)
 	return rev, err
+}
+
+// Keys is timed as a list.
+func (s *timedStore) Keys(ctx context.Context, prefix string) ([]string, error) {
+	start := s.m.clock()
+	keys, err := store.Keys(ctx, s.inner, prefix)
+	s.observe("list", start, err)
+	return keys, err
 }
 
 // Visit is timed as a visit, the callbacks' work included.

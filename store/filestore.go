@@ -264,31 +264,41 @@ func (s *FileStore) Revision(ctx context.Context, key string) (int64, error) {
 		return 0, fmt.Errorf("get %s: %w", key, err)
 	}
 	defer runlock()
-	f, err := os.Open(p)
+	r, err := readHeader(p)
 	if errors.Is(err, fs.ErrNotExist) {
 		return 0, fmt.Errorf("get %s: %w", key, ErrNotFound)
 	}
 	if err != nil {
 		return 0, fmt.Errorf("get %s: %w", key, err)
 	}
-	defer f.Close()
-	var buf [256]byte // a header line is under 100 bytes
-	n, err := io.ReadFull(f, buf[:])
-	if err != nil && !errors.Is(err, io.ErrUnexpectedEOF) && !errors.Is(err, io.EOF) {
-		return 0, fmt.Errorf("get %s: %w", key, err)
-	}
-	nl := bytes.IndexByte(buf[:n], '\n')
-	if nl < 0 {
-		return 0, fmt.Errorf("get %s: object file %s is corrupt: no header", key, p)
-	}
-	r, _, _, err := decodeHeader(buf[:nl])
-	if err != nil {
-		return 0, fmt.Errorf("get %s: object file %s is corrupt: %v", key, p, err)
-	}
 	if !r.live(s.now()) {
 		return 0, fmt.Errorf("get %s: %w", key, ErrNotFound)
 	}
 	return r.revision, nil
+}
+
+// readHeader reads only the header line of the object file p: its
+// revision, state and expiry, not its value.
+func readHeader(p string) (record, error) {
+	f, err := os.Open(p)
+	if err != nil {
+		return record{}, err
+	}
+	defer f.Close()
+	var buf [256]byte // a header line is under 100 bytes
+	n, err := io.ReadFull(f, buf[:])
+	if err != nil && !errors.Is(err, io.ErrUnexpectedEOF) && !errors.Is(err, io.EOF) {
+		return record{}, err
+	}
+	nl := bytes.IndexByte(buf[:n], '\n')
+	if nl < 0 {
+		return record{}, fmt.Errorf("object file %s is corrupt: no header", p)
+	}
+	r, _, _, err := decodeHeader(buf[:nl])
+	if err != nil {
+		return record{}, fmt.Errorf("object file %s is corrupt: %v", p, err)
+	}
+	return r, nil
 }
 
 // CompareAndSwap writes value at key if its revision is expect (0: absent).
@@ -404,15 +414,60 @@ func (s *FileStore) Delete(ctx context.Context, key string) error {
 
 // List returns the live objects whose keys start with prefix, by key.
 func (s *FileStore) List(ctx context.Context, prefix string) ([]Object, error) {
-	if err := validatePrefix(prefix); err != nil {
+	var out []Object
+	err := s.each(ctx, prefix, func(key, p string, now time.Time) error {
+		r, err := readRecord(p)
+		if err != nil {
+			return err
+		}
+		if r != nil && r.live(now) {
+			out = append(out, Object{Key: key, Value: r.value, Revision: r.revision})
+		}
+		return nil
+	})
+	if err != nil {
 		return nil, err
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Key < out[j].Key })
+	return out, nil
+}
+
+// Keys returns the keys List would return, reading only each object
+// file's header line: the value and its checksum are not read, so a
+// corrupt value is found by the reader of the value, not here.
+func (s *FileStore) Keys(ctx context.Context, prefix string) ([]string, error) {
+	var out []string
+	err := s.each(ctx, prefix, func(key, p string, now time.Time) error {
+		r, err := readHeader(p)
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil // removed since the directory was read
+		}
+		if err != nil {
+			return err
+		}
+		if r.live(now) {
+			out = append(out, key)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	sort.Strings(out)
+	return out, nil
+}
+
+// each calls fn with the key and object file of every data file whose key
+// starts with prefix.
+func (s *FileStore) each(ctx context.Context, prefix string, fn func(key, p string, now time.Time) error) error {
+	if err := validatePrefix(prefix); err != nil {
+		return err
 	}
 	entries, err := os.ReadDir(s.dir)
 	if err != nil {
-		return nil, fmt.Errorf("list %s: %w", prefix, err)
+		return fmt.Errorf("list %s: %w", prefix, err)
 	}
 	now := s.now()
-	var out []Object
 	for _, e := range entries {
 		name := e.Name()
 		if strings.HasPrefix(name, ".") || !e.Type().IsRegular() {
@@ -423,18 +478,13 @@ func (s *FileStore) List(ctx context.Context, prefix string) ([]Object, error) {
 			continue
 		}
 		if err := ctx.Err(); err != nil {
-			return nil, err
+			return err
 		}
-		r, err := readRecord(filepath.Join(s.dir, name))
-		if err != nil {
-			return nil, fmt.Errorf("list %s: %w", prefix, err)
-		}
-		if r.live(now) {
-			out = append(out, Object{Key: key, Value: r.value, Revision: r.revision})
+		if err := fn(key, filepath.Join(s.dir, name), now); err != nil {
+			return fmt.Errorf("list %s: %w", prefix, err)
 		}
 	}
-	sort.Slice(out, func(i, j int) bool { return out[i].Key < out[j].Key })
-	return out, nil
+	return nil
 }
 
 // lock takes the in-process mutex of key, then the file lock on its

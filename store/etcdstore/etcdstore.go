@@ -413,17 +413,59 @@ func (s *Store) List(ctx context.Context, prefix string) ([]store.Object, error)
 }
 
 func (s *Store) list(ctx context.Context, prefix string) ([]store.Object, error) {
+	var out []store.Object
+	err := s.pages(ctx, prefix, false, func(key string, kv keyValue) error {
+		v, err := decodeValue(kv.Value)
+		if err != nil {
+			return fmt.Errorf("%s: %w", key, err)
+		}
+		out = append(out, store.Object{Key: key, Value: v, Revision: kv.ModRevision})
+		return nil
+	})
+	return out, err
+}
+
+// Keys returns the keys List would return, asking etcd for the keys only
+// (no value crosses the wire).
+func (s *Store) Keys(ctx context.Context, prefix string) ([]string, error) {
+	if strings.ContainsRune(prefix, 0) || strings.Contains(prefix, "..") || len(prefix) > store.MaxKeyLength {
+		return nil, fmt.Errorf("prefix %q: %w", prefix, store.ErrInvalidKey)
+	}
+	ctx, cancel := s.opContext(ctx)
+	defer cancel()
+	var out []string
+	err := s.retry(ctx, func() error {
+		var err error
+		for attempt := 0; attempt < 3; attempt++ {
+			out = out[:0]
+			err = s.pages(ctx, prefix, true, func(key string, _ keyValue) error {
+				out = append(out, key)
+				return nil
+			})
+			if !errors.Is(err, errCompacted) {
+				break
+			}
+		}
+		return err
+	})
+	if err != nil {
+		return nil, s.wrap("list", prefix, err)
+	}
+	return out, nil
+}
+
+// pages reads the keys under prefix a page at a time, every page at the
+// first page's revision, and hands each valid key on with its pair (the
+// value left empty when keysOnly).
+func (s *Store) pages(ctx context.Context, prefix string, keysOnly bool, fn func(key string, kv keyValue) error) error {
 	from := []byte(s.base + prefix)
 	end := prefixEnd(from)
-	var (
-		out []store.Object
-		rev int64
-	)
+	var rev int64
 	for {
 		var resp rangeResponse
-		req := rangeRequest{Key: from, RangeEnd: end, Limit: int64(s.pageSize), Revision: rev}
+		req := rangeRequest{Key: from, RangeEnd: end, Limit: int64(s.pageSize), Revision: rev, KeysOnly: keysOnly}
 		if err := s.c.call(ctx, "/v3/kv/range", req, &resp, 0); err != nil {
-			return nil, err
+			return err
 		}
 		if rev == 0 {
 			rev = resp.Header.Revision
@@ -433,14 +475,12 @@ func (s *Store) list(ctx context.Context, prefix string) ([]store.Object, error)
 			if store.ValidateKey(key) != nil {
 				continue
 			}
-			v, err := decodeValue(kv.Value)
-			if err != nil {
-				return nil, fmt.Errorf("%s: %w", key, err)
+			if err := fn(key, kv); err != nil {
+				return err
 			}
-			out = append(out, store.Object{Key: key, Value: v, Revision: kv.ModRevision})
 		}
 		if !resp.More || len(resp.Kvs) == 0 {
-			return out, nil
+			return nil
 		}
 		from = append(resp.Kvs[len(resp.Kvs)-1].Key, 0)
 	}

@@ -202,6 +202,54 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		}
 	})
 
+	t.Run("KeysAreListsKeysWithoutTheValues", func(t *testing.T) {
+		st := fresh(t)
+		if _, ok := st.(store.KeyLister); !ok {
+			t.Fatalf("%T lists no keys without their values (store.KeyLister)", st)
+		}
+		for i := 0; i < 250; i++ { // several pages of any backend's
+			mustCAS(t, st, fmt.Sprintf("cycles/c%03d", i), strings.Repeat("v", 1000), 0)
+		}
+		mustCAS(t, st, "cyclesx", "not under the prefix", 0)
+		mustCAS(t, st, "cycles/a b/ü%~x", "odd key", 0)
+		if err := st.Delete(ctx, "cycles/c007"); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := st.Put(ctx, "cycles/ttl", []byte("goes"), store.PutOptions{TTL: time.Second}); err != nil {
+			t.Fatal(err)
+		}
+		for _, prefix := range []string{"cycles/", "", "nothing/"} {
+			listed, err := st.List(ctx, prefix)
+			if err != nil {
+				t.Fatal(err)
+			}
+			keys, err := store.Keys(ctx, st, prefix)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if fmt.Sprint(keys) != fmt.Sprint(objKeys(listed)) {
+				t.Fatalf("Keys %q = %d keys, List %d (or they differ)", prefix, len(keys), len(listed))
+			}
+		}
+		deadline := time.Now().Add(30 * time.Second)
+		for {
+			keys, err := store.Keys(ctx, st, "cycles/t")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(keys) == 0 {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("an object with a 1s TTL is still among the keys after 30s: %v", keys)
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+		if _, err := store.Keys(ctx, st, "a/../b"); !errors.Is(err, store.ErrInvalidKey) {
+			t.Fatalf("Keys of a climbing prefix: %v, want ErrInvalidKey", err)
+		}
+	})
+
 	t.Run("VisitHandsOnExactlyWhatListReturns", func(t *testing.T) {
 		st := fresh(t)
 		for i := 0; i < 250; i++ { // several pages of any backend's
