@@ -184,7 +184,8 @@ func StandingOnBeacons(doc *registry.Document, rows []beacon.Row) func(host stri
 	for _, t := range doc.Targets {
 		ok := true
 		bs := byHost[t.Name]
-		for i, s := range t.Services {
+		for i := range t.Services {
+			s := &t.Services[i]
 			if s.Incomplete() {
 				continue
 			}

@@ -2,7 +2,10 @@ package autonomy
 
 import (
 	"fmt"
+	"runtime"
 	"strings"
+	"sync"
+	"sync/atomic"
 
 	"github.com/wisent/stado/beacon"
 	"github.com/wisent/stado/catalog"
@@ -207,30 +210,65 @@ func Plan(in Input) []Row {
 			releases[rr.Host] = append(releases[rr.Host], rr)
 		}
 	}
+	// Each target is planned alone, so runs of targets are planned on
+	// every processor, each into its own stretch of rows (room for every
+	// service and every release row a target may have), closed up after.
+	targets := in.Doc.Targets
+	at := make([]int, len(targets)+1)
+	for i := range targets {
+		at[i+1] = at[i] + len(targets[i].Services) + len(releases[targets[i].Name])
+	}
+	rows := make([]Row, at[len(targets)])
+	used := make([]int, len(targets))
+	planRange := func(lo, hi int) {
+		for ti := lo; ti < hi; ti++ {
+			t := &targets[ti]
+			hv := hosts[t.Name]
+			bs := beacons[t.Name]
+			out := rows[at[ti]:at[ti]:at[ti+1]]
+			for i := range t.Services {
+				s := &t.Services[i]
+				var c *fleet.ServiceVerify
+				if hv != nil {
+					c = find(hv.Services, i, func(v *fleet.ServiceVerify) bool { return v.Service == s.Name })
+				}
+				b := findPtr(bs, i, func(r *beacon.Row) bool { return r.Service == s.Name })
+				out = append(out, planOne(in.Catalog, t.Name, s, b, hv, c))
+			}
+			for _, rr := range releases[t.Name] {
+				if row, ok := planRelease(t, rr, hv); ok {
+					out = append(out, row)
+				}
+			}
+			used[ti] = len(out)
+		}
+	}
+	var (
+		next atomic.Int64
+		wg   sync.WaitGroup
+	)
+	runs := (len(targets) + planRun - 1) / planRun
+	for range min(runtime.GOMAXPROCS(0), runs) {
+		wg.Go(func() {
+			for k := int(next.Add(1)) - 1; k < runs; k = int(next.Add(1)) - 1 {
+				planRange(k*planRun, min((k+1)*planRun, len(targets)))
+			}
+		})
+	}
+	wg.Wait()
 	n := 0
-	for _, t := range in.Doc.Targets {
-		n += len(t.Services)
-	}
-	rows := make([]Row, 0, n)
-	for _, t := range in.Doc.Targets {
-		hv := hosts[t.Name]
-		bs := beacons[t.Name]
-		for i, s := range t.Services {
-			var c *fleet.ServiceVerify
-			if hv != nil {
-				c = find(hv.Services, i, func(v *fleet.ServiceVerify) bool { return v.Service == s.Name })
-			}
-			b := findPtr(bs, i, func(r *beacon.Row) bool { return r.Service == s.Name })
-			rows = append(rows, planOne(in.Catalog, t.Name, s, b, hv, c))
+	for ti := range targets {
+		if at[ti] != n {
+			copy(rows[n:], rows[at[ti]:at[ti]+used[ti]])
 		}
-		for _, rr := range releases[t.Name] {
-			if row, ok := planRelease(&t, rr, hv); ok {
-				rows = append(rows, row)
-			}
-		}
+		n += used[ti]
 	}
-	return rows
+	clear(rows[n:])
+	return rows[:n:n]
 }
+
+// planRun is how many targets one processor plans at a time.
+const planRun = 64
 
 // planRelease decides one declared product on one host from its release
 // row; false when the host runs the declared version (nothing to say).
@@ -240,8 +278,8 @@ func Plan(in Input) []Row {
 // a host runs.
 func planRelease(t *registry.Target, rr *rollout.Row, hv *fleet.HostVerify) (Row, bool) {
 	r := Row{Host: t.Name, Service: rr.Product, Product: rr.Product}
-	for _, s := range t.Services {
-		if s.Product == rr.Product {
+	for i := range t.Services {
+		if s := &t.Services[i]; s.Product == rr.Product {
 			r.Service, r.Unit = s.Name, s.Unit
 			break
 		}
@@ -313,7 +351,7 @@ func findPtr[T any](list []*T, i int, match func(*T) bool) *T {
 	return nil
 }
 
-func planOne(cat *catalog.Catalog, host string, s registry.Service, b *beacon.Row, hv *fleet.HostVerify, c *fleet.ServiceVerify) Row {
+func planOne(cat *catalog.Catalog, host string, s *registry.Service, b *beacon.Row, hv *fleet.HostVerify, c *fleet.ServiceVerify) Row {
 	r := Row{Host: host, Service: s.Name, Unit: s.Unit}
 	r.Evidence.Beacon.State = beacon.StateUnknown
 	if b != nil {
@@ -415,7 +453,7 @@ type reading struct {
 }
 
 // decide is rules 5 and 6 over one reading.
-func decide(cat *catalog.Catalog, host string, s registry.Service, r Row, u reading) Row {
+func decide(cat *catalog.Catalog, host string, s *registry.Service, r Row, u reading) Row {
 	switch {
 	case u.absent:
 		r.Action, r.Plan = ActionRestore, fmt.Sprintf("would create %s from the declaration and start %s", orUnitPath(u.path), s.Unit)
@@ -464,7 +502,7 @@ func BeaconStands(b *beacon.Row) bool {
 	return false
 }
 
-func recoveryEntry(cat *catalog.Catalog, s registry.Service) (*catalog.Product, bool) {
+func recoveryEntry(cat *catalog.Catalog, s *registry.Service) (*catalog.Product, bool) {
 	if p, ok := cat.RecoveryEntry(s.Unit); ok {
 		return p, true
 	}

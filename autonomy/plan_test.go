@@ -1,8 +1,10 @@
 package autonomy
 
 import (
+	"reflect"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/wisent/stado/beacon"
 	"github.com/wisent/stado/catalog"
@@ -10,6 +12,7 @@ import (
 	"github.com/wisent/stado/fleet"
 	"github.com/wisent/stado/refusal"
 	"github.com/wisent/stado/registry"
+	"github.com/wisent/stado/release/rollout"
 	"github.com/wisent/stado/units"
 )
 
@@ -216,5 +219,32 @@ func TestResolveCapsTakesTheRegistryAsCeiling(t *testing.T) {
 	}
 	if (Caps{MaxFraction: 0.25}).PerService(3) != 1 || (Caps{MaxFraction: 0.5}).PerService(10) != 5 {
 		t.Error("per-service share")
+	}
+}
+
+// A fleet-size plan, made on every processor, is the plan of each target
+// alone, in registry order.
+func TestAFleetSizePlanIsEachTargetsPlanInRegistryOrder(t *testing.T) {
+	doc, view, _ := benchFleet(300, 3, time.Now())
+	rows := view.Rows("")
+	// release rows: every third host converged (no row), every fifth not
+	var releases []rollout.Row
+	for i, tg := range doc.Targets {
+		switch {
+		case i%3 == 0:
+			releases = append(releases, rollout.Row{Host: tg.Name, Product: "p", Declared: "2", Status: rollout.StatusConverged})
+		case i%5 == 0:
+			releases = append(releases, rollout.Row{Host: tg.Name, Product: "p", Declared: "2", Status: rollout.StatusDiffers})
+		}
+	}
+	got := Plan(Input{Doc: doc, Beacons: rows, Releases: releases})
+	var want []Row
+	for i := range doc.Targets {
+		one := *doc
+		one.Targets = doc.Targets[i : i+1]
+		want = append(want, Plan(Input{Doc: &one, Beacons: rows, Releases: releases})...)
+	}
+	if len(got) != 900+40 || !reflect.DeepEqual(got, want) {
+		t.Fatalf("the fleet's plan (%d rows) is not its targets' plans in order (%d rows)", len(got), len(want))
 	}
 }

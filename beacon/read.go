@@ -10,6 +10,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/wisent/stado/registry"
@@ -441,16 +442,34 @@ func (v *View) Rows(host string) []Row {
 		return v.appendRows(make([]Row, 0, len(t.Services)), t)
 	}
 	decl := v.declarations()
-	n := 0
+	// each target's rows have their own stretch, so runs of targets are
+	// joined on every processor
+	at := make([]int, len(decl)+1)
 	for i := range decl {
-		n += len(decl[i].Services)
+		at[i+1] = at[i] + len(decl[i].Services)
 	}
-	rows := make([]Row, 0, n)
-	for i := range decl {
-		rows = v.appendRows(rows, &decl[i])
+	rows := make([]Row, at[len(decl)])
+	var (
+		next atomic.Int64
+		wg   sync.WaitGroup
+	)
+	runs := (len(decl) + joinRun - 1) / joinRun
+	for range min(runtime.GOMAXPROCS(0), runs) {
+		wg.Go(func() {
+			for k := int(next.Add(1)) - 1; k < runs; k = int(next.Add(1)) - 1 {
+				for i := k * joinRun; i < min((k+1)*joinRun, len(decl)); i++ {
+					v.joinRows(rows[at[i]:at[i]:at[i+1]], &decl[i])
+				}
+			}
+		})
 	}
+	wg.Wait()
+	v.joins += len(decl)
 	return rows
 }
+
+// joinRun is how many targets one processor joins at a time.
+const joinRun = 64
 
 // Declares reports whether the registry declares a target named host.
 func (v *View) Declares(host string) bool {
@@ -479,9 +498,11 @@ func (d declared) Incomplete() bool { return d.Program == "" }
 // declarationsOf is what the join reads of doc.
 func declarationsOf(doc *registry.Document) []declaredTarget {
 	out := make([]declaredTarget, len(doc.Targets))
-	for i, t := range doc.Targets {
+	for i := range doc.Targets {
+		t := &doc.Targets[i]
 		ss := make([]declared, len(t.Services))
-		for j, s := range t.Services {
+		for j := range t.Services {
+			s := &t.Services[j]
 			ss[j] = declared{Name: s.Name, Unit: s.Unit, Product: s.Product, Program: s.Program, IncompleteReason: s.IncompleteReason}
 		}
 		out[i] = declaredTarget{Name: t.Name, Services: ss}
@@ -519,6 +540,12 @@ func (v *View) target(name string) (*declaredTarget, bool) {
 // t's beacon, to rows.
 func (v *View) appendRows(rows []Row, t *declaredTarget) []Row {
 	v.joins++
+	return v.joinRows(rows, t)
+}
+
+// joinRows is appendRows without the count: it changes nothing of v, so
+// several goroutines may join their own targets at once.
+func (v *View) joinRows(rows []Row, t *declaredTarget) []Row {
 	f := v.Freshness(t.Name)
 	b := v.Beacons[t.Name]
 	var reports reportIndex
