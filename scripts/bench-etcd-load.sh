@@ -175,9 +175,14 @@ for _ in 1 2 3 4 5; do time_list >>"$W/list-idle.ms"; done
 # a report cycle with nobody writing: its own record says what reading the
 # store and planning cost (the budget: 300 ms at 1,000 hosts), apart from the
 # sweep, which here dials addresses with no host behind them
-t0=$(now_ms)
+# (three cycles, one after another: the median of read + plan is the figure)
 REPORT_IDLE_MS=fail
-if "$W/stado" optimize run --mode report --json >"$W/report-idle.json" 2>"$W/report-idle.err"; then REPORT_IDLE_MS=$(( $(now_ms) - t0 )); fi
+for k in 1 2 3; do
+  t0=$(now_ms)
+  if "$W/stado" optimize run --mode report --json >"$W/report-idle$k.json" 2>"$W/report-idle.err"; then
+    [ "$k" != 2 ] || REPORT_IDLE_MS=$(( $(now_ms) - t0 ))
+  fi
+done
 phases() { jq -r 'first(.. | objects | select(has("phases")) | .phases) | "read \(.read_ms|floor) + plan \(.plan_ms|floor) = \((.read_ms + .plan_ms)|floor) ms; sweep \(.sweep_ms|floor) ms"' "$1" 2>/dev/null || echo "?"; }
 LIST_ROWS=$(jq '[.. | objects | select(has("service") and has("host"))] | length' "$W/list.json" 2>/dev/null || echo "?")
 
@@ -199,9 +204,13 @@ printf '%-44s %12s\n' "desktop /rows after a /changes wake" "$rows_med / $rows_m
 printf '%-44s %12s\n' "optimize run --mode report, whole, ms" "$REPORT_MS"
 [ "$REPORT_MS" != fail ] || tail -3 "$W/report.err" | sed 's/^/  report: /'
 printf '%-44s %s\n' "  of which (its record)" "$(phases "$W/report.json")"
-printf '%-44s %12s\n' "the same with nobody writing, whole, ms" "$REPORT_IDLE_MS"
+printf '%-44s %12s\n' "the same with nobody writing, whole, ms (2nd)" "$REPORT_IDLE_MS"
 [ "$REPORT_IDLE_MS" != fail ] || tail -3 "$W/report-idle.err" | sed 's/^/  report: /'
-printf '%-44s %s\n' "  of which (its record; budget read + plan ≤ 300 ms)" "$(phases "$W/report-idle.json")"
+for k in 1 2 3; do
+  printf '%-44s %s\n' "  cycle $k of 3 (its record)" "$(phases "$W/report-idle$k.json")"
+done
+PLAN_MED=$(for k in 1 2 3; do jq -r 'first(.. | objects | select(has("phases")) | .phases) | (.read_ms + .plan_ms) | floor' "$W/report-idle$k.json" 2>/dev/null; done | stats | cut -d' ' -f1)
+printf '%-44s %12s\n' "  read + plan, median of 3 (budget ≤ 300 ms)" "$PLAN_MED"
 
 # --- the compressed hour -----------------------------------------------------------
 # db MEMBER_PORT -> "total_MB in_use_MB"

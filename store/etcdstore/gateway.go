@@ -330,17 +330,28 @@ func readBounded(r *http.Response, limit int64) ([]byte, error) {
 	if r.ContentLength > limit {
 		return nil, &bodyTooLargeError{limit}
 	}
-	var buf bytes.Buffer
+	body := io.LimitReader(r.Body, limit+1)
+	var b []byte
+	var err error
 	if r.ContentLength > 0 {
+		var buf bytes.Buffer
 		buf.Grow(int(r.ContentLength) + bytes.MinRead)
+		_, err = buf.ReadFrom(body)
+		b = buf.Bytes()
+	} else {
+		// a body of unannounced length (the gateway sends its answers in
+		// chunks) is read in pieces and joined once, at its size: a
+		// doubling buffer would clear and copy several times a
+		// fleet-size registry's megabytes
+		b, err = io.ReadAll(body)
 	}
-	if _, err := buf.ReadFrom(io.LimitReader(r.Body, limit+1)); err != nil {
+	if err != nil {
 		return nil, err
 	}
-	if int64(buf.Len()) > limit {
+	if int64(len(b)) > limit {
 		return nil, &bodyTooLargeError{limit}
 	}
-	return buf.Bytes(), nil
+	return b, nil
 }
 
 // unavailable reports whether err is etcd's Unavailable family: no leader,
