@@ -22,7 +22,8 @@
 // beacons, and the activation of a converge row over the same connector),
 // beacon (the read half's join), alert (the alerts of failed and refused
 // actions), register (the record an alert document carries), catalog,
-// units, refusal and registry. It must not
+// units, refusal, registry and spread (the plan made on every processor).
+// It must not
 // import channel, repair or cli (the module's architecture test holds it to that);
 // nothing but cli imports it.
 package autonomy

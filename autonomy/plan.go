@@ -2,10 +2,9 @@ package autonomy
 
 import (
 	"fmt"
-	"runtime"
 	"strings"
-	"sync"
-	"sync/atomic"
+
+	"github.com/wisent/stado/spread"
 
 	"github.com/wisent/stado/beacon"
 	"github.com/wisent/stado/catalog"
@@ -243,19 +242,7 @@ func Plan(in Input) []Row {
 			used[ti] = len(out)
 		}
 	}
-	var (
-		next atomic.Int64
-		wg   sync.WaitGroup
-	)
-	runs := (len(targets) + planRun - 1) / planRun
-	for range min(runtime.GOMAXPROCS(0), runs) {
-		wg.Go(func() {
-			for k := int(next.Add(1)) - 1; k < runs; k = int(next.Add(1)) - 1 {
-				planRange(k*planRun, min((k+1)*planRun, len(targets)))
-			}
-		})
-	}
-	wg.Wait()
+	spread.Runs(len(targets), planRun, planRange)
 	n := 0
 	for ti := range targets {
 		if at[ti] != n {

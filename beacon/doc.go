@@ -28,6 +28,7 @@
 //     what a name addresses and each row's source (query.go);
 //   - units: what the pass observes of the host's units (observer.go);
 //   - svcproto: reading a service's protocol executable (protocol.go);
+//   - spread: the fleet-wide join made on every processor (read.go);
 //   - refusal: the codes the pass and the host API report;
 //   - release: the host's release state file each pass carries (releases.go);
 //   - safefile: the atomic write of the registry cache file.

@@ -10,8 +10,9 @@ import (
 	"sort"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
+
+	"github.com/wisent/stado/spread"
 
 	"github.com/wisent/stado/registry"
 	"github.com/wisent/stado/store"
@@ -449,21 +450,11 @@ func (v *View) Rows(host string) []Row {
 		at[i+1] = at[i] + len(decl[i].Services)
 	}
 	rows := make([]Row, at[len(decl)])
-	var (
-		next atomic.Int64
-		wg   sync.WaitGroup
-	)
-	runs := (len(decl) + joinRun - 1) / joinRun
-	for range min(runtime.GOMAXPROCS(0), runs) {
-		wg.Go(func() {
-			for k := int(next.Add(1)) - 1; k < runs; k = int(next.Add(1)) - 1 {
-				for i := k * joinRun; i < min((k+1)*joinRun, len(decl)); i++ {
-					v.joinRows(rows[at[i]:at[i]:at[i+1]], &decl[i])
-				}
-			}
-		})
-	}
-	wg.Wait()
+	spread.Runs(len(decl), joinRun, func(lo, hi int) {
+		for i := lo; i < hi; i++ {
+			v.joinRows(rows[at[i]:at[i]:at[i+1]], &decl[i])
+		}
+	})
 	v.joins += len(decl)
 	return rows
 }

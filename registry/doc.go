@@ -5,7 +5,8 @@
 //
 // It imports declaration (one service's declaration and its rules, which
 // whole-document validation runs under each service's path), store (where
-// the document and its history are kept) and refusal (the not_found and
-// ambiguous refusals of Find) and no other stado package, so every package
+// the document and its history are kept), refusal (the not_found and
+// ambiguous refusals of Find) and spread (a fleet-size stored document's
+// targets decoded on every processor) and no other stado package, so every package
 // above it (read half and write half alike) may use it.
 package registry

@@ -4,9 +4,9 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
-	"runtime"
-	"sync"
 	"sync/atomic"
+
+	"github.com/wisent/stado/spread"
 )
 
 // DecodeStored decodes a stored JSON object (a registry envelope, a
@@ -43,35 +43,16 @@ func decodeSplit(value []byte, l envelopeLayout, strict bool) (envelope, bool) {
 		return envelope{}, false
 	}
 	targets := l.presized().Targets
-	// runs of targets are claimed in turn, so that a processor busy with
-	// something else (the beacons, read beside the registry) leaves its
-	// share to the others
-	const run = 32
-	var (
-		next   atomic.Int64
-		failed atomic.Bool
-		wg     sync.WaitGroup
-	)
-	workers := min(runtime.GOMAXPROCS(0), (len(targets)+run-1)/run)
-	for range workers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for !failed.Load() {
-				from := int(next.Add(run)) - run
-				if from >= len(targets) {
-					return
-				}
-				for i := from; i < min(from+run, len(targets)); i++ {
-					if decodeWhole(value[l.spans[i][0]:l.spans[i][1]], &targets[i], strict) != nil {
-						failed.Store(true)
-						return
-					}
-				}
+	// a processor busy with something else (the beacons, read beside the
+	// registry) leaves its share of the runs to the others
+	var failed atomic.Bool
+	spread.Runs(len(targets), 32, func(lo, hi int) {
+		for i := lo; i < hi && !failed.Load(); i++ {
+			if decodeWhole(value[l.spans[i][0]:l.spans[i][1]], &targets[i], strict) != nil {
+				failed.Store(true)
 			}
-		}()
-	}
-	wg.Wait()
+		}
+	})
 	if failed.Load() {
 		return envelope{}, false
 	}
