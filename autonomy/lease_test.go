@@ -101,16 +101,23 @@ func leaseBehaviour(t *testing.T, st1, st2 store.Store) {
 	}
 }
 
-func TestHistoryKeepsTheNewestCyclesNewestFirst(t *testing.T) {
-	st := fileStore(t)
-	ctx := context.Background()
+// saveFiveKeepingThree saves five one-row cycles a minute apart (service
+// "0" to "4"), keeping the history to three.
+func saveFiveKeepingThree(t *testing.T, st store.Store) {
+	t.Helper()
 	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	for i := range 5 {
 		c := &Cycle{Mode: "report", Start: t0.Add(time.Duration(i) * time.Minute), Rows: []Row{{Host: "h", Service: fmt.Sprint(i), Action: ActionNone}}}
-		if err := Save(ctx, st, c, 3); err != nil {
+		if err := Save(context.Background(), st, c, 3); err != nil {
 			t.Fatal(err)
 		}
 	}
+}
+
+func TestHistoryKeepsTheNewestCyclesNewestFirst(t *testing.T) {
+	st := fileStore(t)
+	ctx := context.Background()
+	saveFiveKeepingThree(t, st)
 	cs, err := History(ctx, st, 0)
 	if err != nil {
 		t.Fatal(err)
@@ -128,13 +135,7 @@ func TestHistoryKeepsTheNewestCyclesNewestFirst(t *testing.T) {
 func TestSavingACycleTrimsTheHistoryWithoutReadingTheStoredCycles(t *testing.T) {
 	st := &keysOnlyStore{FileStore: fileStore(t).(*store.FileStore)}
 	ctx := context.Background()
-	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	for i := range 5 {
-		c := &Cycle{Mode: "report", Start: t0.Add(time.Duration(i) * time.Minute), Rows: []Row{{Host: "h", Service: fmt.Sprint(i), Action: ActionNone}}}
-		if err := Save(ctx, st, c, 3); err != nil {
-			t.Fatal(err)
-		}
-	}
+	saveFiveKeepingThree(t, st)
 	if st.lists != 0 {
 		t.Errorf("saving read the stored cycles %d times", st.lists)
 	}
