@@ -114,9 +114,9 @@ func Save(ctx context.Context, st store.Store, c *Cycle, limit int) error {
 	if _, err := st.Put(ctx, CyclePrefix+c.ID, b, store.PutOptions{}); err != nil {
 		return fmt.Errorf("record the cycle: %w", err)
 	}
-	keys, err := listKeys(ctx, st)
+	keys, err := store.Keys(ctx, st, CyclePrefix)
 	if err != nil {
-		return err
+		return fmt.Errorf("list the cycle history: %w", err)
 	}
 	for len(keys) > limit {
 		if err := st.Delete(ctx, keys[0]); err != nil && !errors.Is(err, store.ErrNotFound) {
@@ -125,14 +125,6 @@ func Save(ctx context.Context, st store.Store, c *Cycle, limit int) error {
 		keys = keys[1:]
 	}
 	return nil
-}
-
-func listKeys(ctx context.Context, st store.Store) ([]string, error) {
-	keys, err := store.Keys(ctx, st, CyclePrefix)
-	if err != nil {
-		return nil, fmt.Errorf("list the cycle history: %w", err)
-	}
-	return keys, nil
 }
 
 // History returns the newest n cycles (every one when n <= 0), newest

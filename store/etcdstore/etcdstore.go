@@ -389,32 +389,8 @@ func (s *Store) Delete(ctx context.Context, key string) error {
 // takes. Keys under the store prefix that break the key grammar (written
 // by something other than stado) are left out.
 func (s *Store) List(ctx context.Context, prefix string) ([]store.Object, error) {
-	if strings.ContainsRune(prefix, 0) || strings.Contains(prefix, "..") || len(prefix) > store.MaxKeyLength {
-		return nil, fmt.Errorf("prefix %q: %w", prefix, store.ErrInvalidKey)
-	}
-	ctx, cancel := s.opContext(ctx)
-	defer cancel()
 	var out []store.Object
-	err := s.retry(ctx, func() error {
-		var err error
-		// A compaction between two pages removes the revision the listing
-		// is pinned to; the listing then starts over at a newer one.
-		for attempt := 0; attempt < 3; attempt++ {
-			if out, err = s.list(ctx, prefix); !errors.Is(err, errCompacted) {
-				break
-			}
-		}
-		return err
-	})
-	if err != nil {
-		return nil, s.wrap("list", prefix, err)
-	}
-	return out, nil
-}
-
-func (s *Store) list(ctx context.Context, prefix string) ([]store.Object, error) {
-	var out []store.Object
-	err := s.pages(ctx, prefix, false, func(key string, kv keyValue) error {
+	err := s.listing(ctx, prefix, false, func() { out = out[:0] }, func(key string, kv keyValue) error {
 		v, err := decodeValue(kv.Value)
 		if err != nil {
 			return fmt.Errorf("%s: %w", key, err)
@@ -422,36 +398,50 @@ func (s *Store) list(ctx context.Context, prefix string) ([]store.Object, error)
 		out = append(out, store.Object{Key: key, Value: v, Revision: kv.ModRevision})
 		return nil
 	})
-	return out, err
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
 }
 
 // Keys returns the keys List would return, asking etcd for the keys only
 // (no value crosses the wire).
 func (s *Store) Keys(ctx context.Context, prefix string) ([]string, error) {
+	var out []string
+	err := s.listing(ctx, prefix, true, func() { out = out[:0] }, func(key string, _ keyValue) error {
+		out = append(out, key)
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// listing is List's and Keys' walk of prefix: the prefix checked, the
+// pages read (pages) with transient failures retried, and the whole walk
+// started over (after restart, which empties what fn gathered) when a
+// compaction between two pages removed the revision it was pinned to.
+func (s *Store) listing(ctx context.Context, prefix string, keysOnly bool, restart func(), fn func(key string, kv keyValue) error) error {
 	if strings.ContainsRune(prefix, 0) || strings.Contains(prefix, "..") || len(prefix) > store.MaxKeyLength {
-		return nil, fmt.Errorf("prefix %q: %w", prefix, store.ErrInvalidKey)
+		return fmt.Errorf("prefix %q: %w", prefix, store.ErrInvalidKey)
 	}
 	ctx, cancel := s.opContext(ctx)
 	defer cancel()
-	var out []string
 	err := s.retry(ctx, func() error {
 		var err error
 		for attempt := 0; attempt < 3; attempt++ {
-			out = out[:0]
-			err = s.pages(ctx, prefix, true, func(key string, _ keyValue) error {
-				out = append(out, key)
-				return nil
-			})
-			if !errors.Is(err, errCompacted) {
+			restart()
+			if err = s.pages(ctx, prefix, keysOnly, fn); !errors.Is(err, errCompacted) {
 				break
 			}
 		}
 		return err
 	})
 	if err != nil {
-		return nil, s.wrap("list", prefix, err)
+		return s.wrap("list", prefix, err)
 	}
-	return out, nil
+	return nil
 }
 
 // pages reads the keys under prefix a page at a time, every page at the
