@@ -257,7 +257,11 @@ WatchdogSec=4s
 	var restarted map[string]string
 	eventually(t, 60*time.Second, "systemd restarts the frozen packaged process", func() (bool, string) {
 		restarted = props()
-		return restarted["NRestarts"] != "0" && restarted["MainPID"] != first["MainPID"], fmt.Sprintf("%v", restarted)
+		// Between the stop and the new start systemd shows MainPID 0. The
+		// new process stays activating until the beacon thaws (it is
+		// ready after its first published pass).
+		return restarted["NRestarts"] != "0" && restarted["MainPID"] != "0" &&
+			restarted["MainPID"] != first["MainPID"], fmt.Sprintf("%v", restarted)
 	})
 	t.Logf("frozen at %s; restarted %s later: NRestarts %s, pid %s", frozen.Format(time.TimeOnly),
 		time.Since(frozen).Round(100*time.Millisecond), restarted["NRestarts"], restarted["MainPID"])

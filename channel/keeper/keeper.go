@@ -460,9 +460,7 @@ func (k *keeper) adopt(conn *net.UnixConn, program string, reqs []*keeperRequest
 			if err != nil || !fresh || program == "" || k.sessionStart <= 0 {
 				return
 			}
-			if rs, err := kc.sessions.take(k.ctx, kc.client, program, k.sessionStart); err == nil {
-				kc.sessions.put(rs)
-			}
+			kc.sessions.warm(k.ctx, kc.client, program, k.sessionStart)
 		}()
 	}
 	wg.Wait()
@@ -500,6 +498,9 @@ func (k *keeper) run(ctx context.Context, req *keeperRequest, stdin []byte, w *f
 			// it is one execution, as below.
 			if rs, err := kc.sessions.take(ctx, kc.client, prog, k.sessionStart); err == nil {
 				return callSession(ctx, kc, rs, addr, call, stdin, w)
+			}
+			if ctx.Err() != nil {
+				return nil // the client is gone, or the keeper stops
 			}
 		}
 		sess, err = kc.client.NewSession()

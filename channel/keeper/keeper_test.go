@@ -918,11 +918,15 @@ func TestAHostWithoutSessionsIsCalledOneExecutionAtATime(t *testing.T) {
 // a keeper's start and then a dial); when it ends it hands those hosts to
 // that keeper, which connects to them and opens their channel sessions. The
 // next command finds them kept: it rides that connection and session, and
-// opens none of its own.
+// opens none of its own, even when it arrives while that session is still
+// starting (the host here takes a while to answer a session's start).
 func TestACommandWithoutAKeeperDialsDirectlyAndLeavesItsHostsKeptForTheNext(t *testing.T) {
 	f := newFixture(t)
 	host := &restartingHost{}
 	f.srv.SetHandler(func(cmd string, stdin io.Reader, stdout, stderr io.Writer) int {
+		if strings.HasSuffix(strings.TrimSuffix(cmd, "'"), "session") {
+			time.Sleep(300 * time.Millisecond)
+		}
 		return channel.Serve(context.Background(), cmd, stdin, stdout, stderr, host)
 	})
 	sock := keeperSocketPath(t)

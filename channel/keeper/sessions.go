@@ -22,6 +22,10 @@ type sessions struct {
 	mu          sync.Mutex
 	idle        []*sshclient.RemoteSession
 	unsupported bool
+	// warming is open while warm starts a session for the pool: a call
+	// that finds none idle waits for that one rather than starting a
+	// second remote program beside it.
+	warming chan struct{}
 }
 
 // channelCall splits argv into the remote program and the verb call when
@@ -37,18 +41,56 @@ func channelCall(argv []string) (prog string, call []string, ok bool) {
 // that serves no sessions is remembered: later calls get
 // sshclient.ErrNoSession at once.
 func (s *sessions) take(ctx context.Context, client *ssh.Client, prog string, wait time.Duration) (*sshclient.RemoteSession, error) {
+	for {
+		s.mu.Lock()
+		if s.unsupported {
+			s.mu.Unlock()
+			return nil, sshclient.ErrNoSession
+		}
+		if n := len(s.idle); n > 0 {
+			rs := s.idle[n-1]
+			s.idle = s.idle[:n-1]
+			s.mu.Unlock()
+			return rs, nil
+		}
+		warming := s.warming
+		s.mu.Unlock()
+		if warming == nil {
+			return s.start(ctx, client, prog, wait)
+		}
+		select {
+		case <-warming:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
+}
+
+// warm starts one session running prog and keeps it idle for the next
+// call, unless one is idle or already warming. Calls that arrive meanwhile
+// wait for it (take).
+func (s *sessions) warm(ctx context.Context, client *ssh.Client, prog string, wait time.Duration) {
 	s.mu.Lock()
-	if s.unsupported {
+	if s.unsupported || len(s.idle) > 0 || s.warming != nil {
 		s.mu.Unlock()
-		return nil, sshclient.ErrNoSession
+		return
 	}
-	if n := len(s.idle); n > 0 {
-		rs := s.idle[n-1]
-		s.idle = s.idle[:n-1]
-		s.mu.Unlock()
-		return rs, nil
-	}
+	done := make(chan struct{})
+	s.warming = done
 	s.mu.Unlock()
+	rs, err := s.start(ctx, client, prog, wait)
+	if err == nil {
+		s.put(rs)
+	}
+	s.mu.Lock()
+	s.warming = nil
+	s.mu.Unlock()
+	close(done)
+}
+
+// start starts a session running prog; a host that serves none is
+// remembered.
+func (s *sessions) start(ctx context.Context, client *ssh.Client, prog string, wait time.Duration) (*sshclient.RemoteSession, error) {
 	rs, err := sshclient.StartSession(ctx, client, prog, wait)
 	if errors.Is(err, sshclient.ErrNoSession) {
 		s.mu.Lock()
