@@ -23,8 +23,10 @@ type answeringHost struct {
 	stopped map[string]bool
 
 	mu sync.Mutex
-	// read counts the declarations each Verify call carried
+	// read counts the declarations each Verify call carried; got holds
+	// them all
 	read []int
+	got  []registry.Service
 }
 
 func (h *answeringHost) OS() string { return registry.OSLinux }
@@ -32,6 +34,9 @@ func (h *answeringHost) OS() string { return registry.OSLinux }
 func (h *answeringHost) Verify(_ context.Context, req channel.VerifyRequest) (channel.VerifyResult, error) {
 	h.mu.Lock()
 	h.read = append(h.read, len(req.Services))
+	for _, vs := range req.Services {
+		h.got = append(h.got, vs.Service)
+	}
 	h.mu.Unlock()
 	res := channel.VerifyResult{Units: make([]channel.UnitCheck, len(req.Services))}
 	for i, vs := range req.Services {

@@ -83,7 +83,12 @@ func (r *Runner) Run(ctx context.Context, o Options) (*Cycle, error) {
 		c, err := catalog.Load(ctx, r.Store)
 		catCh <- loadedCatalog{c, err}
 	}()
-	view, err := beacon.LoadSelected(ctx, r.Store, start, o.StaleAfter, beacon.Selection{Cache: r.Cache})
+	// A report cycle plans from an outline of the registry (each service
+	// cut to what a plan reads) and decodes whole only the targets its
+	// sweep verifies in full (Runner.plan); enforcing renders what it
+	// repairs, so it reads the whole document.
+	sel := beacon.Selection{Cache: r.Cache, Outline: o.Mode == registry.AutonomyReport}
+	view, err := beacon.LoadSelected(ctx, r.Store, start, o.StaleAfter, sel)
 	lc := <-catCh
 	if err != nil {
 		return nil, err
@@ -153,6 +158,17 @@ func (r *Runner) plan(ctx context.Context, c *Cycle, f *fleet.Fleet, view *beaco
 	planning := time.Now()
 	rows := view.Rows("")
 	reachOnly := StandingOnBeacons(view.Document, rows)
+	if view.Outline != nil {
+		// the sweep renders and compares the declarations of the hosts it
+		// verifies in full: those are decoded whole
+		for i := range view.Document.Targets {
+			if !reachOnly(view.Document.Targets[i].Name) {
+				if err := view.Outline.Whole(i); err != nil {
+					return fmt.Errorf("read registry: %w", err)
+				}
+			}
+		}
+	}
 	planned := time.Since(planning)
 	sweeping := time.Now()
 	conn, closeConn := r.Connect()

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"reflect"
 	"strings"
@@ -238,5 +239,50 @@ func TestACycleValidatesTheSameStoredRegistryOnceAndStillRefusesOneChangedBehind
 	}
 	if _, err := r.Run(ctx, Options{Mode: registry.AutonomyReport}); err == nil || !strings.Contains(err.Error(), "invalid") {
 		t.Fatalf("a registry changed behind stado's back was not validated again: %v", err)
+	}
+}
+
+// A report cycle over a registry it validated before reads it as an
+// outline, yet the hosts its sweep verifies in full get their declarations
+// whole (what the host renders and compares), and it plans what a cycle
+// over the whole document plans.
+func TestAReportCycleOverTheOutlineSendsWholeDeclarationsToTheHostsItVerifies(t *testing.T) {
+	doc, view, hosts := benchHosts(100, 2, time.Now())
+	for i := range view.Beacons["host3"].Units {
+		view.Beacons["host3"].Units[i].File = nil // an earlier host process: no file comparison
+	}
+	st := storeFleet(t, doc, view)
+	connect := func(t registry.Target) channel.Host { return hosts[t.Name] }
+	cache := &beacon.RegistryCache{Dir: t.TempDir(), Store: "file:///outline-test"}
+	r := &Runner{Store: st, Cache: cache, Connect: func() (channel.Connector, func()) { return connect, func() {} }, Actor: &countingActor{}}
+	var cycles []*Cycle
+	for range 2 { // the first validates the registry, the second reads the outline
+		c, err := r.Run(context.Background(), Options{Mode: registry.AutonomyReport})
+		if err != nil {
+			t.Fatal(err)
+		}
+		cycles = append(cycles, c)
+	}
+	decided := func(c *Cycle) []string {
+		var out []string
+		for _, r := range c.Rows {
+			out = append(out, fmt.Sprintf("%s/%s %s %q %v %v", r.Host, r.Service, r.Action, r.Plan, r.Refusal, r.Evidence.Verify.ReachOnly))
+		}
+		return out
+	}
+	if a, b := decided(cycles[0]), decided(cycles[1]); !reflect.DeepEqual(a, b) {
+		t.Fatalf("the cycle over the outline planned\n%v\nthe cycle over the whole document\n%v", b, a)
+	}
+	got := hosts["host3"].got
+	if len(got) != 4 {
+		t.Fatalf("host3 was sent %d declarations in two cycles, want 4", len(got))
+	}
+	for _, s := range got {
+		if !reflect.DeepEqual(s.Args, []string{"infinity"}) {
+			t.Fatalf("host3 was sent a cut declaration: %+v", s)
+		}
+	}
+	if n := len(hosts["host4"].got); n != 0 {
+		t.Fatalf("host4, whose beacon stands in, was sent %d declarations", n)
 	}
 }

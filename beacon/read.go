@@ -22,7 +22,10 @@ import (
 // the latest beacon of every host. It never opens a connection to a host.
 type View struct {
 	Document *registry.Document
-	Meta     store.Meta
+	// Outline is set when Document was decoded as an outline
+	// (Selection.Outline): its services hold only what a plan reads.
+	Outline *registry.Outline
+	Meta    store.Meta
 	// Beacons by host name; a host without one never published (or its
 	// beacon expired).
 	Beacons map[string]*Beacon
@@ -75,6 +78,24 @@ type Selection struct {
 	// but its Document is nil. Without a cache hit the whole document is
 	// decoded and validated, and Document is set.
 	RowsOnly bool
+	// Outline, with a Cache that holds the stored bytes' validation,
+	// decodes the registry as a registry.Outline: the View's Outline holds
+	// it and its Document is the outline's (services cut to what a plan
+	// reads; decode a target whole with Outline.Whole before reading more
+	// of it). Without a cache hit Outline is nil and the whole document is
+	// decoded and validated.
+	Outline bool
+}
+
+// decoding is how much of the registry sel asks to decode.
+func (s Selection) decoding() decoding {
+	switch {
+	case s.RowsOnly:
+		return decodeRows
+	case s.Outline:
+		return decodeOutline
+	}
+	return decodeWhole
 }
 
 // all reports whether s reads every beacon.
@@ -94,19 +115,10 @@ func LoadSelected(ctx context.Context, st store.Store, now time.Time, staleAfter
 	// The registry and the beacons are read and decoded side by side: at
 	// fleet size each is a large part of the read. A selection by target
 	// needs the registry first, to know whose beacons to read.
-	type loaded struct {
-		doc  *registry.Document
-		decl []declaredTarget
-		meta store.Meta
-		err  error
-	}
-	reg := make(chan loaded, 1)
-	go func() {
-		doc, decl, meta, err := loadRegistry(ctx, st, sel.Cache, sel.RowsOnly)
-		reg <- loaded{doc: doc, decl: decl, meta: meta, err: err}
-	}()
+	reg := make(chan loadedRegistry, 1)
+	go func() { reg <- loadRegistry(ctx, st, sel.Cache, sel.decoding()) }()
 	var (
-		r    loaded
+		r    loadedRegistry
 		got  bool
 		want func(host string) bool
 	)
@@ -196,7 +208,7 @@ func LoadSelected(ctx context.Context, st store.Store, now time.Time, staleAfter
 	if listErr != nil {
 		return nil, fmt.Errorf("list beacons: %w", listErr)
 	}
-	v.Document, v.declared, v.Meta = r.doc, r.decl, r.meta
+	v.Document, v.declared, v.Outline, v.Meta = r.doc, r.decl, r.outline, r.meta
 	return v, nil
 }
 

@@ -76,42 +76,71 @@ func (c *RegistryCache) record(obj store.Object) []byte {
 // invalid document is an error wrapping the *registry.ValidationError.
 // The cache is written only after a successful validation.
 func LoadValidated(ctx context.Context, st store.Store, cache *RegistryCache) (*registry.Document, store.Meta, error) {
-	doc, _, meta, err := loadRegistry(ctx, st, cache, false)
-	return doc, meta, err
+	r := loadRegistry(ctx, st, cache, decodeWhole)
+	return r.doc, r.meta, r.err
 }
 
-// loadRegistry is LoadValidated; with rowsOnly and a cache hit it decodes
-// only what the join reads, and returns that instead of the document.
-func loadRegistry(ctx context.Context, st store.Store, cache *RegistryCache, rowsOnly bool) (*registry.Document, []declaredTarget, store.Meta, error) {
+// decoding is how much of a registry whose validation the cache holds is
+// decoded.
+type decoding int
+
+const (
+	decodeWhole   decoding = iota // the whole document
+	decodeRows                    // only what the join reads (Selection.RowsOnly)
+	decodeOutline                 // a registry.Outline (Selection.Outline)
+)
+
+// loadedRegistry is what loadRegistry read: the document (nil with rows
+// only), the join's declarations when only those were decoded, the
+// outline when one was.
+type loadedRegistry struct {
+	doc     *registry.Document
+	decl    []declaredTarget
+	outline *registry.Outline
+	meta    store.Meta
+	err     error
+}
+
+// loadRegistry is LoadValidated; with a cache hit it decodes only as much
+// as how asks for. Without one the whole document is decoded and
+// validated, however little was asked for.
+func loadRegistry(ctx context.Context, st store.Store, cache *RegistryCache, how decoding) loadedRegistry {
 	obj, err := st.Get(ctx, store.RegistryKey)
 	if err != nil {
-		return nil, nil, store.Meta{}, fmt.Errorf("read registry: load registry: %w", err)
+		return loadedRegistry{err: fmt.Errorf("read registry: load registry: %w", err)}
 	}
 	var rec []byte
 	if cache != nil {
 		rec = cache.record(obj)
 		if old, err := os.ReadFile(cache.path()); err == nil && bytes.Equal(old, rec) {
 			// these bytes were decoded strictly and validated before
-			if rowsOnly {
+			switch how {
+			case decodeRows:
 				if decl, meta, err := decodeDeclarations(obj); err == nil {
-					return nil, decl, meta, nil
+					return loadedRegistry{decl: decl, meta: meta}
 				}
-			} else if doc, meta, err := registry.DecodeCheckedObject(obj); err == nil {
-				return doc, nil, meta, nil
+			case decodeOutline:
+				if o, meta, err := registry.DecodeOutline(obj); err == nil {
+					return loadedRegistry{doc: o.Doc, outline: o, meta: meta}
+				}
+			default:
+				if doc, meta, err := registry.DecodeCheckedObject(obj); err == nil {
+					return loadedRegistry{doc: doc, meta: meta}
+				}
 			}
 		}
 	}
 	doc, meta, err := registry.DecodeObject(obj)
 	if err != nil {
-		return nil, nil, store.Meta{}, fmt.Errorf("read registry: %w", err)
+		return loadedRegistry{err: fmt.Errorf("read registry: %w", err)}
 	}
 	if err := registry.Validate(doc); err != nil {
-		return nil, nil, store.Meta{}, fmt.Errorf("the registry stored at revision %d is invalid (was it changed outside stado?): %w", meta.Revision, err)
+		return loadedRegistry{err: fmt.Errorf("the registry stored at revision %d is invalid (was it changed outside stado?): %w", meta.Revision, err)}
 	}
 	if cache != nil && os.MkdirAll(cache.Dir, 0o700) == nil {
 		_ = safefile.Write(cache.path(), rec, 0o600) // a cache that cannot be written is no cache
 	}
-	return doc, nil, meta, nil
+	return loadedRegistry{doc: doc, meta: meta}
 }
 
 // decodeDeclarations reads of a stored registry object only what the join

@@ -31,8 +31,9 @@ func DecodeStored(value []byte, v any, strict bool) error {
 // decodes the envelope in one piece, which also gives the error worth
 // reporting. Either way the document is the one decoding the envelope
 // whole gives: the layout refuses every spelling of the keys that
-// encoding/json would match besides the one it found.
-func decodeSplit(value []byte, l envelopeLayout, strict bool) (envelope, bool) {
+// encoding/json would match besides the one it found. Each target's bytes
+// go to decodeTarget (decodeWhole, or an outline's lighter decoding).
+func decodeSplit(value []byte, l envelopeLayout, strict bool, decodeTarget func(piece []byte, t *Target, strict bool) error) (envelope, bool) {
 	if !l.split || l.targets < splitAbove || l.targets > MaxTargets {
 		return envelope{}, false
 	}
@@ -48,7 +49,7 @@ func decodeSplit(value []byte, l envelopeLayout, strict bool) (envelope, bool) {
 	var failed atomic.Bool
 	spread.Runs(len(targets), 32, func(lo, hi int) {
 		for i := lo; i < hi && !failed.Load(); i++ {
-			if decodeWhole(value[l.spans[i][0]:l.spans[i][1]], &targets[i], strict) != nil {
+			if decodeTarget(value[l.spans[i][0]:l.spans[i][1]], &targets[i], strict) != nil {
 				failed.Store(true)
 			}
 		}
@@ -62,6 +63,9 @@ func decodeSplit(value []byte, l envelopeLayout, strict bool) (envelope, bool) {
 
 // splitAbove is the fewest targets decoded apart (a variable for tests).
 var splitAbove = 64
+
+// decodeTarget decodes one target's bytes whole (decodeWhole).
+func decodeTarget(piece []byte, t *Target, strict bool) error { return decodeWhole(piece, t, strict) }
 
 // decodeWhole decodes piece into v as DecodeStored does, and refuses
 // anything but white space after the value.

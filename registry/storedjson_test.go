@@ -73,6 +73,7 @@ func TestStoredEnvelopesDecodeAsEncodingJSONDecodesThem(t *testing.T) {
 func assertDecodesAsStd(t *testing.T, value []byte) {
 	t.Helper()
 	assertEnvelopeDecodesAsStd(t, value)
+	assertOutlineIsTheCutDocument(t, value)
 	var got, want envelope
 	gotErr := DecodeStored(value, &got, true)
 	wantErr := stdDecode(value, &want, true)

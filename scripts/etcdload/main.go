@@ -126,13 +126,18 @@ func seed(ctx context.Context, url string, n int) error {
 	return json.NewEncoder(os.Stdout).Encode(map[string]int{"registry_bytes": len(obj.Value)})
 }
 
-// activeInit is an init system where every unit runs.
+// activeInit is an init system where every unit runs from the file its
+// declaration renders: each report carries the comparison a host process
+// publishes (beacon.UnitFiles), the installed bytes matching, so the
+// beacons are what a fleet of current host processes publishes and a
+// report cycle can stand on them.
 type activeInit struct{ pid int }
 
 func (o activeInit) Observe(_ context.Context, units []string) ([]beacon.UnitReport, error) {
 	out := make([]beacon.UnitReport, len(units))
 	for i, u := range units {
-		out[i] = beacon.UnitReport{Unit: u, State: beacon.StateActive, Sub: "running", PID: o.pid + i, Starts: 1}
+		out[i] = beacon.UnitReport{Unit: u, State: beacon.StateActive, Sub: "running", PID: o.pid + i, Starts: 1,
+			File: &beacon.FileCheck{Path: "/etc/systemd/system/" + u}}
 	}
 	return out, nil
 }
