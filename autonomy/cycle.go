@@ -157,7 +157,7 @@ func (r *Runner) Run(ctx context.Context, o Options) (*Cycle, error) {
 func (r *Runner) plan(ctx context.Context, c *Cycle, f *fleet.Fleet, view *beacon.View) error {
 	planning := time.Now()
 	rows := view.Rows("")
-	reachOnly := StandingOnBeacons(view.Document, rows)
+	reachOnly := StandingOnBeacons(view.Document, view.Outline, rows)
 	if view.Outline != nil {
 		// the sweep renders and compares the declarations of the hosts it
 		// verifies in full: those are decoded whole
@@ -181,7 +181,7 @@ func (r *Runner) plan(ctx context.Context, c *Cycle, f *fleet.Fleet, view *beaco
 		return fmt.Errorf("verify sweep: %w", err)
 	}
 	planning = time.Now()
-	c.Rows = Plan(Input{Doc: view.Document, Catalog: f.Catalog, Beacons: rows, Verify: vr,
+	c.Rows = Plan(Input{Doc: view.Document, Outline: view.Outline, Catalog: f.Catalog, Beacons: rows, Verify: vr,
 		Releases: rollout.ShowFleet(view, rollout.DeclarationsOf(view.Document), "")})
 	c.Phases.Plan = millis(planned + time.Since(planning))
 	return nil
@@ -190,18 +190,22 @@ func (r *Runner) plan(ctx context.Context, c *Cycle, f *fleet.Fleet, view *beaco
 // StandingOnBeacons says which hosts of doc the sweep asks for
 // reachability only: those whose beacon rows (the read half's join,
 // rows) stand in for every complete declaration (BeaconStands). An
-// incomplete declaration needs no reading: it is refused either way.
-func StandingOnBeacons(doc *registry.Document, rows []beacon.Row) func(host string) bool {
+// incomplete declaration needs no reading: it is refused either way. o,
+// when not nil, is the outline doc was decoded as (Input.Outline).
+func StandingOnBeacons(doc *registry.Document, o *registry.Outline, rows []beacon.Row) func(host string) bool {
 	byHost := make(map[string][]*beacon.Row, len(doc.Targets))
 	for i := range rows {
 		byHost[rows[i].Host] = append(byHost[rows[i].Host], &rows[i])
 	}
+	services := outlines(doc, o)
 	stands := make(map[string]bool, len(doc.Targets))
-	for _, t := range doc.Targets {
+	for ti := range doc.Targets {
+		t := &doc.Targets[ti]
 		ok := true
 		bs := byHost[t.Name]
-		for i := range t.Services {
-			s := &t.Services[i]
+		ss := services[ti]
+		for i := range ss {
+			s := &ss[i]
 			if s.Incomplete() {
 				continue
 			}

@@ -158,6 +158,23 @@ type Input struct {
 	// (rollout.ShowFleet over the registry's declarations); a row with no
 	// declared version plans nothing.
 	Releases []rollout.Row
+	// Outline, when not nil, is the outline Doc was decoded as: the plan
+	// reads each target's services from its outlines, since Doc holds the
+	// services only of the targets decoded whole.
+	Outline *registry.Outline
+}
+
+// outlines are what the plan reads of every target's services: the
+// outline's, or those of doc's services.
+func outlines(doc *registry.Document, o *registry.Outline) [][]registry.ServiceOutline {
+	if o != nil {
+		return o.Services
+	}
+	out := make([][]registry.ServiceOutline, len(doc.Targets))
+	for i := range doc.Targets {
+		out[i] = registry.OutlineOf(doc.Targets[i].Services)
+	}
+	return out
 }
 
 // Plan decides every declared service of in.Doc, in registry order. It is
@@ -213,9 +230,10 @@ func Plan(in Input) []Row {
 	// every processor, each into its own stretch of rows (room for every
 	// service and every release row a target may have), closed up after.
 	targets := in.Doc.Targets
+	services := outlines(in.Doc, in.Outline)
 	at := make([]int, len(targets)+1)
 	for i := range targets {
-		at[i+1] = at[i] + len(targets[i].Services) + len(releases[targets[i].Name])
+		at[i+1] = at[i] + len(services[i]) + len(releases[targets[i].Name])
 	}
 	rows := make([]Row, at[len(targets)])
 	used := make([]int, len(targets))
@@ -225,8 +243,9 @@ func Plan(in Input) []Row {
 			hv := hosts[t.Name]
 			bs := beacons[t.Name]
 			out := rows[at[ti]:at[ti]:at[ti+1]]
-			for i := range t.Services {
-				s := &t.Services[i]
+			ss := services[ti]
+			for i := range ss {
+				s := &ss[i]
 				var c *fleet.ServiceVerify
 				if hv != nil {
 					c = find(hv.Services, i, func(v *fleet.ServiceVerify) bool { return v.Service == s.Name })
@@ -235,7 +254,7 @@ func Plan(in Input) []Row {
 				out = append(out, planOne(in.Catalog, t.Name, s, b, hv, c))
 			}
 			for _, rr := range releases[t.Name] {
-				if row, ok := planRelease(t, rr, hv); ok {
+				if row, ok := planRelease(t.Name, ss, rr, hv); ok {
 					out = append(out, row)
 				}
 			}
@@ -263,10 +282,10 @@ const planRun = 64
 // an unreadable state file) is refused no_evidence with the reason, and a
 // host the sweep could not reach unreachable: the cycle never guesses what
 // a host runs.
-func planRelease(t *registry.Target, rr *rollout.Row, hv *fleet.HostVerify) (Row, bool) {
-	r := Row{Host: t.Name, Service: rr.Product, Product: rr.Product}
-	for i := range t.Services {
-		if s := &t.Services[i]; s.Product == rr.Product {
+func planRelease(host string, services []registry.ServiceOutline, rr *rollout.Row, hv *fleet.HostVerify) (Row, bool) {
+	r := Row{Host: host, Service: rr.Product, Product: rr.Product}
+	for i := range services {
+		if s := &services[i]; s.Product == rr.Product {
 			r.Service, r.Unit = s.Name, s.Unit
 			break
 		}
@@ -290,13 +309,13 @@ func planRelease(t *registry.Target, rr *rollout.Row, hv *fleet.HostVerify) (Row
 	case rr.Status == rollout.StatusConverged:
 		return r, false
 	case rr.Status == rollout.StatusUnknown:
-		r.Refusal = &Refusal{Code: CodeNoEvidence, Message: fmt.Sprintf("%s on %s: %s is declared, and the host's images are not known (%s)", rr.Product, t.Name, rr.Declared, rr.Unknown)}
+		r.Refusal = &Refusal{Code: CodeNoEvidence, Message: fmt.Sprintf("%s on %s: %s is declared, and the host's images are not known (%s)", rr.Product, host, rr.Declared, rr.Unknown)}
 	case hv != nil && !hv.Reachable:
 		cause := r.Evidence.Verify.Error
 		if cause == "" {
 			cause = "no answer"
 		}
-		r.Refusal = &Refusal{Code: CodeUnreachable, Stage: hv.Stage, Message: fmt.Sprintf("%s is unreachable at stage %s: %s", t.Name, hv.Stage, cause)}
+		r.Refusal = &Refusal{Code: CodeUnreachable, Stage: hv.Stage, Message: fmt.Sprintf("%s is unreachable at stage %s: %s", host, hv.Stage, cause)}
 	case rr.Status == rollout.StatusDiffers || rr.Status == rollout.StatusNotInstalled:
 		now := "none"
 		if rr.Active != nil {
@@ -338,7 +357,7 @@ func findPtr[T any](list []*T, i int, match func(*T) bool) *T {
 	return nil
 }
 
-func planOne(cat *catalog.Catalog, host string, s *registry.Service, b *beacon.Row, hv *fleet.HostVerify, c *fleet.ServiceVerify) Row {
+func planOne(cat *catalog.Catalog, host string, s *registry.ServiceOutline, b *beacon.Row, hv *fleet.HostVerify, c *fleet.ServiceVerify) Row {
 	r := Row{Host: host, Service: s.Name, Unit: s.Unit}
 	r.Evidence.Beacon.State = beacon.StateUnknown
 	if b != nil {
@@ -440,7 +459,7 @@ type reading struct {
 }
 
 // decide is rules 5 and 6 over one reading.
-func decide(cat *catalog.Catalog, host string, s *registry.Service, r Row, u reading) Row {
+func decide(cat *catalog.Catalog, host string, s *registry.ServiceOutline, r Row, u reading) Row {
 	switch {
 	case u.absent:
 		r.Action, r.Plan = ActionRestore, fmt.Sprintf("would create %s from the declaration and start %s", orUnitPath(u.path), s.Unit)
@@ -489,7 +508,7 @@ func BeaconStands(b *beacon.Row) bool {
 	return false
 }
 
-func recoveryEntry(cat *catalog.Catalog, s *registry.Service) (*catalog.Product, bool) {
+func recoveryEntry(cat *catalog.Catalog, s *registry.ServiceOutline) (*catalog.Product, bool) {
 	if p, ok := cat.RecoveryEntry(s.Unit); ok {
 		return p, true
 	}

@@ -186,7 +186,7 @@ func TestOnlyHostsWhoseBeaconStandsInForEveryUnitAreAskedForReachabilityAlone(t 
 	unc.File.Uncompared = true
 	rows := []beacon.Row{*filed(freshRow("filed", "a", units.StateActive), false, false), *filed(freshRow("filed", "b", units.StateMissing), true, true),
 		freshRow("filed", "old", units.StateActive), staleRow("stale", "a"), freshRow("older-host", "a", units.StateActive), *unc}
-	stands := StandingOnBeacons(doc, rows)
+	stands := StandingOnBeacons(doc, nil, rows)
 	for host, want := range map[string]bool{"filed": true, "stale": false, "older-host": false, "uncompared": false, "empty": true} {
 		if stands(host) != want {
 			t.Errorf("%s: reach only %v, want %v", host, stands(host), want)

@@ -23,7 +23,9 @@ import (
 type View struct {
 	Document *registry.Document
 	// Outline is set when Document was decoded as an outline
-	// (Selection.Outline): its services hold only what a plan reads.
+	// (Selection.Outline): the services of Document's targets are then nil
+	// until Outline.Whole decodes them, and their outlines are in
+	// Outline.Services.
 	Outline *registry.Outline
 	Meta    store.Meta
 	// Beacons by host name; a host without one never published (or its
@@ -80,10 +82,10 @@ type Selection struct {
 	RowsOnly bool
 	// Outline, with a Cache that holds the stored bytes' validation,
 	// decodes the registry as a registry.Outline: the View's Outline holds
-	// it and its Document is the outline's (services cut to what a plan
-	// reads; decode a target whole with Outline.Whole before reading more
-	// of it). Without a cache hit Outline is nil and the whole document is
-	// decoded and validated.
+	// it and its Document is the outline's (each target's services left
+	// out until Outline.Whole decodes them; the join reads their
+	// outlines). A Targets func then sees no services. Without a cache hit
+	// Outline is nil and the whole document is decoded and validated.
 	Outline bool
 }
 
@@ -487,28 +489,19 @@ type declaredTarget struct {
 }
 
 // declared is what the join reads of one declared service.
-type declared struct {
-	Name             string `json:"name"`
-	Unit             string `json:"unit"`
-	Product          string `json:"product"`
-	Program          string `json:"program"`
-	IncompleteReason string `json:"incomplete_reason"`
-}
+type declared = registry.ServiceOutline
 
-// Incomplete is registry.Service.Incomplete.
-func (d declared) Incomplete() bool { return d.Program == "" }
-
-// declarationsOf is what the join reads of doc.
-func declarationsOf(doc *registry.Document) []declaredTarget {
+// declarationsOf is what the join reads of doc, or of the outline o of it
+// when not nil.
+func declarationsOf(doc *registry.Document, o *registry.Outline) []declaredTarget {
 	out := make([]declaredTarget, len(doc.Targets))
 	for i := range doc.Targets {
 		t := &doc.Targets[i]
-		ss := make([]declared, len(t.Services))
-		for j := range t.Services {
-			s := &t.Services[j]
-			ss[j] = declared{Name: s.Name, Unit: s.Unit, Product: s.Product, Program: s.Program, IncompleteReason: s.IncompleteReason}
+		if o != nil {
+			out[i] = declaredTarget{Name: t.Name, Services: o.Services[i]}
+		} else {
+			out[i] = declaredTarget{Name: t.Name, Services: registry.OutlineOf(t.Services)}
 		}
-		out[i] = declaredTarget{Name: t.Name, Services: ss}
 	}
 	return out
 }
@@ -516,7 +509,7 @@ func declarationsOf(doc *registry.Document) []declaredTarget {
 // declarations returns what the join reads of the registry.
 func (v *View) declarations() []declaredTarget {
 	if v.declared == nil && v.Document != nil {
-		v.declared = declarationsOf(v.Document)
+		v.declared = declarationsOf(v.Document, v.Outline)
 	}
 	return v.declared
 }

@@ -7,19 +7,44 @@ import (
 	"github.com/wisent/stado/store"
 )
 
+// ServiceOutline is what planning from the beacons reads of a declared
+// service: the read half's join and a cycle's plan.
+type ServiceOutline struct {
+	Name             string `json:"name"`
+	Unit             string `json:"unit"`
+	Product          string `json:"product"`
+	Program          string `json:"program"`
+	IncompleteReason string `json:"incomplete_reason"`
+}
+
+// Incomplete is Service.Incomplete.
+func (s *ServiceOutline) Incomplete() bool { return s.Program == "" }
+
+// OutlineOf is the outline of each of ss.
+func OutlineOf(ss []Service) []ServiceOutline {
+	out := make([]ServiceOutline, len(ss))
+	for i := range ss {
+		s := &ss[i]
+		out[i] = ServiceOutline{Name: s.Name, Unit: s.Unit, Product: s.Product, Program: s.Program, IncompleteReason: s.IncompleteReason}
+	}
+	return out
+}
+
 // Outline is a stored registry decoded for planning from the beacons: the
-// document and each target with every field, but each service with only
-// its name, unit, product, program and incomplete reason (what a plan and
-// the read half's join read). Decoding a fleet-size registry's services
-// whole is most of the cost of reading it, and a report cycle whose
-// beacons stand in for its hosts never reads the rest. A target the caller
-// must render or compare is decoded whole from its own stored bytes
-// (Whole) before anything reads more of it.
+// document and each target with every field of their own, and of each
+// service only its outline, held apart in Services. Decoding a fleet-size
+// registry's services whole is most of the cost of reading it, and a
+// report cycle whose beacons stand in for its hosts never reads the rest.
+// A target the caller must render or compare is decoded whole from its own
+// stored bytes (Whole) before anything reads its services.
 type Outline struct {
-	// Doc is the document. Its services hold only the outline's fields,
-	// except in the targets Whole decoded: never render, compare or
-	// write a service of it that Whole did not decode.
+	// Doc is the document. A target's Services is nil until Whole decoded
+	// it (all of them when the document was decoded whole): never read
+	// Doc's services of a target Whole was not asked for.
 	Doc *Document
+	// Services are the outlines of each target's services, by target
+	// index, whole or not.
+	Services [][]ServiceOutline
 	// value and spans are the stored bytes and each target's stretch of
 	// them; spans is nil when Doc was decoded whole (a small document, or
 	// a layout the split decoding does not take).
@@ -40,18 +65,45 @@ func DecodeOutline(obj store.Object) (*Outline, store.Meta, error) {
 		return nil, store.Meta{}, fmt.Errorf("read %s at revision %d: %w", obj.Key, obj.Revision, err)
 	}
 	layout := scanEnvelope(obj.Value)
-	env, ok := decodeSplit(obj.Value, layout, false, decodeOutlineTarget)
+	var services [][]ServiceOutline
+	if splits(layout) {
+		services = make([][]ServiceOutline, layout.targets)
+	}
+	decode := func(i int, piece []byte, t *Target, _ bool) error {
+		var o struct {
+			Target
+			// hides the embedded Target's services (encoding/json takes
+			// the shallower field), so theirs are skipped unread
+			Services []ServiceOutline `json:"services"`
+		}
+		if i < len(layout.services) && layout.services[i] > 0 && layout.services[i] <= MaxServicesPerTarget {
+			o.Services = make([]ServiceOutline, 0, layout.services[i]) // filled, not grown
+		}
+		if err := json.Unmarshal(piece, &o); err != nil {
+			return err
+		}
+		*t = o.Target
+		t.Services = nil
+		services[i] = o.Services
+		return nil
+	}
+	plain := func(l envelopeLayout) []Target { return make([]Target, l.targets) }
+	env, ok := decodeSplit(obj.Value, layout, false, plain, decode)
 	if !ok || env.Document == nil {
 		doc, meta, err := DecodeCheckedObject(obj)
 		if err != nil {
 			return nil, store.Meta{}, err
 		}
-		return &Outline{Doc: doc}, meta, nil
+		o := &Outline{Doc: doc, Services: make([][]ServiceOutline, len(doc.Targets))}
+		for i := range doc.Targets {
+			o.Services[i] = OutlineOf(doc.Targets[i].Services)
+		}
+		return o, meta, nil
 	}
 	if obj.Key == store.RegistryKey || env.Meta.Revision == 0 {
 		env.Meta.Revision = obj.Revision
 	}
-	return &Outline{Doc: env.Document, value: obj.Value, spans: layout.spans, whole: make([]bool, len(layout.spans))}, env.Meta, nil
+	return &Outline{Doc: env.Document, Services: services, value: obj.Value, spans: layout.spans, whole: make([]bool, len(layout.spans))}, env.Meta, nil
 }
 
 // Whole decodes target i of Doc whole from its stored bytes, once; a
@@ -61,48 +113,12 @@ func (o *Outline) Whole(i int) error {
 		return nil
 	}
 	var t Target
-	if n := len(o.Doc.Targets[i].Services); n > 0 {
+	if n := len(o.Services[i]); n > 0 {
 		t.Services = make([]Service, 0, n) // as the whole decoding presizes it
 	}
 	if err := decodeWhole(o.value[o.spans[i][0]:o.spans[i][1]], &t, false); err != nil {
 		return fmt.Errorf("read target %d of the registry: %w", i, &ParseError{Source: store.RegistryKey, Msg: err.Error()})
 	}
 	o.Doc.Targets[i], o.whole[i] = t, true
-	return nil
-}
-
-// outlineService is what an outline keeps of a declared service.
-type outlineService struct {
-	Name             string `json:"name"`
-	Unit             string `json:"unit"`
-	Product          string `json:"product"`
-	Program          string `json:"program"`
-	IncompleteReason string `json:"incomplete_reason"`
-}
-
-// decodeOutlineTarget decodes one target's bytes with every field of the
-// target and the outline's fields of each service: the services key of
-// the outer struct hides the embedded Target's (encoding/json takes the
-// shallower field), so the services' other fields are skipped unread.
-func decodeOutlineTarget(piece []byte, t *Target, _ bool) error {
-	var o struct {
-		Target
-		Services []outlineService `json:"services"`
-	}
-	if err := json.Unmarshal(piece, &o); err != nil {
-		return err
-	}
-	room := t.Services[:0] // presized for this target's services
-	*t = o.Target
-	t.Services = nil
-	if o.Services != nil {
-		if cap(room) < len(o.Services) {
-			room = make([]Service, 0, len(o.Services))
-		}
-		t.Services = room[:len(o.Services)]
-		for i, s := range o.Services {
-			t.Services[i] = Service{Name: s.Name, Unit: s.Unit, Product: s.Product, Program: s.Program, IncompleteReason: s.IncompleteReason}
-		}
-	}
 	return nil
 }

@@ -10,8 +10,9 @@ import (
 )
 
 // A fleet-size registry read as an outline is the whole document with each
-// service cut to what a plan reads; each target decoded whole afterwards is
-// that target as the whole decoding reads it, and only that one.
+// service's outline (what a plan reads) held apart; each target decoded
+// whole afterwards is that target as the whole decoding reads it, and only
+// that one.
 func TestAnOutlineIsTheDocumentWithItsServicesCutToWhatAPlanReads(t *testing.T) {
 	no := false
 	d := &Document{Version: 1, Releases: map[string]ReleaseDecl{"p": {Version: "1.0"}}}
@@ -46,15 +47,18 @@ func TestAnOutlineIsTheDocumentWithItsServicesCutToWhatAPlanReads(t *testing.T) 
 	if !reflect.DeepEqual(o.Doc.Targets[5], d.Targets[5]) {
 		t.Fatalf("target 5 decoded whole:\n%+v\nwant\n%+v", o.Doc.Targets[5], d.Targets[5])
 	}
-	if reflect.DeepEqual(o.Doc.Targets[6], d.Targets[6]) {
+	if o.Doc.Targets[6].Services != nil {
 		t.Fatal("target 6 is whole though only target 5 was asked for")
+	}
+	if got := o.Services[6][3]; got != (ServiceOutline{Name: "s3", Unit: "s3.service", Product: "p", IncompleteReason: "adopted without a program"}) || !got.Incomplete() {
+		t.Fatalf("target 6's fourth service outline: %+v", got)
 	}
 }
 
 // assertOutlineIsTheCutDocument: bytes the non-strict decoding reads (the
 // only bytes an outline is asked of) read as an outline, split however few
-// targets there are, into the same document with its services cut; every
-// target decoded whole then gives the document itself.
+// targets there are, into the same document with each service's outline
+// apart; every target decoded whole then gives the document itself.
 func assertOutlineIsTheCutDocument(t *testing.T, value []byte) {
 	t.Helper()
 	obj := store.Object{Key: store.RegistryKey, Value: value, Revision: 1}
@@ -69,21 +73,23 @@ func assertOutlineIsTheCutDocument(t *testing.T, value []byte) {
 		t.Fatalf("%q: decodes whole but not as an outline: %v", value, err)
 	}
 	want := *whole
-	want.Targets = make([]Target, len(whole.Targets))
-	for i, tg := range whole.Targets {
-		want.Targets[i] = tg
-		if tg.Services != nil {
-			want.Targets[i].Services = make([]Service, len(tg.Services))
-			for j, s := range tg.Services {
-				want.Targets[i].Services[j] = Service{Name: s.Name, Unit: s.Unit, Product: s.Product, Program: s.Program, IncompleteReason: s.IncompleteReason}
-			}
+	if o.spans != nil { // split: the targets' own fields, their services apart
+		want.Targets = make([]Target, len(whole.Targets))
+		for i, tg := range whole.Targets {
+			want.Targets[i] = tg
+			want.Targets[i].Services = nil
 		}
-	}
-	if o.spans == nil {
-		want = *whole // decoded whole: nothing was cut
 	}
 	if !reflect.DeepEqual(o.Doc, &want) {
 		t.Fatalf("%q: outline\n%+v\nwant\n%+v", value, o.Doc, &want)
+	}
+	if len(o.Services) != len(whole.Targets) {
+		t.Fatalf("%q: %d targets' service outlines, want %d", value, len(o.Services), len(whole.Targets))
+	}
+	for i, tg := range whole.Targets {
+		if got, want := o.Services[i], OutlineOf(tg.Services); len(got)+len(want) > 0 && !reflect.DeepEqual(got, want) {
+			t.Fatalf("%q: target %d's service outlines\n%+v\nwant\n%+v", value, i, got, want)
+		}
 	}
 	for i := range o.Doc.Targets {
 		if err := o.Whole(i); err != nil {

@@ -59,7 +59,7 @@ func decodeEnvelopeAs(obj store.Object, strict bool) (*Document, store.Meta, err
 		return nil, store.Meta{}, fmt.Errorf("read %s at revision %d: %w", obj.Key, obj.Revision, err)
 	}
 	layout := scanEnvelope(obj.Value)
-	env, ok := decodeSplit(obj.Value, layout, strict, decodeTarget)
+	env, ok := decodeSplit(obj.Value, layout, strict, presizedTargets, decodeTarget)
 	if !ok {
 		env = envelope{Document: layout.presized()}
 		if err := DecodeStored(obj.Value, &env, strict); err != nil {

@@ -31,10 +31,11 @@ func DecodeStored(value []byte, v any, strict bool) error {
 // decodes the envelope in one piece, which also gives the error worth
 // reporting. Either way the document is the one decoding the envelope
 // whole gives: the layout refuses every spelling of the keys that
-// encoding/json would match besides the one it found. Each target's bytes
-// go to decodeTarget (decodeWhole, or an outline's lighter decoding).
-func decodeSplit(value []byte, l envelopeLayout, strict bool, decodeTarget func(piece []byte, t *Target, strict bool) error) (envelope, bool) {
-	if !l.split || l.targets < splitAbove || l.targets > MaxTargets {
+// encoding/json would match besides the one it found. Target i's bytes go
+// to decodeTarget (decodeTarget below, or an outline's lighter decoding)
+// with &targets(l)[i].
+func decodeSplit(value []byte, l envelopeLayout, strict bool, targets func(envelopeLayout) []Target, decodeTarget func(i int, piece []byte, t *Target, strict bool) error) (envelope, bool) {
+	if !splits(l) {
 		return envelope{}, false
 	}
 	rest := make([]byte, 0, l.open+1+len(value)-l.close)
@@ -43,13 +44,13 @@ func decodeSplit(value []byte, l envelopeLayout, strict bool, decodeTarget func(
 	if err := DecodeStored(rest, &env, strict); err != nil || env.Document == nil {
 		return envelope{}, false
 	}
-	targets := l.presized().Targets
+	list := targets(l)
 	// a processor busy with something else (the beacons, read beside the
 	// registry) leaves its share of the runs to the others
 	var failed atomic.Bool
-	spread.Runs(len(targets), 32, func(lo, hi int) {
+	spread.Runs(len(list), 32, func(lo, hi int) {
 		for i := lo; i < hi && !failed.Load(); i++ {
-			if decodeTarget(value[l.spans[i][0]:l.spans[i][1]], &targets[i], strict) != nil {
+			if decodeTarget(i, value[l.spans[i][0]:l.spans[i][1]], &list[i], strict) != nil {
 				failed.Store(true)
 			}
 		}
@@ -57,15 +58,25 @@ func decodeSplit(value []byte, l envelopeLayout, strict bool, decodeTarget func(
 	if failed.Load() {
 		return envelope{}, false
 	}
-	env.Document.Targets = targets
+	env.Document.Targets = list
 	return env, true
 }
+
+// splits reports whether decodeSplit takes a document of layout l.
+func splits(l envelopeLayout) bool {
+	return l.split && l.targets >= splitAbove && l.targets <= MaxTargets
+}
+
+// presizedTargets are the targets of the document l presizes.
+func presizedTargets(l envelopeLayout) []Target { return l.presized().Targets }
 
 // splitAbove is the fewest targets decoded apart (a variable for tests).
 var splitAbove = 64
 
 // decodeTarget decodes one target's bytes whole (decodeWhole).
-func decodeTarget(piece []byte, t *Target, strict bool) error { return decodeWhole(piece, t, strict) }
+func decodeTarget(_ int, piece []byte, t *Target, strict bool) error {
+	return decodeWhole(piece, t, strict)
+}
 
 // decodeWhole decodes piece into v as DecodeStored does, and refuses
 // anything but white space after the value.
