@@ -216,7 +216,7 @@ func TestTheImportRulesHold(t *testing.T) {
 			}
 		}
 	}
-	for _, dir := range []string{"channel", "channel/local", "fleet", "repair", "release/rollout", "autonomy", "desktop", "beacon", "resolver", "hostprocess"} {
+	for _, dir := range []string{"channel", "channel/local", "fleet", "repair", "release/rollout", "autonomy", "desktop", "beacon", "resolver", "hostprocess", "convergence"} {
 		for _, bad := range []string{"channel/sshclient", "channel/channeltest"} {
 			if deps(pkgs, dir)[bad] {
 				t.Errorf("%s links %s", dir, bad)

@@ -20,8 +20,9 @@
 // handed to release/bootstrap as its Shell.
 //
 // What else it imports, each for the commands that need it: the read half
-// (beacon, catalog, registry) for reads without SSH; the write half (fleet)
-// and autonomy for actions; repair for `stado repair`; hostprocess, which
+// (beacon, catalog, registry) for reads without SSH; the write half (fleet),
+// convergence (what `service converge` acts from) and autonomy for
+// actions; repair for `stado repair`; hostprocess, which
 // assembles the host process (`stado host run`) and this machine's end of
 // the host channel from what cli parsed; desktop and resolver for their
 // servers; release for the release commands (keys, publish, prune,
