@@ -188,8 +188,10 @@ func TestTheImportRulesHold(t *testing.T) {
 	// One road to a host: channel (and so its SSH client) is imported only
 	// by the write half (fleet), repair and release/rollout (acting through
 	// channel.Host), the
-	// host end (channel/local, channel's own packages) and cli's wiring.
-	channelUsers := map[string]bool{"fleet": true, "repair": true, "release/rollout": true, "channel/local": true, "channel/keeper": true, "channel/sshclient": true, "channel/channeltest": true, "cli": true}
+	// host end (channel/local, channel's own packages), cli's wiring and
+	// the host process's (hostprocess, which hands repair the Connector to
+	// the peers that cli builds, and names no other part of channel).
+	channelUsers := map[string]bool{"fleet": true, "repair": true, "release/rollout": true, "channel/local": true, "channel/keeper": true, "channel/sshclient": true, "channel/channeltest": true, "cli": true, "hostprocess": true}
 	for _, dir := range importers("channel") {
 		if !channelUsers[dir] {
 			t.Errorf("%s imports channel; only %v may", dir, sortedKeys(channelUsers))
@@ -214,7 +216,7 @@ func TestTheImportRulesHold(t *testing.T) {
 			}
 		}
 	}
-	for _, dir := range []string{"channel", "channel/local", "fleet", "repair", "release/rollout", "autonomy", "desktop", "beacon", "resolver"} {
+	for _, dir := range []string{"channel", "channel/local", "fleet", "repair", "release/rollout", "autonomy", "desktop", "beacon", "resolver", "hostprocess", "convergence"} {
 		for _, bad := range []string{"channel/sshclient", "channel/channeltest"} {
 			if deps(pkgs, dir)[bad] {
 				t.Errorf("%s links %s", dir, bad)
@@ -231,6 +233,14 @@ func TestTheImportRulesHold(t *testing.T) {
 	for _, bad := range []string{"cli", "fleet", "repair", "beacon", "channel/local"} {
 		if deps(pkgs, "channel/keeper")[bad] {
 			t.Errorf("channel/keeper links %s", bad)
+		}
+	}
+	// The host process is assembled below the command line and beside the
+	// write half: hostprocess links neither cli, fleet, autonomy nor
+	// desktop.
+	for _, bad := range []string{"cli", "fleet", "autonomy", "desktop"} {
+		if deps(pkgs, "hostprocess")[bad] {
+			t.Errorf("hostprocess links %s", bad)
 		}
 	}
 	// No production package links package testing (so no branch asks
@@ -266,10 +276,11 @@ func TestTheImportRulesHold(t *testing.T) {
 		}
 	}
 	// Alerts and the recovery register are leaves: nothing imports repair
-	// but the command line that wires the host process, and register and
-	// alert link nothing that talks to hosts.
+	// but the host process (hostprocess, its answering and peer
+	// contributors) and the command line (`stado repair`), and register
+	// and alert link nothing that talks to hosts.
 	for _, dir := range importers("repair") {
-		if dir != "cli" {
+		if dir != "cli" && dir != "hostprocess" {
 			t.Errorf("%s imports repair; alerts and the recovery register live in their own packages", dir)
 		}
 	}
@@ -291,8 +302,8 @@ func TestTheImportRulesHold(t *testing.T) {
 	// Metrics observe, they never act: no production package links a
 	// Prometheus library (package metrics writes the text format itself,
 	// with the standard library only, for the host process's memory),
-	// only cli (the host process's wiring) imports metrics, and metrics
-	// links nothing that talks to hosts.
+	// only hostprocess (the host process's wiring) imports metrics, and
+	// metrics links nothing that talks to hosts.
 	for dir, p := range pkgs {
 		for e := range p.ext {
 			if strings.HasPrefix(e, "github.com/prometheus/") {
@@ -304,11 +315,11 @@ func TestTheImportRulesHold(t *testing.T) {
 		}
 	}
 	for _, dir := range importers("metrics") {
-		if dir != "cli" {
-			t.Errorf("%s imports metrics; only cli wires the host process's metrics", dir)
+		if dir != "hostprocess" {
+			t.Errorf("%s imports metrics; only hostprocess wires the host process's metrics", dir)
 		}
 	}
-	for _, bad := range []string{"channel", "channel/local", "fleet", "repair", "autonomy", "desktop", "cli"} {
+	for _, bad := range []string{"channel", "channel/local", "fleet", "repair", "autonomy", "desktop", "cli", "hostprocess"} {
 		if deps(pkgs, "metrics")[bad] {
 			t.Errorf("metrics links %s", bad)
 		}

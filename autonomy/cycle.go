@@ -58,6 +58,28 @@ func (r *Runner) now() time.Time {
 	return time.Now()
 }
 
+// Every runs a cycle (Run) at once and then every interval until ctx ends,
+// over one set of host connections: Connect is called once, before the
+// first cycle, and its close when ctx ends, so a cycle after the first
+// dials nothing. each is called after every cycle with what Run returned
+// (a nil cycle when it did not run). r itself is not changed.
+func (r *Runner) Every(ctx context.Context, o Options, interval time.Duration, each func(*Cycle, error)) {
+	conn, closeConn := r.Connect()
+	defer closeConn()
+	kept := *r
+	kept.Connect = func() (fleet.Connector, func()) { return conn, func() {} }
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for {
+		each(kept.Run(ctx, o))
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
+
 // Run runs one cycle and records it. In report mode it makes one call per
 // host for the sweep (Runner.plan) and changes nothing on any host or in
 // the registry. In enforce mode it first checks the

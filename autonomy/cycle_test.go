@@ -286,3 +286,31 @@ func TestAReportCycleOverTheOutlineSendsWholeDeclarationsToTheHostsItVerifies(t 
 		t.Fatalf("host4, whose beacon stands in, was sent %d declarations", n)
 	}
 }
+
+// A repeating run opens one set of connections for every cycle (the
+// sweep's and the actions') and closes it when its context ends.
+func TestEveryKeepsOneSetOfConnectionsAcrossItsCycles(t *testing.T) {
+	st, connect := cycleStore(t, registry.Autonomy{})
+	opened, closed := 0, 0
+	r := &Runner{Store: st, Actor: &countingActor{}, Connect: func() (channel.Connector, func()) {
+		opened++
+		return connect, func() { closed++ }
+	}}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	cycles := 0
+	r.Every(ctx, Options{Mode: registry.AutonomyReport}, time.Millisecond, func(c *Cycle, err error) {
+		if ctx.Err() != nil {
+			return // a tick that raced the end may start one more cycle
+		}
+		if c == nil || err != nil {
+			t.Errorf("cycle %d: %v", cycles+1, err)
+		}
+		if cycles++; cycles == 3 {
+			cancel()
+		}
+	})
+	if cycles != 3 || opened != 1 || closed != 1 {
+		t.Fatalf("%d cycles over %d connection set(s) opened, %d closed; want 3 over one set", cycles, opened, closed)
+	}
+}

@@ -36,5 +36,5 @@
 // It must never import channel (SSH), fleet or repair: the read half
 // answers while a host is wedged because it cannot open a connection at
 // all. Repair work reaches a pass only through the Contributor interface,
-// wired by cli.
+// wired by package hostprocess.
 package beacon

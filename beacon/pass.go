@@ -16,7 +16,8 @@ import (
 )
 
 // Observer reads unit state on this host. The units package's Manager is
-// adapted to it by cli; tests of the runner use the real systemd testbed.
+// adapted to it (UnitsObserver) by package hostprocess; tests of the
+// runner use the real systemd testbed.
 type Observer interface {
 	// Observe returns one report per unit, in the order given, reading
 	// them with as few queries as the init system allows. A unit that is

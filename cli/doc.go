@@ -9,9 +9,10 @@
 // Every host command reaches its hosts through the one connector its ssh
 // flags describe (connectorFrom): the write half through fleet, `repair
 // --apply` by handing repair the target's Host, `host channel` by serving
-// channel/local. cli is where SSH connections are built: it imports
-// channel/sshclient for the pool behind every connector (sshConnector, also
-// the one `stado host run` hands repair to reach its peers) and
+// this machine's end (hostprocess.Machine.LocalHost). cli is where SSH
+// connections are built: it imports channel/sshclient for the pool behind
+// every connector (sshConnector, also the one `stado host run` hands the
+// host process to reach its peers) and
 // channel/keeper for the transport that keeps connections between commands;
 // the packages it calls take a channel.Connector and never import the SSH
 // client. cli builds no other pool, client or step runner; `stado host
@@ -19,20 +20,21 @@
 // handed to release/bootstrap as its Shell.
 //
 // What else it imports, each for the commands that need it: the read half
-// (beacon, catalog, registry) for reads without SSH; the write half (fleet)
-// and autonomy for actions; repair for `stado repair` and the host process;
-// desktop and resolver for their servers; release for the release
-// commands (keys, publish, prune, declared versions); release/bootstrap for
+// (beacon, catalog, registry) for reads without SSH; the write half (fleet),
+// convergence (what `service converge` acts from) and autonomy for
+// actions; repair for `stado repair`; hostprocess, which
+// assembles the host process (`stado host run`) and this machine's end of
+// the host channel from what cli parsed; desktop and resolver for their
+// servers; release for the release commands (keys, publish, prune,
+// declared versions); release/bootstrap for
 // `stado host bootstrap`; register for the recovery rows; store and
 // store/etcdstore to open the store named by --store; units for the
 // host-side unit commands; printer for the output layer; refusal for the
 // exit-code table; release/rollout for the release version commands (show
-// and converge); release/hostend for the release directory and the store
-// `host channel` gives the release verbs; completion for `stado completion`
-// and the hidden `__complete` the scripts call back (its names read from the
-// validated registry, never over SSH); manpage and safefile for the hidden
-// `__man` that writes the manual pages make install and make package ship;
-// metrics for the host process's /metrics and the store it times.
+// and converge); completion for `stado completion` and the hidden
+// `__complete` the scripts call back (its names read from the validated
+// registry, never over SSH); manpage and safefile for the hidden
+// `__man` that writes the manual pages make install and make package ship.
 //
 // cli is the top of the dependency graph; nothing imports it but cmd/stado.
 package cli

@@ -2,13 +2,10 @@ package cli
 
 import (
 	"context"
-	"os"
-	"strings"
 
 	ucli "github.com/urfave/cli/v2"
 
 	"github.com/wisent/stado/channel/sshclient"
-	"github.com/wisent/stado/refusal"
 	"github.com/wisent/stado/release/bootstrap"
 )
 
@@ -57,23 +54,8 @@ func newHostBootstrapCommand(env *Env) *ucli.Command {
 
 func runHostBootstrap(ctx context.Context, env *Env, d *sshclient.Dialer, opts hostBootstrapOptions) error {
 	req := bootstrap.Request{Host: opts.Host, Version: opts.Version, StoreURL: env.StoreURL, ForcedCommand: opts.ForcedCommand, Now: env.Now}
-	for _, file := range opts.Keys {
-		text, err := os.ReadFile(file)
-		if err != nil {
-			return refusal.New(refusal.Unreadable, "release key %s: %v", file, err)
-		}
-		k, err := bootstrap.KeyFromFile(file, text)
-		if err != nil {
-			return err
-		}
-		req.Keys = append(req.Keys, k)
-	}
-	if opts.ChannelKey != "" {
-		text, err := os.ReadFile(opts.ChannelKey)
-		if err != nil {
-			return refusal.New(refusal.Unreadable, "channel key %s: %v", opts.ChannelKey, err)
-		}
-		req.ChannelKey = strings.TrimSpace(string(text))
+	if err := req.ReadKeys(opts.Keys, opts.ChannelKey); err != nil {
+		return err
 	}
 	st, err := openStore(ctx, env)
 	if err != nil {

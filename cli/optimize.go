@@ -110,15 +110,8 @@ func runOptimize(ctx context.Context, env *Env, o optimizeRunOptions, connect fu
 		}
 		return c.Outcome()
 	}
-	// one set of connections for every cycle (the sweep's and the
-	// actions'), so a cycle after the first dials nothing
-	conn, closeConn := connect()
-	defer closeConn()
-	r.Connect = func() (fleet.Connector, func()) { return conn, func() {} }
-	t := time.NewTicker(o.Every)
-	defer t.Stop()
-	for {
-		c, err := r.Run(ctx, o.Options)
+	// each cycle printed as it ends; what kept one from running, logged
+	r.Every(ctx, o.Options, o.Every, func(c *autonomy.Cycle, err error) {
 		switch {
 		case c != nil:
 			printStreamed(env, c)
@@ -132,12 +125,8 @@ func runOptimize(ctx context.Context, env *Env, o optimizeRunOptions, connect fu
 		} else if err != nil && c != nil {
 			env.Logger.Warn("autonomy cycle", "err", err)
 		}
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-t.C:
-		}
-	}
+	})
+	return nil
 }
 
 // printStreamed prints one cycle of a repeating run: one JSON line under

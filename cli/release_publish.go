@@ -2,12 +2,9 @@ package cli
 
 import (
 	"fmt"
-	"io"
-	"os"
 
 	ucli "github.com/urfave/cli/v2"
 
-	"github.com/wisent/stado/refusal"
 	"github.com/wisent/stado/release"
 )
 
@@ -81,7 +78,7 @@ func newReleasePublishCommand(env *Env) *ucli.Command {
 				return err
 			}
 			a := c.Args().Slice()
-			data, err := readImage(a[2])
+			data, err := release.ReadImage(a[2])
 			if err != nil {
 				return err
 			}
@@ -102,24 +99,6 @@ func newReleasePublishCommand(env *Env) *ucli.Command {
 			return emit(env, "stado.release.publish", res, func(t *text) { t.lines(res.Lines()) })
 		},
 	}, true)
-}
-
-// readImage reads the file to publish, refusing one over MaxImageBytes
-// before reading it.
-func readImage(path string) ([]byte, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, fmt.Errorf("read %s: %w", path, err)
-	}
-	defer f.Close()
-	if fi, err := f.Stat(); err == nil && fi.Size() > release.MaxImageBytes {
-		return nil, refuse(refusal.ContentTooLarge, "%s is %d bytes, the limit of a release is %d", path, fi.Size(), int64(release.MaxImageBytes))
-	}
-	data, err := io.ReadAll(io.LimitReader(f, release.MaxImageBytes+1))
-	if err != nil {
-		return nil, fmt.Errorf("read %s: %w", path, err)
-	}
-	return data, nil
 }
 
 func newReleasePruneCommand(env *Env) *ucli.Command {

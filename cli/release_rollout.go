@@ -5,7 +5,6 @@ import (
 
 	"github.com/wisent/stado/beacon"
 	"github.com/wisent/stado/channel"
-	"github.com/wisent/stado/refusal"
 	"github.com/wisent/stado/registry"
 	"github.com/wisent/stado/release/rollout"
 )
@@ -52,13 +51,9 @@ func runReleaseVersionShow(c *ucli.Context, env *Env, host, product string) erro
 		if err != nil {
 			return err
 		}
-		t, ok := doc.Target(host)
-		if !ok {
-			return refusal.New(refusal.NotFound, "the registry declares no target %q", host)
-		}
 		conn, done := connectorFrom(c, env)
 		defer done()
-		if rows, err = rollout.ShowHost(ctx, conn(*t), t, rollout.DeclarationsOf(doc), product); err != nil {
+		if rows, err = rollout.ShowTarget(ctx, conn, doc, host, product); err != nil {
 			return err
 		}
 	}

@@ -110,7 +110,7 @@ func runHostRecoveries(ctx context.Context, env *Env, f *fleet.Fleet, host, serv
 // runServiceRecoveries reads this machine's register through its own end
 // of the host channel (channel/local), the road every register read takes.
 func runServiceRecoveries(ctx context.Context, env *Env, service string) error {
-	res, err := newLocalHost(env).Recoveries(ctx)
+	res, err := machine(env).LocalHost().Recoveries(ctx)
 	if err != nil {
 		return err
 	}

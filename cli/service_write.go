@@ -7,8 +7,8 @@ import (
 
 	ucli "github.com/urfave/cli/v2"
 
-	"github.com/wisent/stado/beacon"
 	"github.com/wisent/stado/channel"
+	"github.com/wisent/stado/convergence"
 	"github.com/wisent/stado/fleet"
 	"github.com/wisent/stado/printer"
 	"github.com/wisent/stado/refusal"
@@ -317,7 +317,7 @@ func newServiceConvergeCommand(env *Env) *ucli.Command {
 		}, sshFlags()...),
 		Action: writeAction(env, "NAME", func(ctx context.Context, f *fleet.Fleet, c *ucli.Context, name string) error {
 			o := fleet.ConvergeOptions{Name: name, Reason: c.String("reason"), DryRun: c.Bool("dry-run"), Wait: c.Duration("wait"), Settle: c.Duration("settle")}
-			if err := convergeEvidence(ctx, env, f, c.Duration("stale-after"), &o); err != nil {
+			if err := convergence.Evidence(ctx, f, reading(env, c.Duration("stale-after")), &o); err != nil {
 				return err
 			}
 			res, err := f.Converge(ctx, o)
@@ -331,24 +331,6 @@ func newServiceConvergeCommand(env *Env) *ucli.Command {
 			return err
 		}),
 	}, true)
-}
-
-// convergeEvidence fills in what converge acts from: the registry's caps
-// and the undeclared units fresh beacons show (service list --undeclared).
-func convergeEvidence(ctx context.Context, env *Env, f *fleet.Fleet, stale time.Duration, o *fleet.ConvergeOptions) error {
-	caps, err := fleet.ResolveCaps(f.Doc.Autonomy, fleet.Requested{})
-	if err != nil {
-		return err
-	}
-	seen, err := beacon.List(ctx, f.Store, beacon.ListQuery{Reading: reading(env, stale), Undeclared: true})
-	if err != nil {
-		return err
-	}
-	o.Caps, o.Unseen = caps, seen.StaleHosts
-	for _, r := range seen.Services {
-		o.Sightings = append(o.Sightings, fleet.Sighting{Host: r.Host, Unit: r.Unit, State: r.State, PID: r.PID})
-	}
-	return nil
 }
 
 // ---------------------------------------------------------------- restart

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/wisent/stado/beacon"
+	"github.com/wisent/stado/convergence"
 	"github.com/wisent/stado/fleet"
 	"github.com/wisent/stado/refusal"
 )
@@ -157,17 +158,9 @@ func (s *Server) converge(ctx context.Context, name string, dryRun bool, reason 
 	if err != nil {
 		return res, err
 	}
-	caps, err := fleet.ResolveCaps(f.Doc.Autonomy, fleet.Requested{})
-	if err != nil {
+	o := fleet.ConvergeOptions{Name: name, DryRun: dryRun, Reason: reason}
+	if err := convergence.Evidence(ctx, f, beacon.Reading{Now: s.cfg.Now(), StaleAfter: s.cfg.StaleAfter, Store: "the desktop's store"}, &o); err != nil {
 		return res, err
-	}
-	seen, err := beacon.List(ctx, s.cfg.Store, beacon.ListQuery{Reading: beacon.Reading{Now: s.cfg.Now(), StaleAfter: s.cfg.StaleAfter, Store: "the desktop's store"}, Undeclared: true})
-	if err != nil {
-		return res, err
-	}
-	o := fleet.ConvergeOptions{Name: name, Caps: caps, Unseen: seen.StaleHosts, DryRun: dryRun, Reason: reason}
-	for _, r := range seen.Services {
-		o.Sightings = append(o.Sightings, fleet.Sighting{Host: r.Host, Unit: r.Unit, State: r.State, PID: r.PID})
 	}
 	return f.Converge(ctx, o)
 }

@@ -22,7 +22,8 @@
 // product stands against its declared version, from the same beacons, as
 // `release version show` reads it), the write half
 // (fleet, its only road to a host: the server takes a fleet.Connector),
-// register (the recovery rows it shows) and refusal. It never imports
+// convergence (what a converge acts from, read as `service converge`
+// reads it), register (the recovery rows it shows) and refusal. It never imports
 // channel or repair (the module's architecture test holds it to that); cli imports
 // desktop, never the reverse.
 package desktop

@@ -18,8 +18,8 @@ import (
 
 // Sighting is a loaded unit a host's beacon shows and no declaration of
 // that host covers (what `stado service list --undeclared` lists). fleet
-// reads no beacons: converge's caller reads them and hands the sightings
-// over.
+// reads no beacons: converge's caller reads them (package convergence) and
+// hands the sightings over.
 type Sighting struct {
 	Host  string `json:"host"`
 	Unit  string `json:"unit"`

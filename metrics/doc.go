@@ -13,9 +13,9 @@
 // recoveries, the release block read from the host's state file. Nothing
 // else in the tree calls a counter: what a metric says is what the beacon
 // said. The store's latency is the one measure the beacon does not hold;
-// Instrument wraps the store.Store once, where cli opens it, so every
-// reader and writer of the host process (runner, contributors, host API)
-// is timed.
+// Instrument wraps the store.Store once, where package hostprocess
+// assembles the host process, so every reader and writer of the host
+// process (runner, contributors, host API) is timed.
 //
 // It is a package of its own, not a file of beacon, so that beacon (the
 // read half every read command links) carries no metrics code, and so

@@ -22,12 +22,14 @@
 //
 // repair imports channel (the Host interface it acts through, and the
 // Connector that reaches peers, which cli builds over the SSH client and
-// hands to HostProcess, so repair never imports channel/sshclient),
+// package hostprocess hands to HostProcess, so repair never imports
+// channel/sshclient),
 // channel/local (this host's own end, built by HostProcess), register (the
 // recovery record it appends and reads back), alert (the alerts of each
 // attempt), beacon (the contributor interface and the blocks it fills),
 // resolver (the waiting list peers are judged from), catalog, store, units,
-// refusal and registry. It must not import cli, fleet, autonomy or desktop;
-// nothing but cli imports it, and no package imports it to alert or to read
-// the register.
+// refusal and registry. It must not import cli, hostprocess, fleet,
+// autonomy or desktop; nothing but cli (`stado repair`) and hostprocess
+// (the host process's contributors) imports it, and no package imports it
+// to alert or to read the register.
 package repair

@@ -10,6 +10,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"os"
 	"path"
 	"regexp"
 	"slices"
@@ -150,6 +151,33 @@ type Request struct {
 	ForcedCommand bool
 	// Now stamps the state file's activation; nil is time.Now.
 	Now func() time.Time
+}
+
+// ReadKeys reads the key files an operator names into req: each of
+// keyFiles as a release public key (KeyFromFile, appended to Keys) and, when
+// channelKeyFile is not "", the operator's SSH public key (ChannelKey,
+// trimmed). A file that cannot be read is refused with unreadable naming
+// it; a release key KeyFromFile refuses, with its refusal.
+func (req *Request) ReadKeys(keyFiles []string, channelKeyFile string) error {
+	for _, file := range keyFiles {
+		text, err := os.ReadFile(file)
+		if err != nil {
+			return refusal.New(refusal.Unreadable, "release key %s: %v", file, err)
+		}
+		k, err := KeyFromFile(file, text)
+		if err != nil {
+			return err
+		}
+		req.Keys = append(req.Keys, k)
+	}
+	if channelKeyFile != "" {
+		text, err := os.ReadFile(channelKeyFile)
+		if err != nil {
+			return refusal.New(refusal.Unreadable, "channel key %s: %v", channelKeyFile, err)
+		}
+		req.ChannelKey = strings.TrimSpace(string(text))
+	}
+	return nil
 }
 
 // Step is what one step found and did.

@@ -11,6 +11,8 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -414,5 +416,46 @@ func TestKeyInLineFindsTheKeyPastOptions(t *testing.T) {
 	}
 	if _, ok := keyInLine("# ssh-ed25519 comment only"); ok {
 		t.Error("a comment line holds a key")
+	}
+}
+
+// The operator's key files: each release key read and named by its file,
+// the channel key trimmed, and a file that cannot be read refused with
+// unreadable naming it before anything else is read.
+func TestReadKeysReadsTheOperatorsKeyFiles(t *testing.T) {
+	dir := t.TempDir()
+	pub, _, err := minisign.GenerateKey(rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	text, _ := pub.MarshalText()
+	relKey := filepath.Join(dir, "publisher.pub")
+	chanKey := filepath.Join(dir, "operator.pub")
+	line := sshPub(t, "operator")
+	if err := os.WriteFile(relKey, text, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(chanKey, []byte(line+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var req Request
+	if err := req.ReadKeys([]string{relKey}, chanKey); err != nil {
+		t.Fatal(err)
+	}
+	if len(req.Keys) != 1 || req.Keys[0].Name != "publisher" || req.ChannelKey != line {
+		t.Fatalf("keys %+v, channel key %q", req.Keys, req.ChannelKey)
+	}
+	missing := filepath.Join(dir, "missing.pub")
+	for _, c := range []struct {
+		keys    []string
+		channel string
+	}{
+		{[]string{missing}, ""},     // a release key
+		{[]string{relKey}, missing}, // the channel key
+	} {
+		var req Request
+		if err := req.ReadKeys(c.keys, c.channel); !refusal.Is(err, refusal.Unreadable) || !strings.Contains(err.Error(), missing) {
+			t.Errorf("%v, want unreadable naming %s", err, missing)
+		}
 	}
 }

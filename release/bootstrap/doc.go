@@ -8,7 +8,9 @@
 // operator's key to the channel — each of which first reads whether its
 // effect is already on the host and then does nothing. Every remote action
 // is one argv through a Shell; no shell string is built here (the SSH end
-// quotes each word for the remote side).
+// quotes each word for the remote side). The only files it reads on the
+// operator's machine are the key files the operator names
+// (Request.ReadKeys).
 //
 // bootstrap imports release (the host layout, the state document and the
 // signed-manifest contract: LoadSigned, VerifySigned, Fetch), units (the

@@ -1,8 +1,9 @@
 // Package rollout brings hosts to the release versions the registry
 // declares and shows where they stand: `stado release version show`
-// (ShowFleet from beacons with no SSH, ShowHost over one host's channel)
-// and `stado release version converge` (Converge: canary first, then a
-// bounded number of hosts at once, stopping at the first failure).
+// (ShowFleet from beacons with no SSH, ShowHost over one host's channel,
+// ShowTarget naming the host by its registry target) and `stado release
+// version converge` (Converge: canary first, then a bounded number of hosts
+// at once, stopping at the first failure).
 //
 // It decides and orders; each host does the work of one activation in one
 // channel call (channel.Host's ReleaseActivate, served by release/hostend),

@@ -7,6 +7,7 @@ import (
 
 	"github.com/wisent/stado/beacon"
 	"github.com/wisent/stado/channel"
+	"github.com/wisent/stado/refusal"
 	"github.com/wisent/stado/registry"
 	"github.com/wisent/stado/release"
 )
@@ -141,6 +142,17 @@ func ShowHost(ctx context.Context, host channel.Host, t *registry.Target, decl D
 		rows = append(rows, r)
 	}
 	return rows, nil
+}
+
+// ShowTarget is ShowHost of the target doc names, over the Host connect
+// gives it, with doc's declarations. A name doc declares no target of is
+// refused with not_found before any host is reached.
+func ShowTarget(ctx context.Context, connect channel.Connector, doc *registry.Document, name, product string) ([]Row, error) {
+	t, ok := doc.Target(name)
+	if !ok {
+		return nil, refusal.New(refusal.NotFound, "the registry declares no target %q", name)
+	}
+	return ShowHost(ctx, connect(*t), t, DeclarationsOf(doc), product)
 }
 
 // judge sets the row's status from its declared and active versions, or

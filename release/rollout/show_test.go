@@ -7,6 +7,9 @@ import (
 	"time"
 
 	"github.com/wisent/stado/beacon"
+	"github.com/wisent/stado/channel"
+	"github.com/wisent/stado/refusal"
+	"github.com/wisent/stado/registry"
 	"github.com/wisent/stado/release"
 )
 
@@ -121,5 +124,20 @@ func TestShowHostSaysWhetherTheRunningPidRunsTheActiveImage(t *testing.T) {
 	r := rows[0]
 	if !r.Converged || r.OnActive == nil || !*r.OnActive || r.PID != 11 || r.Backup.Version != "1.0" || r.Last.PID != 11 || r.Beacon != nil {
 		t.Errorf("row %+v", r)
+	}
+}
+
+// A target the registry does not declare is refused with not_found before
+// any host is reached; a declared one is read over the Host connect gives.
+func TestShowTargetRefusesAnUndeclaredTargetBeforeConnecting(t *testing.T) {
+	doc := fleetOf(1)
+	h := &stateHost{}
+	connected := 0
+	connect := func(registry.Target) channel.Host { connected++; return h }
+	if _, err := ShowTarget(context.Background(), connect, doc, "nosuch", ""); !refusal.Is(err, refusal.NotFound) || connected != 0 {
+		t.Fatalf("%v after %d connection(s), want not_found before any", err, connected)
+	}
+	if _, err := ShowTarget(context.Background(), connect, doc, doc.Targets[0].Name, ""); err != nil || connected != 1 {
+		t.Fatalf("%v after %d connection(s), want one read", err, connected)
 	}
 }

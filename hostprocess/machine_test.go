@@ -1,11 +1,11 @@
-package cli
+package hostprocess
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/wisent/stado/release"
 	"github.com/wisent/stado/store"
@@ -17,17 +17,19 @@ func TestTheHostChannelReadsReleaseStateWithoutAStoreAndActivationSaysWhyNot(t *
 		"brama": {Active: &release.Image{Product: "brama", Version: "1.4.3", SHA256: "ab"}}}}); err != nil {
 		t.Fatal(err)
 	}
-	env := NewEnv(nil, &bytes.Buffer{}, &bytes.Buffer{})
-	env.Getenv = func(k string) string {
-		return map[string]string{"HOME": t.TempDir(), release.RootEnv: root}[k]
+	home := t.TempDir()
+	m := Machine{
+		Home:      home,
+		Getenv:    func(k string) string { return map[string]string{"HOME": home, release.RootEnv: root}[k] },
+		OpenStore: func(context.Context, string) (store.Store, error) { return nil, errors.New("no store named") },
+		Now:       time.Now,
 	}
-	env.OpenStore = func(context.Context, string) (store.Store, error) { return nil, errors.New("no store named") }
-	h := newLocalHost(env)
+	h := m.LocalHost()
 	res, err := h.ReleaseState(context.Background(), release.StateRequest{})
 	if err != nil || res.State.Products["brama"].Active.Version != "1.4.3" {
 		t.Fatalf("state %+v %v, want brama 1.4.3 read from %s", res.State, err, root)
 	}
-	rh, closeFn, err := hostRelease(context.Background(), env)
+	rh, closeFn, err := m.release(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
