@@ -496,13 +496,19 @@ func decide(cat *catalog.Catalog, host string, s *registry.ServiceOutline, r Row
 // BeaconStands reports whether a beacon row can stand in for the verify's
 // reading of its unit: the beacon is fresh, says a state the plan knows
 // (active, inactive, failed, failing or missing) and carries the host's
-// comparison of the unit file with the declaration's rendering.
+// comparison of the unit file with the declaration's rendering. A unit
+// caught running after its supervisor started it CrashLoopStarts times or
+// more does not stand: one reading cannot tell a crash loop between two
+// crashes from a unit that recovered, so the sweep reads it a second time
+// and the plan weighs both readings (rule 5).
 func BeaconStands(b *beacon.Row) bool {
 	if b == nil || b.Beacon.Kind != beacon.FreshnessFresh || b.File == nil || b.File.Uncompared {
 		return false
 	}
 	switch b.State {
-	case units.StateActive, units.StateInactive, units.StateFailed, units.StateFailing, units.StateMissing:
+	case units.StateActive:
+		return b.Starts < CrashLoopStarts
+	case units.StateInactive, units.StateFailed, units.StateFailing, units.StateMissing:
 		return true
 	}
 	return false

@@ -181,13 +181,19 @@ func TestOnlyHostsWhoseBeaconStandsInForEveryUnitAreAskedForReachabilityAlone(t 
 		{Name: "older-host", Services: []registry.Service{svc("a")}}, // its beacon compares no files
 		{Name: "uncompared", Services: []registry.Service{svc("a")}},
 		{Name: "empty"},
+		// caught running after its supervisor restarted it: a crash loop
+		// between two crashes, or a unit that recovered; the beacon alone
+		// cannot tell, so the sweep reads it again
+		{Name: "restarted", Services: []registry.Service{svc("a")}},
 	}}
 	unc := filed(freshRow("uncompared", "a", units.StateActive), false, false)
 	unc.File.Uncompared = true
+	restarted := filed(freshRow("restarted", "a", units.StateActive), false, false)
+	restarted.Starts = CrashLoopStarts
 	rows := []beacon.Row{*filed(freshRow("filed", "a", units.StateActive), false, false), *filed(freshRow("filed", "b", units.StateMissing), true, true),
-		freshRow("filed", "old", units.StateActive), staleRow("stale", "a"), freshRow("older-host", "a", units.StateActive), *unc}
+		freshRow("filed", "old", units.StateActive), staleRow("stale", "a"), freshRow("older-host", "a", units.StateActive), *unc, *restarted}
 	stands := StandingOnBeacons(doc, nil, rows)
-	for host, want := range map[string]bool{"filed": true, "stale": false, "older-host": false, "uncompared": false, "empty": true} {
+	for host, want := range map[string]bool{"filed": true, "stale": false, "older-host": false, "uncompared": false, "empty": true, "restarted": false} {
 		if stands(host) != want {
 			t.Errorf("%s: reach only %v, want %v", host, stands(host), want)
 		}
