@@ -150,7 +150,9 @@ func autonomyJourney(t *testing.T, bed *testbed.Bed, store, p string) {
 				bed.Exec(ctx, h, "rm", "-f", "/etc/systemd/system/"+u)
 			}
 			bed.Exec(ctx, h, "systemctl", "daemon-reload")
-			bed.Exec(ctx, h, "systemctl", "reset-failed")
+			for _, u := range names {
+				bed.Exec(ctx, h, "systemctl", "reset-failed", u) // this journey's units only: a parallel journey's restart counts stay
+			}
 		}
 	}
 	push := func(t *testing.T, doc string) {

@@ -194,7 +194,9 @@ func beaconJourney(t *testing.T, bed *testbed.Bed, store, prefix string, port in
 				bed.Exec(ctx, h, "rm", "-f", "/etc/systemd/system/"+u)
 			}
 			bed.Exec(ctx, h, "systemctl", "daemon-reload")
-			bed.Exec(ctx, h, "systemctl", "reset-failed")
+			for _, u := range []string{prefix + "-stado.service", prefix + "-sleeper.service", prefix + "-crashy.service"} {
+				bed.Exec(ctx, h, "systemctl", "reset-failed", u) // this journey's units only: a parallel journey's restart counts stay
+			}
 		}
 	})
 

@@ -65,7 +65,9 @@ func TestConvergeJourneyRetiresTheCopyOfAHostNoLongerDeclaringItFromTheCLITheAPI
 				bed.Exec(ctx, h, "rm", "-f", "/etc/systemd/system/"+u)
 			}
 			bed.Exec(ctx, h, "systemctl", "daemon-reload")
-			bed.Exec(ctx, h, "systemctl", "reset-failed")
+			for _, u := range []string{"cj-app.service", "cj-stado.service"} {
+				bed.Exec(ctx, h, "systemctl", "reset-failed", u) // this journey's units only: a parallel journey's restart counts stay
+			}
 		}
 	})
 	fleetFile := filepath.Join(t.TempDir(), "fleet.yaml")

@@ -281,7 +281,9 @@ func TestDesktopJourneyAnOperatorReadsTheFleetInARealBrowser(t *testing.T) {
 			bed.Exec(ctx, h, "rm", "-f", "/etc/systemd/system/"+u)
 		}
 		bed.Exec(ctx, h, "systemctl", "daemon-reload")
-		bed.Exec(ctx, h, "systemctl", "reset-failed")
+		for _, u := range units {
+			bed.Exec(ctx, h, "systemctl", "reset-failed", u) // this journey's units only: a parallel journey's restart counts stay
+		}
 		bed.Exec(ctx, h, "rm", "-f", "/var/tmp/dj-hold.marker")
 	})
 	if err := bed.WriteFile(h, "/var/tmp/dj-hold.marker", []byte("held\n"), 0o644); err != nil {

@@ -114,7 +114,7 @@ func TestFiftyHostsABrokenQuarterIsPlannedFromBeaconsAndRepaired(t *testing.T) {
 	}
 	t.Cleanup(func() {
 		onEveryHost("sh", "-c", "systemctl disable --now f50-stado.service f50-svc.service; rm -f /etc/systemd/system/f50-stado.service "+unitFile+
-			"; systemctl daemon-reload; systemctl reset-failed")
+			"; systemctl daemon-reload; systemctl reset-failed 'f50-*'")
 	})
 
 	var doc strings.Builder

@@ -65,7 +65,7 @@ func TestOarbankHandWrittenAgentRestartsKeepingItsWorkloadAndRetireDrainsIt(t *t
 			bed.Exec(ctx, h, "kill", strconv.Itoa(workloadPID))
 		}
 		bed.Exec(ctx, h, "systemctl", "daemon-reload")
-		bed.Exec(ctx, h, "systemctl", "reset-failed")
+		bed.Exec(ctx, h, "systemctl", "reset-failed", "oarbank-agent.service") // this journey's unit only
 		bed.Exec(ctx, h, "rm", "-rf", "/var/tmp/oarbank-hw")
 	})
 

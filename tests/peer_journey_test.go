@@ -112,9 +112,9 @@ func TestPeerJourneyHost1RepairsHost2sStandingServiceOverSSH(t *testing.T) {
 		bed.Exec(ctx, h2, "systemctl", "stop", "pj-brama.service")
 		bed.Exec(ctx, h2, "rm", "-f", "/etc/systemd/system/pj-brama.service", "/var/tmp/pj-brama.marker")
 		bed.Exec(ctx, h2, "systemctl", "daemon-reload")
-		bed.Exec(ctx, h2, "systemctl", "reset-failed")
+		bed.Exec(ctx, h2, "systemctl", "reset-failed", "pj-brama.service") // this journey's unit only
 		for _, h := range []testbed.Host{h1, h2} {
-			bed.Exec(ctx, h, "systemctl", "reset-failed")
+			bed.Exec(ctx, h, "systemctl", "reset-failed", "pj-*") // this journey's units only: a parallel journey's restart counts stay
 			bed.Exec(ctx, h, "rm", "-rf", peerHome)
 		}
 	})

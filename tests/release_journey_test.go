@@ -84,7 +84,7 @@ func newRelBed(t *testing.T, n int, store, prefix string, port int) *relBed {
 				bed.Exec(ctx, h, "rm", "-f", "/etc/systemd/system/"+u)
 			}
 			bed.Exec(ctx, h, "systemctl", "daemon-reload")
-			bed.Exec(ctx, h, "systemctl", "reset-failed")
+			bed.Exec(ctx, h, "systemctl", "reset-failed", prefix+"-*") // this journey's units only: a parallel journey's restart counts stay
 			bed.Exec(ctx, h, "rm", "-rf", relRoot, "/root/.stado/store-url")
 		}
 	})

@@ -87,7 +87,7 @@ func TestStaleStoreLockIsClearedByTheObjectAPIStepAndTheQuestionIsAnsweredAgain(
 		bed.Exec(ctx, h, "systemctl", "disable", "--now", "uj-stado.service")
 		bed.Exec(ctx, h, "rm", "-f", "/etc/systemd/system/uj-stado.service")
 		bed.Exec(ctx, h, "systemctl", "daemon-reload")
-		bed.Exec(ctx, h, "systemctl", "reset-failed")
+		bed.Exec(ctx, h, "systemctl", "reset-failed", "uj-*") // this journey's units only: a parallel journey's restart counts stay
 		bed.Exec(ctx, h, "rm", "-rf", "/var/tmp/uj-home", "/var/tmp/uj-orphan.pid")
 	})
 	// the store the object-api step acts on, as an operator points a

@@ -104,7 +104,7 @@ func TestUserScopeServiceIsObservedInItsUsersManagerAndRecoveredThroughIt(t *tes
 		bed.Exec(ctx, h, "systemctl", "disable", "--now", "us-stado.service")
 		bed.Exec(ctx, h, "rm", "-f", "/etc/systemd/system/us-stado.service")
 		bed.Exec(ctx, h, "systemctl", "daemon-reload")
-		bed.Exec(ctx, h, "systemctl", "reset-failed")
+		bed.Exec(ctx, h, "systemctl", "reset-failed", "us-*") // this journey's units only: a parallel journey's restart counts stay
 		bed.Exec(ctx, h, "rm", "-rf", "/var/tmp/us-home", "/var/tmp/us-web.marker")
 	})
 

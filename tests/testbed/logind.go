@@ -179,7 +179,7 @@ func (b *Bed) disableLinger(t testing.TB, h Host, u LoginUser) {
 		{"systemctl", "stop", "user@*.service", "user-runtime-dir@*.service"},
 		{"systemctl", "stop", "systemd-logind.service"},
 		{"systemctl", "mask", "systemd-logind.service"},
-		{"systemctl", "reset-failed"},
+		{"systemctl", "reset-failed", "user@*.service", "user-runtime-dir@*.service", "systemd-logind.service"},
 	}
 	for _, argv := range steps {
 		if _, _, err := b.Exec(ctx, h, argv...); err != nil && argv[0] != "loginctl" {
