@@ -2,6 +2,9 @@ package etcdstore
 
 import (
 	"bytes"
+	"compress/lzw"
+	"encoding/binary"
+	"errors"
 	"reflect"
 	"strings"
 	"testing"
@@ -168,6 +171,60 @@ func TestValueEncodingRoundTrips(t *testing.T) {
 		"marker-no-encoding": []byte(valueMarker),
 		"unknown-encoding":   []byte(valueMarker + "q"),
 		"bad-gzip":           []byte(valueMarker + "znot gzip"),
+	} {
+		if _, err := decodeValue(b); err == nil {
+			t.Errorf("%s: decoded without error", name)
+		}
+	}
+}
+
+// packLZW stores value as a packed (encLZW) value, as a later stado's
+// writer will.
+func packLZW(t *testing.T, value []byte) []byte {
+	t.Helper()
+	out := append([]byte(valueMarker), encLZW)
+	out = binary.AppendUvarint(out, uint64(len(value)))
+	var b bytes.Buffer
+	w := lzw.NewWriter(&b, lzw.LSB, 8)
+	if _, err := w.Write(value); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return append(out, b.Bytes()...)
+}
+
+// A value packed with LZW reads back as written, under a reader's bound
+// or refused over it (errOverBound, before anything is expanded), and a
+// packed value whose stated length is not what its stream holds, or
+// states more than its bytes could expand to, is an error.
+func TestAPackedValueReadsBackAndAStatedLengthThatLiesIsRefused(t *testing.T) {
+	beacon := bytes.Repeat([]byte(`{"service":"svc00","unit":"svc00.service","state":"active","sub":"running","pid":1000},`), 40)
+	packed := packLZW(t, beacon)
+	if len(packed) >= len(beacon)/2 {
+		t.Fatalf("packed %d bytes into %d", len(beacon), len(packed))
+	}
+	for range 2 { // the second time through a kept reader
+		got, err := decodeValueMax(packed, 1<<20)
+		if err != nil || !bytes.Equal(got, beacon) {
+			t.Fatalf("read back %d bytes, %v; want the %d written", len(got), err, len(beacon))
+		}
+	}
+	if _, err := decodeValueMax(packed, len(beacon)-1); !errors.Is(err, errOverBound) {
+		t.Fatalf("over the reader's bound: %v, want errOverBound", err)
+	}
+	states := func(n uint64, stream []byte) []byte {
+		out := binary.AppendUvarint(append([]byte(valueMarker), encLZW), n)
+		return append(out, stream...)
+	}
+	stream := packed[len(valueMarker)+1+len(binary.AppendUvarint(nil, uint64(len(beacon)))):]
+	for name, b := range map[string][]byte{
+		"longer than its stream":  states(uint64(len(beacon)+1), stream),
+		"shorter than its stream": states(uint64(len(beacon)-1), stream),
+		"more than it can hold":   states(1<<28, stream[:8]),
+		"no length":               []byte(valueMarker + "l"),
+		"truncated stream":        states(uint64(len(beacon)), stream[:len(stream)/2]),
 	} {
 		if _, err := decodeValue(b); err == nil {
 			t.Errorf("%s: decoded without error", name)

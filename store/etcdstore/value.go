@@ -3,10 +3,12 @@ package etcdstore
 import (
 	"bytes"
 	"compress/gzip"
+	"compress/lzw"
 	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
+	"sync"
 )
 
 // Stored values. etcd refuses a request larger than its --max-request-bytes
@@ -26,7 +28,17 @@ const (
 	valueMarker = "\x00stado-value\x00"
 	encRaw      = 'r'
 	encGzip     = 'z'
+	// encLZW is a value packed with compress/lzw (LSB order, 8-bit
+	// literals) behind its length as a uvarint. This stado reads it; none
+	// writes it yet. An older reader fails a listing on an encoding it
+	// does not know, so readers ship one release before any writer packs
+	// beacons this way (docs/etcd.md).
+	encLZW = 'l'
 )
+
+// lzwReaders keeps LZW readers (about 30 KB each) between values, so a
+// listing of packed beacons does not allocate one per value.
+var lzwReaders sync.Pool
 
 // encodeValue returns the bytes to store for value.
 func encodeValue(value []byte) ([]byte, error) {
@@ -107,7 +119,44 @@ func decodeValueMax(b []byte, limit int) ([]byte, error) {
 			return nil, fmt.Errorf("compressed value expands beyond %d bytes", MaxValueSize)
 		}
 		return out.Bytes(), nil
+	case encLZW:
+		return unpackLZW(rest[1:], limit, bound)
 	default:
-		return nil, fmt.Errorf("stored value has unknown encoding %q", rest[0])
+		return nil, fmt.Errorf("stored value has unknown encoding %q (written by a newer stado? upgrade this one)", rest[0])
 	}
+}
+
+// unpackLZW reads an encLZW value: its stated length first, refused over
+// bound before anything is expanded, then exactly that many bytes, and
+// nothing after them.
+func unpackLZW(b []byte, limit, bound int) ([]byte, error) {
+	n, k := binary.Uvarint(b)
+	switch {
+	case k <= 0:
+		return nil, errors.New("packed value: no length")
+	case n > uint64(bound) && limit > 0 && bound < MaxValueSize:
+		return nil, errOverBound
+	case n > uint64(bound):
+		return nil, fmt.Errorf("packed value states %d bytes, over %d", n, MaxValueSize)
+	case n > uint64(len(b)-k)*4096:
+		// one code of at most 12 bits expands to at most 4,096 bytes
+		return nil, fmt.Errorf("packed value states %d bytes, more than its %d packed bytes can hold", n, len(b)-k)
+	}
+	src := bytes.NewReader(b[k:])
+	r, _ := lzwReaders.Get().(*lzw.Reader)
+	if r == nil {
+		r = lzw.NewReader(src, lzw.LSB, 8).(*lzw.Reader)
+	} else {
+		r.Reset(src, lzw.LSB, 8)
+	}
+	defer lzwReaders.Put(r)
+	out := make([]byte, n)
+	if _, err := io.ReadFull(r, out); err != nil {
+		return nil, fmt.Errorf("packed value: %w", err)
+	}
+	var one [1]byte
+	if m, err := r.Read(one[:]); m != 0 || err != io.EOF {
+		return nil, errors.New("packed value: more bytes than it states")
+	}
+	return out, nil
 }
