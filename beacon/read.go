@@ -484,8 +484,8 @@ func (v *View) Declares(host string) bool {
 
 // declaredTarget is what the join reads of one target.
 type declaredTarget struct {
-	Name     string     `json:"name"`
-	Services []declared `json:"services"`
+	Name     string
+	Services []declared
 }
 
 // declared is what the join reads of one declared service.

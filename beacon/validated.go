@@ -116,8 +116,8 @@ func loadRegistry(ctx context.Context, st store.Store, cache *RegistryCache, how
 			// these bytes were decoded strictly and validated before
 			switch how {
 			case decodeRows:
-				if decl, meta, err := decodeDeclarations(obj); err == nil {
-					return loadedRegistry{decl: decl, meta: meta}
+				if o, meta, err := registry.DecodeOutline(obj); err == nil {
+					return loadedRegistry{decl: declarationsOf(o.Doc, o), meta: meta}
 				}
 			case decodeOutline:
 				if o, meta, err := registry.DecodeOutline(obj); err == nil {
@@ -141,28 +141,4 @@ func loadRegistry(ctx context.Context, st store.Store, cache *RegistryCache, how
 		_ = safefile.Write(cache.path(), rec, 0o600) // a cache that cannot be written is no cache
 	}
 	return loadedRegistry{doc: doc, meta: meta}
-}
-
-// decodeDeclarations reads of a stored registry object only what the join
-// reads, and its meta as registry.DecodeObject says it.
-func decodeDeclarations(obj store.Object) ([]declaredTarget, store.Meta, error) {
-	var env struct {
-		Meta     store.Meta `json:"meta"`
-		Document *struct {
-			Targets []declaredTarget `json:"targets"`
-		} `json:"document"`
-	}
-	if err := registry.DecodeStored(obj.Value, &env, false); err != nil {
-		return nil, store.Meta{}, err
-	}
-	if env.Document == nil {
-		return nil, store.Meta{}, fmt.Errorf("read %s: envelope has no document", obj.Key)
-	}
-	if obj.Key == store.RegistryKey || env.Meta.Revision == 0 {
-		env.Meta.Revision = obj.Revision
-	}
-	if env.Document.Targets == nil {
-		env.Document.Targets = []declaredTarget{}
-	}
-	return env.Document.Targets, env.Meta, nil
 }

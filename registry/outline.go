@@ -58,11 +58,8 @@ type Outline struct {
 // Outline. A document too small to split, or one whose layout the split
 // decoding does not take, is decoded whole.
 func DecodeOutline(obj store.Object) (*Outline, store.Meta, error) {
-	if len(obj.Value) > MaxDocumentBytes+64<<10 {
-		return nil, store.Meta{}, fmt.Errorf("read %s at revision %d: %w", obj.Key, obj.Revision, &ParseError{Source: obj.Key, Msg: fmt.Sprintf("stored document is %d bytes, the limit is %d (docs/limits.md)", len(obj.Value), MaxDocumentBytes)})
-	}
-	if err := checkJSONBudget(obj.Value, obj.Key); err != nil {
-		return nil, store.Meta{}, fmt.Errorf("read %s at revision %d: %w", obj.Key, obj.Revision, err)
+	if err := checkStored(obj); err != nil {
+		return nil, store.Meta{}, err
 	}
 	layout := scanEnvelope(obj.Value)
 	var services [][]ServiceOutline

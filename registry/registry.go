@@ -51,12 +51,8 @@ func decodeEnvelope(obj store.Object) (*Document, store.Meta, error) {
 
 // decodeEnvelopeAs is decodeEnvelope refusing unknown fields when strict.
 func decodeEnvelopeAs(obj store.Object, strict bool) (*Document, store.Meta, error) {
-	// The envelope adds its meta to a document of at most MaxDocumentBytes.
-	if len(obj.Value) > MaxDocumentBytes+64<<10 {
-		return nil, store.Meta{}, fmt.Errorf("read %s at revision %d: %w", obj.Key, obj.Revision, &ParseError{Source: obj.Key, Msg: fmt.Sprintf("stored document is %d bytes, the limit is %d (docs/limits.md)", len(obj.Value), MaxDocumentBytes)})
-	}
-	if err := checkJSONBudget(obj.Value, obj.Key); err != nil {
-		return nil, store.Meta{}, fmt.Errorf("read %s at revision %d: %w", obj.Key, obj.Revision, err)
+	if err := checkStored(obj); err != nil {
+		return nil, store.Meta{}, err
 	}
 	layout := scanEnvelope(obj.Value)
 	env, ok := decodeSplit(obj.Value, layout, strict, presizedTargets, decodeTarget)
@@ -73,6 +69,19 @@ func decodeEnvelopeAs(obj store.Object, strict bool) (*Document, store.Meta, err
 		env.Meta.Revision = obj.Revision
 	}
 	return env.Document, env.Meta, nil
+}
+
+// checkStored refuses a stored envelope over the document's bounds before
+// anything of it is decoded.
+func checkStored(obj store.Object) error {
+	// The envelope adds its meta to a document of at most MaxDocumentBytes.
+	if len(obj.Value) > MaxDocumentBytes+64<<10 {
+		return fmt.Errorf("read %s at revision %d: %w", obj.Key, obj.Revision, &ParseError{Source: obj.Key, Msg: fmt.Sprintf("stored document is %d bytes, the limit is %d (docs/limits.md)", len(obj.Value), MaxDocumentBytes)})
+	}
+	if err := checkJSONBudget(obj.Value, obj.Key); err != nil {
+		return fmt.Errorf("read %s at revision %d: %w", obj.Key, obj.Revision, err)
+	}
+	return nil
 }
 
 // Load returns the current registry and its meta. An empty store returns

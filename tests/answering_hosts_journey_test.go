@@ -100,12 +100,7 @@ func TestAnsweringOnSeveralHostsRecoversOnlyTheHostWhoseCopyStands(t *testing.T)
 	t.Cleanup(func() {
 		for _, h := range hosts {
 			for _, u := range []string{"ah-stado.service", "ah-api.service"} {
-				bed.Exec(ctx, h, "systemctl", "disable", "--now", u)
-				bed.Exec(ctx, h, "rm", "-f", "/etc/systemd/system/"+u)
-			}
-			bed.Exec(ctx, h, "systemctl", "daemon-reload")
-			for _, u := range []string{"ah-stado.service", "ah-api.service"} {
-				bed.Exec(ctx, h, "systemctl", "reset-failed", u) // this journey's units only: a parallel journey's restart counts stay
+				removeUnit(bed, h, u) // its failed state reset by name: a parallel journey's restart counts stay
 			}
 			bed.Exec(ctx, h, "rm", "-rf", "/var/tmp/ah-home", "/var/tmp/ah-hold.marker")
 		}

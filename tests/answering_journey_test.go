@@ -144,12 +144,7 @@ func TestAnsweringJourneyStandingServiceIsRepairedRestartedAndRecorded(t *testin
 	units := []string{"aj-stado.service", "aj-hold.service", "aj-sealed.service", "aj-ok.service"}
 	t.Cleanup(func() {
 		for _, u := range units {
-			bed.Exec(ctx, h, "systemctl", "disable", "--now", u)
-			bed.Exec(ctx, h, "rm", "-f", "/etc/systemd/system/"+u)
-		}
-		bed.Exec(ctx, h, "systemctl", "daemon-reload")
-		for _, u := range units {
-			bed.Exec(ctx, h, "systemctl", "reset-failed", u) // this journey's units only: a parallel journey's restart counts stay
+			removeUnit(bed, h, u) // its failed state reset by name: a parallel journey's restart counts stay
 		}
 		bed.Exec(ctx, h, "rm", "-rf", "/var/tmp/aj-home", "/var/tmp/aj-hold.marker")
 	})

@@ -143,15 +143,9 @@ func autonomyJourney(t *testing.T, bed *testbed.Bed, store, p string) {
 	bed.InstallStado(t, bin)
 	c := &ajCLI{cli: newCLI(t, bed, store), store: store}
 	cleanup := func(hosts []testbed.Host, names ...string) {
-		ctx := context.Background()
 		for _, h := range hosts {
 			for _, u := range names {
-				bed.Exec(ctx, h, "systemctl", "disable", "--now", u)
-				bed.Exec(ctx, h, "rm", "-f", "/etc/systemd/system/"+u)
-			}
-			bed.Exec(ctx, h, "systemctl", "daemon-reload")
-			for _, u := range names {
-				bed.Exec(ctx, h, "systemctl", "reset-failed", u) // this journey's units only: a parallel journey's restart counts stay
+				removeUnit(bed, h, u) // its failed state reset by name: a parallel journey's restart counts stay
 			}
 		}
 	}

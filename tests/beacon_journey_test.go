@@ -186,19 +186,7 @@ func beaconJourney(t *testing.T, bed *testbed.Bed, store, prefix string, port in
 		t.Fatal(err)
 	}
 	c.mustRun(t, "registry", "push", fleet, "--reason", "beacon journey")
-	t.Cleanup(func() {
-		ctx := context.Background()
-		for _, h := range hosts {
-			for _, u := range []string{prefix + "-stado.service", prefix + "-sleeper.service", prefix + "-crashy.service"} {
-				bed.Exec(ctx, h, "systemctl", "disable", "--now", u)
-				bed.Exec(ctx, h, "rm", "-f", "/etc/systemd/system/"+u)
-			}
-			bed.Exec(ctx, h, "systemctl", "daemon-reload")
-			for _, u := range []string{prefix + "-stado.service", prefix + "-sleeper.service", prefix + "-crashy.service"} {
-				bed.Exec(ctx, h, "systemctl", "reset-failed", u) // this journey's units only: a parallel journey's restart counts stay
-			}
-		}
-	})
+	cleanupUnits(t, bed, hosts, prefix+"-stado.service", prefix+"-sleeper.service", prefix+"-crashy.service")
 
 	// Deploy: the host process first (it is the stado product), then the rest.
 	for _, h := range hosts {

@@ -58,18 +58,7 @@ func TestConvergeJourneyRetiresTheCopyOfAHostNoLongerDeclaringItFromTheCLITheAPI
 	h1, h2, h3 := bed.Host(1), bed.Host(2), bed.Host(3)
 	storeURL := "file://" + bed.NewStore(t)
 	c := newCLI(t, bed, storeURL)
-	t.Cleanup(func() {
-		for _, h := range []testbed.Host{h1, h2, h3} {
-			for _, u := range []string{"cj-app.service", "cj-stado.service"} {
-				bed.Exec(ctx, h, "systemctl", "disable", "--now", u)
-				bed.Exec(ctx, h, "rm", "-f", "/etc/systemd/system/"+u)
-			}
-			bed.Exec(ctx, h, "systemctl", "daemon-reload")
-			for _, u := range []string{"cj-app.service", "cj-stado.service"} {
-				bed.Exec(ctx, h, "systemctl", "reset-failed", u) // this journey's units only: a parallel journey's restart counts stay
-			}
-		}
-	})
+	cleanupUnits(t, bed, []testbed.Host{h1, h2, h3}, "cj-app.service", "cj-stado.service")
 	fleetFile := filepath.Join(t.TempDir(), "fleet.yaml")
 	push := func(appOn map[string]bool, why string) {
 		t.Helper()

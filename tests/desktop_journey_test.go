@@ -277,12 +277,7 @@ func TestDesktopJourneyAnOperatorReadsTheFleetInARealBrowser(t *testing.T) {
 	units := []string{"dj-stado.service", "dj-hold.service", "dj-sealed.service", "dj-crashy.service"}
 	t.Cleanup(func() {
 		for _, u := range units {
-			bed.Exec(ctx, h, "systemctl", "disable", "--now", u)
-			bed.Exec(ctx, h, "rm", "-f", "/etc/systemd/system/"+u)
-		}
-		bed.Exec(ctx, h, "systemctl", "daemon-reload")
-		for _, u := range units {
-			bed.Exec(ctx, h, "systemctl", "reset-failed", u) // this journey's units only: a parallel journey's restart counts stay
+			removeUnit(bed, h, u) // its failed state reset by name: a parallel journey's restart counts stay
 		}
 		bed.Exec(ctx, h, "rm", "-f", "/var/tmp/dj-hold.marker")
 	})

@@ -91,17 +91,12 @@ func TestOarbankAgentIsDeployedAnsweredAndRestartedWithoutStoppingItsWorkload(t 
 	t.Cleanup(func() {
 		for _, h := range hosts {
 			for _, u := range []string{"ob-stado.service", "oarbank-agent.service"} {
-				bed.Exec(ctx, h, "systemctl", "disable", "--now", u)
-				bed.Exec(ctx, h, "rm", "-f", "/etc/systemd/system/"+u)
+				removeUnit(bed, h, u) // its failed state reset by name: a parallel journey's restart counts stay
 			}
 			// KillMode=process leaves the workload behind by design: end it
 			// by the pid the agent recorded
 			if pid := workloadPIDs[h.Name]; pid > 0 {
 				bed.Exec(ctx, h, "kill", strconv.Itoa(pid))
-			}
-			bed.Exec(ctx, h, "systemctl", "daemon-reload")
-			for _, u := range []string{"ob-stado.service", "oarbank-agent.service"} {
-				bed.Exec(ctx, h, "systemctl", "reset-failed", u) // this journey's units only: a parallel journey's restart counts stay
 			}
 			bed.Exec(ctx, h, "rm", "-rf", "/var/tmp/ob-home", "/var/tmp/oarbank", "/var/tmp/ob-proto")
 		}
