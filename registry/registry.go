@@ -269,13 +269,23 @@ func Update(ctx context.Context, st store.Store, reason string, fn func(d *Docum
 		defer cancel()
 	}
 	wait := updateFirstWait
+	// conflicted says why the context ran out when it ends during a later
+	// attempt's load or push: the earlier conflicts, not that step, are
+	// what the caller needs to hear.
+	var lastConflict error
+	conflicted := func(attempt int, err error) error {
+		if lastConflict == nil || ctx.Err() == nil || !errors.Is(err, ctx.Err()) {
+			return err
+		}
+		return fmt.Errorf("update registry: %d attempts met a conflict: %w (last: %w)", attempt-1, ctx.Err(), lastConflict)
+	}
 	for attempt := 1; ; attempt++ {
 		cur, meta, err := Load(ctx, st)
 		switch {
 		case errors.Is(err, store.ErrNotFound):
 			cur, meta = &Document{Version: 1}, store.Meta{}
 		case err != nil:
-			return nil, store.Meta{}, err
+			return nil, store.Meta{}, conflicted(attempt, err)
 		}
 		next := cur.Clone()
 		if err := fn(next); err != nil {
@@ -284,10 +294,11 @@ func Update(ctx context.Context, st store.Store, reason string, fn func(d *Docum
 		m, err := Push(ctx, st, next, meta.Revision, reason)
 		if err == nil || !errors.Is(err, store.ErrConflict) {
 			if err != nil && m.Revision == 0 {
-				return nil, store.Meta{}, err
+				return nil, store.Meta{}, conflicted(attempt, err)
 			}
 			return next, m, err
 		}
+		lastConflict = err
 		t := time.NewTimer(wait/2 + mrand.N(wait))
 		select {
 		case <-ctx.Done():

@@ -319,6 +319,32 @@ func TestUpdateRetriesConflictsUntilItsContextEnds(t *testing.T) {
 	}
 }
 
+// slowAfterConflictStore conflicts once, then its next read lasts until
+// the caller's context ends: the deadline falls inside a load.
+type slowAfterConflictStore struct {
+	conflictingStore
+}
+
+func (s *slowAfterConflictStore) Get(ctx context.Context, key string) (store.Object, error) {
+	if s.attempts.Load() > 0 {
+		<-ctx.Done()
+		return store.Object{}, ctx.Err()
+	}
+	return s.FileStore.Get(ctx, key)
+}
+
+// When the context ends while a retry is loading, the error still says the
+// earlier attempts met conflicts: the load is not what went wrong.
+func TestUpdateWhoseContextEndsInARetrysLoadStillReportsTheConflict(t *testing.T) {
+	st := &slowAfterConflictStore{conflictingStore{FileStore: openFileStore(t)}}
+	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+	defer cancel()
+	_, _, err := registry.Update(ctx, st, "", incrementCounter)
+	if !errors.Is(err, context.DeadlineExceeded) || !errors.Is(err, store.ErrConflict) {
+		t.Fatalf("Update = %v, want an error matching both context.DeadlineExceeded and ErrConflict", err)
+	}
+}
+
 // A writer killed with SIGKILL at random points leaves the registry
 // readable at the revision it last completed (old or new), never partial,
 // and the lock free for the next writer.
