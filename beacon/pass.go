@@ -263,6 +263,7 @@ func (r *Runner) RunPass(ctx context.Context) (*Beacon, error) {
 		IntervalSeconds:   cfg.Interval.Seconds(),
 		StaleAfterSeconds: cfg.StaleAfter.Seconds(),
 		StadoVersion:      r.Version,
+		StoreReads:        store.Reads,
 		Units:             []UnitReport{},
 	}
 	r.mu.Lock()

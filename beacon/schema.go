@@ -43,6 +43,10 @@ type Beacon struct {
 	// StaleAfterSeconds is the age after which a reader must not trust it.
 	StaleAfterSeconds float64 `json:"stale_after_seconds"`
 	StadoVersion      string  `json:"stado_version"`
+	// StoreReads names the value encodings this host's stado reads beyond
+	// the ones every stado reads (store.Reads): an operator turns packing
+	// on once every host names it.
+	StoreReads []string `json:"store_reads,omitempty"`
 	// Units holds one report per declared service of this host.
 	Units []UnitReport `json:"units"`
 	// Undeclared lists loaded service units no declaration covers.

@@ -103,6 +103,7 @@ var jsonInvocations = map[string][]string{
 	"stado host unlock-store":        nil,
 	"stado host bootstrap":           {"host1", "--version", "1.0.0", "--key", "@doc"},
 	"stado store migrate":            {"--to", "file://@newstore"},
+	"stado store packing":            nil,
 	"stado service list":             nil,
 	"stado service status":           {"api"},
 	"stado service recoveries":       nil,

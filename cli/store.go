@@ -2,10 +2,14 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"time"
 
 	ucli "github.com/urfave/cli/v2"
 
+	"github.com/wisent/stado/beacon"
+	"github.com/wisent/stado/registry"
 	"github.com/wisent/stado/store"
 	"github.com/wisent/stado/store/etcdstore"
 )
@@ -13,8 +17,8 @@ import (
 func newStoreCommand(env *Env) *ucli.Command {
 	return &ucli.Command{
 		Name:        "store",
-		Usage:       "manage the store itself: move stado's data between backends",
-		Subcommands: []*ucli.Command{newStoreMigrateCommand(env)},
+		Usage:       "manage the store itself: move stado's data between backends, pack an etcd store's values",
+		Subcommands: []*ucli.Command{newStoreMigrateCommand(env), newStorePackingCommand(env)},
 	}
 }
 
@@ -74,4 +78,53 @@ func runStoreMigrate(ctx context.Context, env *Env, opts storeMigrateOptions) er
 	}
 	res := store.Migrated{From: etcdstore.Redact(opts.From), To: etcdstore.Redact(opts.To), Migration: m}
 	return emit(env, "stado.store.migrate", res, func(t *text) { t.lines(res.Lines()) })
+}
+
+func newStorePackingCommand(env *Env) *ucli.Command {
+	return withShared(env, &ucli.Command{
+		Name:  "packing",
+		Usage: "show, or turn on or off, the packing of an etcd store's beacon-sized values",
+		UsageText: "stado store packing [--on [--force] | --off] [--json]\n\n" +
+			"Packed, a beacon takes about a third of its bytes in etcd, and a\n" +
+			"fleet-wide listing moves a third as much. A stado older than the\n" +
+			"first that reads packed values fails on them, so packing is off until\n" +
+			"this command turns it on. Without a flag it shows the state and every\n" +
+			"host whose beacon does not say its stado reads packed values. --on\n" +
+			"is refused while there is such a host, unless --force (only when no\n" +
+			"older stado reads the store: workstations and Desktop servers too).\n" +
+			"Writers take the change within five minutes.\n\n" +
+			"example:\n   stado store packing --store etcd://127.0.0.1:2379/stado\n" +
+			"   stado store packing --on --json",
+		Flags: []ucli.Flag{
+			&ucli.BoolFlag{Name: "on", Usage: "pack values from now on"},
+			&ucli.BoolFlag{Name: "off", Usage: "store values as written from now on (packed ones stay readable)"},
+			&ucli.BoolFlag{Name: "force", Usage: "turn packing on although some hosts' beacons do not say they read it"},
+		},
+		Action: func(c *ucli.Context) error {
+			var want *bool
+			switch on, off := c.Bool("on"), c.Bool("off"); {
+			case c.Args().Len() != 0:
+				return usagef("store packing takes no arguments, got %q", c.Args().Slice())
+			case on && off:
+				return usagef("store packing: --on and --off together")
+			case on || off:
+				want = &on
+			case c.Bool("force"):
+				return usagef("store packing: --force goes with --on")
+			}
+			st, err := openStore(c.Context, env)
+			if err != nil {
+				return err
+			}
+			defer st.Close()
+			res, err := beacon.SetPacking(c.Context, st, want, c.Bool("force"), registry.Writer(), time.Now())
+			if errors.Is(err, beacon.ErrCannotPack) {
+				return usagef("store packing: %v", err)
+			}
+			if err != nil {
+				return err
+			}
+			return emit(env, "stado.store.packing", res, func(t *text) { t.lines(res.Lines()) })
+		},
+	}, true)
 }

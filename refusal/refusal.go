@@ -129,6 +129,9 @@ const (
 	ReleaseNotProven     Code = "release_not_proven"      // the restart did not prove a fresh pid on the activated image; the backup was restored
 	ReleaseRestoreFailed Code = "release_restore_failed"  // the new image failed and the backup could not be proven either
 	ReleaseNoKeys        Code = "release_no_keys"         // the host pins no release key
+
+	// The store itself (docs/etcd.md).
+	PackingUnread Code = "packing_unread" // packing asked on while some host's stado would not read packed values
 )
 
 var known = map[Code]bool{}
@@ -151,6 +154,7 @@ func init() {
 		TokenRequired, CSRFRefused, HostHeaderRefused,
 		ReleaseUnsigned, ReleaseUntrusted, ReleaseMismatch, ReleaseTampered, ReleaseDigest, ReleaseDowngrade,
 		ReleaseImageCorrupt, ReleaseNotProven, ReleaseRestoreFailed, ReleaseNoKeys,
+		PackingUnread,
 	} {
 		known[c] = true
 	}

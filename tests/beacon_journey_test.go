@@ -1,10 +1,13 @@
 package tests
 
 import (
+	"bytes"
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -255,6 +258,10 @@ func beaconJourney(t *testing.T, bed *testbed.Bed, store, prefix string, port in
 		return h.State == "failing" && h.LastExit != nil && *h.LastExit == 3 && strings.Contains(h.LastStderr, crashy+" is dying"), fmt.Sprintf("%+v", h)
 	})
 
+	if leased {
+		packingJourney(t, bed, c, store, hosts, prefix+"-stado.service")
+	}
+
 	// Stop one host's stado: after the bound (3 × 1 s) its rows read
 	// unknown with the age, never active; the other hosts are unaffected.
 	victim := hosts[2]
@@ -335,4 +342,93 @@ func beaconJourney(t *testing.T, bed *testbed.Bed, store, prefix string, port in
 	if n := accepted.Load(); n != 0 {
 		t.Fatalf("the read half opened %d connection(s) to port 22", n)
 	}
+}
+
+// packingJourney turns packing on in the etcd store the hosts publish to:
+// refused while an older host's beacon is there, done once it is gone;
+// restarted host processes then store their beacons packed, and the read
+// half reads every one of them.
+func packingJourney(t *testing.T, bed *testbed.Bed, c *cli, storeURL string, hosts []testbed.Host, hostUnit string) {
+	t.Helper()
+	rest := strings.TrimPrefix(storeURL, "etcd://")
+	eps, prefix, _ := strings.Cut(rest, "/")
+	ep := "http://" + strings.Split(eps, ",")[0]
+	gateway := func(path string, req map[string]any) map[string]any {
+		t.Helper()
+		body, _ := json.Marshal(req)
+		resp, err := http.Post(ep+path, "application/json", bytes.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		var out map[string]any
+		if err := json.NewDecoder(resp.Body).Decode(&out); err != nil || resp.StatusCode != 200 {
+			t.Fatalf("%s: %d %v", path, resp.StatusCode, err)
+		}
+		return out
+	}
+	key := func(k string) string { return base64.StdEncoding.EncodeToString([]byte(prefix + "/" + k)) }
+	rawBeacon := func(host string) []byte {
+		kvs, _ := gateway("/v3/kv/range", map[string]any{"key": key("beacons/" + host)})["kvs"].([]any)
+		if len(kvs) != 1 {
+			t.Fatalf("no beacon of %s in etcd", host)
+		}
+		v, _ := base64.StdEncoding.DecodeString(kvs[0].(map[string]any)["value"].(string))
+		return v
+	}
+	var shown struct {
+		Packed     bool `json:"packed"`
+		Hosts      int  `json:"hosts"`
+		NotReading []struct {
+			Host string `json:"host"`
+		} `json:"not_reading"`
+	}
+	if err := json.Unmarshal([]byte(c.mustRun(t, "store", "packing", "--json")), &shown); err != nil || shown.Packed || shown.Hosts != len(hosts) || len(shown.NotReading) != 0 {
+		t.Fatalf("store packing: %+v %v; want off, %d hosts, all reading", shown, err, len(hosts))
+	}
+	// an older host process's beacon names no store_reads
+	gateway("/v3/kv/put", map[string]any{"key": key("beacons/old-host"),
+		"value": base64.StdEncoding.EncodeToString([]byte(`{"kind":"stado.beacon","version":1,"host":"old-host","stado_version":"0.0.9"}`))})
+	code, _, errOut := c.run(t, "store", "packing", "--on", "--json")
+	if code != 3 || !strings.Contains(errOut, `"packing_unread"`) || !strings.Contains(errOut, "old-host") {
+		t.Fatalf("packing --on beside an older host: exit %d, want 3 packing_unread naming old-host\n%s", code, errOut)
+	}
+	if err := json.Unmarshal([]byte(c.mustRun(t, "store", "packing", "--json")), &shown); err != nil || shown.Packed {
+		t.Fatalf("after the refusal packing reads %+v %v, want off", shown, err)
+	}
+	gateway("/v3/kv/deleterange", map[string]any{"key": key("beacons/old-host")})
+	if err := json.Unmarshal([]byte(c.mustRun(t, "store", "packing", "--on", "--json")), &shown); err != nil || !shown.Packed {
+		t.Fatalf("packing --on: %+v %v", shown, err)
+	}
+	// A host process reads the packing document when it starts (then
+	// every five minutes): restart them.
+	for _, h := range hosts {
+		if _, errOut, err := bed.Exec(context.Background(), h, "systemctl", "restart", hostUnit); err != nil {
+			t.Fatalf("restart stado on %s: %v %s", h.Name, err, errOut)
+		}
+	}
+	eventually(t, 30*time.Second, "every beacon stored packed and read back", func() (bool, string) {
+		// etcdstore.PackAbove: a beacon under 1 KiB is left as it is
+		packed := 0
+		for _, h := range hosts {
+			raw := rawBeacon(h.Name)
+			switch {
+			case bytes.HasPrefix(raw, []byte("\x00stado-value\x00l")):
+				packed++
+			case len(raw) >= 1<<10:
+				return false, fmt.Sprintf("beacon of %s stored as %d bytes %.40q", h.Name, len(raw), raw)
+			}
+		}
+		if packed == 0 {
+			return false, "no beacon stored packed"
+		}
+		active := 0
+		for _, s := range c.list(t).Services {
+			if s.State == "active" {
+				active++
+			}
+		}
+		return active >= 2*len(hosts), "not every healthy service reads active"
+	})
+	c.mustRun(t, "store", "packing", "--off")
 }

@@ -70,6 +70,8 @@ type Store struct {
 
 	mu     sync.Mutex
 	leases map[string]heldLease // store key -> the lease its TTL rides on
+
+	packing packingGate
 }
 
 var (
@@ -269,7 +271,7 @@ func (s *Store) CompareAndSwap(ctx context.Context, key string, value []byte, ex
 	if expect < 0 {
 		return 0, fmt.Errorf("compare-and-swap %s: expected revision %d is negative", key, expect)
 	}
-	stored, err := encodeValue(value)
+	stored, err := encodeValue(value, s.packs(ctx, len(value)))
 	if err != nil {
 		return 0, fmt.Errorf("compare-and-swap %s: %w", key, err)
 	}
@@ -329,7 +331,7 @@ func (s *Store) Put(ctx context.Context, key string, value []byte, opts store.Pu
 	if err != nil {
 		return 0, err
 	}
-	stored, err := encodeValue(value)
+	stored, err := encodeValue(value, s.packs(ctx, len(value)))
 	if err != nil {
 		return 0, fmt.Errorf("put %s: %w", key, err)
 	}

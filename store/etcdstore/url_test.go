@@ -2,7 +2,6 @@ package etcdstore
 
 import (
 	"bytes"
-	"compress/lzw"
 	"encoding/binary"
 	"errors"
 	"reflect"
@@ -148,7 +147,7 @@ func TestValueEncodingRoundTrips(t *testing.T) {
 		"marker-only":     []byte(valueMarker),
 		"large":           bytes.Repeat([]byte("registry "), CompressAbove),
 	} {
-		enc, err := encodeValue(v)
+		enc, err := encodeValue(v, false)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -160,7 +159,7 @@ func TestValueEncodingRoundTrips(t *testing.T) {
 	// A compressed value sized from its gzip trailer: a trailer that lies
 	// (here: 4 GiB) is refused by gzip's own check, after a buffer no larger
 	// than deflate can expand the stored bytes to.
-	large, _ := encodeValue(bytes.Repeat([]byte("registry "), CompressAbove))
+	large, _ := encodeValue(bytes.Repeat([]byte("registry "), CompressAbove), false)
 	lying := append([]byte(nil), large...)
 	copy(lying[len(lying)-4:], []byte{0xff, 0xff, 0xff, 0xff})
 	if _, err := decodeValue(lying); err == nil {
@@ -180,30 +179,22 @@ func TestValueEncodingRoundTrips(t *testing.T) {
 
 // packLZW stores value as a packed (encLZW) value, as a later stado's
 // writer will.
-func packLZW(t *testing.T, value []byte) []byte {
-	t.Helper()
-	out := append([]byte(valueMarker), encLZW)
-	out = binary.AppendUvarint(out, uint64(len(value)))
-	var b bytes.Buffer
-	w := lzw.NewWriter(&b, lzw.LSB, 8)
-	if _, err := w.Write(value); err != nil {
-		t.Fatal(err)
-	}
-	if err := w.Close(); err != nil {
-		t.Fatal(err)
-	}
-	return append(out, b.Bytes()...)
-}
-
 // A value packed with LZW reads back as written, under a reader's bound
 // or refused over it (errOverBound, before anything is expanded), and a
 // packed value whose stated length is not what its stream holds, or
 // states more than its bytes could expand to, is an error.
 func TestAPackedValueReadsBackAndAStatedLengthThatLiesIsRefused(t *testing.T) {
 	beacon := bytes.Repeat([]byte(`{"service":"svc00","unit":"svc00.service","state":"active","sub":"running","pid":1000},`), 40)
-	packed := packLZW(t, beacon)
-	if len(packed) >= len(beacon)/2 {
-		t.Fatalf("packed %d bytes into %d", len(beacon), len(packed))
+	packed, err := encodeValue(beacon, true)
+	if err != nil || len(packed) >= len(beacon)/2 {
+		t.Fatalf("packed %d bytes into %d (%v)", len(beacon), len(packed), err)
+	}
+	if again, _ := encodeValue(beacon, true); !bytes.Equal(again, packed) {
+		t.Fatal("a kept writer packed the same value differently")
+	}
+	// a value packing would not shrink is kept as it is
+	if short, _ := encodeValue([]byte(`{"a":1}`), true); string(short) != `{"a":1}` {
+		t.Fatalf("a short value was stored as %q", short)
 	}
 	for range 2 { // the second time through a kept reader
 		got, err := decodeValueMax(packed, 1<<20)

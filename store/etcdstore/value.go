@@ -29,10 +29,10 @@ const (
 	encRaw      = 'r'
 	encGzip     = 'z'
 	// encLZW is a value packed with compress/lzw (LSB order, 8-bit
-	// literals) behind its length as a uvarint. This stado reads it; none
-	// writes it yet. An older reader fails a listing on an encoding it
-	// does not know, so readers ship one release before any writer packs
-	// beacons this way (docs/etcd.md).
+	// literals) behind its length as a uvarint. A writer packs values from
+	// PackAbove bytes only while the store's packing document says so: an
+	// older reader fails a listing on an encoding it does not know
+	// (packing.go, docs/etcd.md).
 	encLZW = 'l'
 )
 
@@ -40,8 +40,14 @@ const (
 // listing of packed beacons does not allocate one per value.
 var lzwReaders sync.Pool
 
-// encodeValue returns the bytes to store for value.
-func encodeValue(value []byte) ([]byte, error) {
+// encodeValue returns the bytes to store for value, packed (when smaller
+// so) if pack.
+func encodeValue(value []byte, pack bool) ([]byte, error) {
+	if pack && !bytes.HasPrefix(value, []byte(valueMarker)) {
+		if packed := packLZW(value); packed != nil {
+			return packed, nil
+		}
+	}
 	switch {
 	case len(value) >= CompressAbove:
 		var b bytes.Buffer
