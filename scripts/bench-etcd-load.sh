@@ -20,6 +20,8 @@
 #   PASSES=720        passes per host in the compressed hour (720 × 5 s)
 #   HOUR_MAX=150      seconds the compressed hour may take; it stops there
 #                     and says how far it got
+#   PACKING=on        `stado store packing --on` before any host publishes
+#                     (beacons stored packed, docs/etcd.md); off: verbatim
 #   KEEP=1            keep the work dir (member data, logs)
 #
 # It starts the three members (127.0.0.1, free ports from 26000), a desktop
@@ -31,6 +33,7 @@ HOSTS=${HOSTS:-1000}
 LIVE=${LIVE:-90}
 PASSES=${PASSES:-720}
 HOUR_MAX=${HOUR_MAX:-150}
+PACKING=${PACKING:-on}
 INTERVAL=15
 die() { echo "bench-etcd-load: $*" >&2; exit 1; }
 command -v etcd >/dev/null || die "etcd is not installed (Debian package etcd-server)"
@@ -118,6 +121,11 @@ REG_STORED=$(ETCDCTL_API=3 etcdctl --endpoints "127.0.0.1:${CPS[0]}" get load/re
 
 echo "## the store under a fleet's load: 3 etcd members on 127.0.0.1 ($(etcd --version | head -1)), $HOSTS simulated hosts × 20 services, a pass every ${INTERVAL}s"
 echo "registry: $HOSTS targets, $REG_BYTES bytes ($REG_STORED stored); a host reads it whole in its first pass, then only its revision until it moves"
+case "$PACKING" in
+  on) "$W/stado" store packing --on >/dev/null; echo "packing: on (beacons from 1 KiB stored packed; PACKING=off for verbatim)" ;;
+  off) echo "packing: off (beacons stored verbatim)" ;;
+  *) die "PACKING is on or off, not $PACKING" ;;
+esac
 echo "(the simulated hosts share 8 store clients; each decodes a registry of its own target only)"
 
 
