@@ -3,6 +3,7 @@ package registry_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"testing"
 
 	"github.com/wisent/stado/registry"
@@ -14,8 +15,9 @@ import (
 // <= 25 ms. Benchmarks measure; no test asserts a duration.
 
 // typicalFleet is 1,000 targets x 20 services as a fleet declares them:
-// name, unit, program, three args and a product per service, unit paths
-// left to their defaults, one directory entry per target.
+// name, unit, program, three args and a product per service (each its own:
+// a product runs once per host), unit paths left to their defaults, one
+// directory entry per target.
 func typicalFleet() *registry.Document {
 	d := fleet(1000, 20)
 	d.Directory = d.Directory[:0]
@@ -23,7 +25,7 @@ func typicalFleet() *registry.Document {
 		t := &d.Targets[i]
 		for j := range t.Services {
 			s := &t.Services[j]
-			s.UnitPath, s.Env, s.Product = "", nil, "svc"
+			s.UnitPath, s.Env, s.Product = "", nil, fmt.Sprintf("svc%02d", j)
 		}
 		d.Directory = append(d.Directory, registry.DirectoryEntry{Service: t.Services[0].Name, Host: t.Name, Port: 9000})
 	}
