@@ -122,7 +122,7 @@ func SetPacking(ctx context.Context, st store.Store, want *bool, force bool, by 
 	}
 	if *want && len(res.NotReading) > 0 && !force {
 		return res, &refusal.Error{Code: refusal.PackingUnread, Err: ErrHostsNotReading, Details: res,
-			Message: fmt.Sprintf("packing stays off: %d of %d hosts would not read packed values (first %s, stado %s)", len(res.NotReading), res.Hosts, res.NotReading[0].Host, res.NotReading[0].StadoVersion),
+			Message: fmt.Sprintf("packing stays off: %d of %d hosts would not read packed values (first: %s)", len(res.NotReading), res.Hosts, res.Lines()[1][2:]),
 			Hint:    "upgrade their stado (the beacon's store_reads names \"" + store.PackedEncoding + "\"), or --force when no older stado reads this store"}
 	}
 	doc, err := json.Marshal(store.Packing{Kind: store.PackingKind, Packed: *want, At: now.UTC(), By: by})

@@ -107,10 +107,10 @@ func newStorePackingCommand(env *Env) *ucli.Command {
 				return usagef("store packing takes no arguments, got %q", c.Args().Slice())
 			case on && off:
 				return usagef("store packing: --on and --off together")
+			case c.Bool("force") && !on:
+				return usagef("store packing: --force goes with --on")
 			case on || off:
 				want = &on
-			case c.Bool("force"):
-				return usagef("store packing: --force goes with --on")
 			}
 			st, err := openStore(c.Context, env)
 			if err != nil {
