@@ -110,7 +110,7 @@ func SetPacking(ctx context.Context, st store.Store, want *bool, force bool, by 
 	if err != nil {
 		return Packing{}, fmt.Errorf("read %s: %w", store.PackingKey, err)
 	}
-	res := Packing{Packed: packed, NotReading: []NotReading{}}
+	res := Packing{Packed: packed}
 	if res.Hosts, res.NotReading, err = HostsNotReading(ctx, st, store.PackedEncoding); err != nil {
 		return res, err
 	}

@@ -1,7 +1,6 @@
 package registry
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"reflect"
@@ -140,8 +139,12 @@ func (s *keyScan) value(t reflect.Type) {
 		s.i++
 	case '"':
 		s.str()
-	default: // a number, true, false or null
-		for s.i < len(s.data) && !bytes.ContainsRune([]byte(",]} \t\r\n"), rune(s.data[s.i])) {
+	default: // a number, true, false or null: up to the next delimiter
+		for s.i < len(s.data) {
+			switch s.data[s.i] {
+			case ',', ']', '}', ' ', '\t', '\r', '\n':
+				return
+			}
 			s.i++
 		}
 	}
