@@ -122,7 +122,7 @@ func SetPacking(ctx context.Context, st store.Store, want *bool, force bool, by 
 	}
 	if *want && len(res.NotReading) > 0 && !force {
 		return res, &refusal.Error{Code: refusal.PackingUnread, Err: ErrHostsNotReading, Details: res,
-			Message: fmt.Sprintf("packing stays off: %d of %d hosts would not read packed values (first: %s)", len(res.NotReading), res.Hosts, res.Lines()[1][2:]),
+			Message: fmt.Sprintf("packing stays off: %d of %d hosts would not read packed values (first: %s)", len(res.NotReading), res.Hosts, res.NotReading[0]),
 			Hint:    "upgrade their stado (the beacon's store_reads names \"" + store.PackedEncoding + "\"), or --force when no older stado reads this store"}
 	}
 	doc, err := json.Marshal(store.Packing{Kind: store.PackingKind, Packed: *want, At: now.UTC(), By: by})
@@ -151,12 +151,15 @@ func (p Packing) Lines() []string {
 	}
 	out := []string{fmt.Sprintf("packing %s %s; %d of %d beacons' hosts read packed values", verb, state, p.Hosts-len(p.NotReading), p.Hosts)}
 	for _, n := range p.NotReading {
-		switch {
-		case n.Cause != "":
-			out = append(out, fmt.Sprintf("  %s: beacon unreadable: %s", n.Host, n.Cause))
-		default:
-			out = append(out, fmt.Sprintf("  %s: stado %s does not read packed values", n.Host, n.StadoVersion))
-		}
+		out = append(out, "  "+n.String())
 	}
 	return out
+}
+
+// String says why n's host would not read packed values.
+func (n NotReading) String() string {
+	if n.Cause != "" {
+		return fmt.Sprintf("%s: beacon unreadable: %s", n.Host, n.Cause)
+	}
+	return fmt.Sprintf("%s: stado %s does not read packed values", n.Host, n.StadoVersion)
 }

@@ -1,10 +1,7 @@
 package etcdstore
 
 import (
-	"bytes"
-	"compress/lzw"
 	"context"
-	"encoding/binary"
 	"errors"
 	"sync"
 	"time"
@@ -29,9 +26,6 @@ type packingGate struct {
 	checked time.Time
 	on      bool
 }
-
-// lzwWriters keeps LZW writers (about 70 KB of table each) between values.
-var lzwWriters sync.Pool
 
 var _ store.Packer = (*Store)(nil)
 
@@ -78,31 +72,4 @@ func (s *Store) packs(ctx context.Context, n int) bool {
 		return on
 	}
 	return s.packing.on
-}
-
-// packLZW returns value as an encLZW value, or nil when packing does not
-// make it smaller.
-func packLZW(value []byte) []byte {
-	var b bytes.Buffer
-	b.Grow(len(value) / 2)
-	b.WriteString(valueMarker)
-	b.WriteByte(encLZW)
-	b.Write(binary.AppendUvarint(nil, uint64(len(value))))
-	w, _ := lzwWriters.Get().(*lzw.Writer)
-	if w == nil {
-		w = lzw.NewWriter(&b, lzw.LSB, 8).(*lzw.Writer)
-	} else {
-		w.Reset(&b, lzw.LSB, 8)
-	}
-	defer lzwWriters.Put(w)
-	if _, err := w.Write(value); err != nil {
-		return nil
-	}
-	if err := w.Close(); err != nil {
-		return nil
-	}
-	if b.Len() >= len(value) {
-		return nil
-	}
-	return b.Bytes()
 }

@@ -36,6 +36,9 @@ const (
 	encLZW = 'l'
 )
 
+// lzwWriters keeps LZW writers (about 70 KB of table each) between values.
+var lzwWriters sync.Pool
+
 // lzwReaders keeps LZW readers (about 30 KB each) between values, so a
 // listing of packed beacons does not allocate one per value.
 var lzwReaders sync.Pool
@@ -165,4 +168,31 @@ func unpackLZW(b []byte, limit, bound int) ([]byte, error) {
 		return nil, errors.New("packed value: more bytes than it states")
 	}
 	return out, nil
+}
+
+// packLZW returns value as an encLZW value, or nil when packing does not
+// make it smaller.
+func packLZW(value []byte) []byte {
+	var b bytes.Buffer
+	b.Grow(len(value) / 2)
+	b.WriteString(valueMarker)
+	b.WriteByte(encLZW)
+	b.Write(binary.AppendUvarint(nil, uint64(len(value))))
+	w, _ := lzwWriters.Get().(*lzw.Writer)
+	if w == nil {
+		w = lzw.NewWriter(&b, lzw.LSB, 8).(*lzw.Writer)
+	} else {
+		w.Reset(&b, lzw.LSB, 8)
+	}
+	defer lzwWriters.Put(w)
+	if _, err := w.Write(value); err != nil {
+		return nil
+	}
+	if err := w.Close(); err != nil {
+		return nil
+	}
+	if b.Len() >= len(value) {
+		return nil
+	}
+	return b.Bytes()
 }
