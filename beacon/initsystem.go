@@ -140,6 +140,42 @@ func (s *InitSystem) Logs(ctx context.Context, unit string, lines int) ([]string
 	return m.Logs(ctx, unit, lines)
 }
 
+var _ units.LoadedAmongLister = (*InitSystem)(nil)
+
+// ListLoadedAmong implements units.LoadedAmongLister: the manager's own
+// when it has one, else its whole listing kept to names.
+func (s *InitSystem) ListLoadedAmong(ctx context.Context, names []string) ([]string, error) {
+	m, err := s.manager(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return LoadedAmong(ctx, m, names)
+}
+
+// LoadedAmong names the services among names that m holds: through
+// m's ListLoadedAmong when it has one, else its whole listing kept to
+// names.
+func LoadedAmong(ctx context.Context, m units.Manager, names []string) ([]string, error) {
+	if l, ok := m.(units.LoadedAmongLister); ok {
+		return l.ListLoadedAmong(ctx, names)
+	}
+	all, err := m.ListLoaded(ctx)
+	if err != nil {
+		return nil, err
+	}
+	asked := make(map[string]bool, len(names))
+	for _, n := range names {
+		asked[n] = true
+	}
+	var out []string
+	for _, u := range all {
+		if asked[u] {
+			out = append(out, u)
+		}
+	}
+	return out, nil
+}
+
 // ListLoaded implements units.Manager.
 func (s *InitSystem) ListLoaded(ctx context.Context) ([]string, error) {
 	m, err := s.manager(ctx)

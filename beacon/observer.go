@@ -202,16 +202,17 @@ func reportFromVerdict(v units.Verdict) UnitReport {
 	return r
 }
 
-// Loaded lists the loaded units installed in the admin directories.
-func (o *UnitsObserver) Loaded(ctx context.Context) ([]string, error) {
-	loaded, err := o.Manager.ListLoaded(ctx)
-	if err != nil {
-		return nil, err
-	}
+// Loaded lists the loaded units installed in the admin directories,
+// leaving out those in except. It reads the directories first and asks the
+// init system of the units installed there only (LoadedAmong), none when
+// every one is in except; with no admin directories it lists every
+// loaded unit.
+func (o *UnitsObserver) Loaded(ctx context.Context, except map[string]bool) ([]string, error) {
 	if len(o.AdminDirs) == 0 {
-		return loaded, nil
+		return o.Manager.ListLoaded(ctx)
 	}
-	installed := map[string]bool{}
+	var installed []string
+	seen := map[string]bool{}
 	for _, dir := range o.AdminDirs {
 		entries, err := os.ReadDir(dir)
 		if err != nil {
@@ -224,17 +225,19 @@ func (o *UnitsObserver) Loaded(ctx context.Context) ([]string, error) {
 			if target, err := os.Readlink(filepath.Join(dir, e.Name())); err == nil && target == "/dev/null" {
 				continue // a mask, not an installed unit
 			}
-			installed[e.Name()] = true
-			installed[strings.TrimSuffix(e.Name(), ".plist")] = true
+			// a launchd job is named by its plist's name without .plist
+			for _, n := range []string{e.Name(), strings.TrimSuffix(e.Name(), ".plist")} {
+				if !except[n] && !seen[n] {
+					seen[n] = true
+					installed = append(installed, n)
+				}
+			}
 		}
 	}
-	var out []string
-	for _, u := range loaded {
-		if installed[u] {
-			out = append(out, u)
-		}
+	if len(installed) == 0 {
+		return nil, nil
 	}
-	return out, nil
+	return LoadedAmong(ctx, o.Manager, installed)
 }
 
 // LastLine returns the message of the unit's last log line.

@@ -230,3 +230,56 @@ func TestLaunchAgentsAreReadInTheGUIDomainOfTheTargetsSSHUser(t *testing.T) {
 		t.Fatalf("%v %+v %+v, want unobserved naming gui/501 and user_manager_down for alice", err, refs, reps)
 	}
 }
+
+// amongAsker is a manager that answers which of some units it holds and
+// keeps the names it was asked of.
+type amongAsker struct {
+	*unitstest.Memory
+	asked [][]string
+}
+
+func (a *amongAsker) ListLoadedAmong(ctx context.Context, names []string) ([]string, error) {
+	a.asked = append(a.asked, append([]string(nil), names...))
+	return LoadedAmong(ctx, a.Memory, names)
+}
+
+// The undeclared units are those loaded of the files an administrator
+// installed, and the init system is asked of those files only: not of the
+// declared units, masks or directories, and not at all when nothing but
+// declared units is installed.
+func TestLoadedAsksTheInitSystemOfTheInstalledUndeclaredUnitsOnly(t *testing.T) {
+	dir := t.TempDir()
+	for _, f := range []string{"app.service", "admin.service", "idle.service"} {
+		if err := os.WriteFile(filepath.Join(dir, f), []byte("[Service]\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.Symlink("/dev/null", filepath.Join(dir, "masked.service")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Mkdir(filepath.Join(dir, "multi-user.target.wants"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	m := &amongAsker{Memory: unitstest.NewMemory("/root")}
+	for _, u := range []string{"app.service", "admin.service", "masked.service", "other.service"} {
+		started(t, m.Memory, u)
+	}
+	o := &UnitsObserver{Manager: m, AdminDirs: []string{dir, filepath.Join(dir, "missing")}}
+	ctx := context.Background()
+
+	got, err := o.Loaded(ctx, map[string]bool{"app.service": true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Join(got, " ") != "admin.service" {
+		t.Errorf("Loaded = %v, want [admin.service] (idle is not loaded, masked is a mask, other is not installed)", got)
+	}
+	if len(m.asked) != 1 || strings.Join(m.asked[0], " ") != "admin.service idle.service" {
+		t.Errorf("the init system was asked of %v, want once of [admin.service idle.service]", m.asked)
+	}
+
+	got, err = o.Loaded(ctx, map[string]bool{"app.service": true, "admin.service": true, "idle.service": true})
+	if err != nil || len(got) != 0 || len(m.asked) != 1 {
+		t.Errorf("with every installed unit declared: Loaded = %v, %v after %d questions, want none and no new question", got, err, len(m.asked))
+	}
+}

@@ -23,8 +23,10 @@ type Observer interface {
 	// them with as few queries as the init system allows. A unit that is
 	// not loaded is reported missing, not as an error.
 	Observe(ctx context.Context, units []string) ([]UnitReport, error)
-	// Loaded lists the service units the init system has loaded.
-	Loaded(ctx context.Context) ([]string, error)
+	// Loaded lists the service units the init system has loaded; it may
+	// leave out those in except (the declared units, which the pass reads
+	// anyway), so that it asks the init system of fewer.
+	Loaded(ctx context.Context, except map[string]bool) ([]string, error)
 	// LastLine returns the last line a unit wrote to its log, "" if none.
 	LastLine(ctx context.Context, unit string) (string, error)
 }
@@ -358,7 +360,7 @@ func (r *Runner) observe(ctx context.Context, p *Pass) {
 		p.Refuse("observer_unavailable", r.Host, "no init system to observe")
 		return
 	}
-	loaded, err := r.Observer.Loaded(ctx)
+	loaded, err := r.Observer.Loaded(ctx, covered)
 	if err != nil {
 		p.Refuse("units_unreadable", r.Host, "list loaded units: %v", err)
 	}

@@ -30,7 +30,9 @@ func (o staticObserver) Observe(_ context.Context, names []string) ([]UnitReport
 	}
 	return out, nil
 }
-func (o staticObserver) Loaded(context.Context) ([]string, error) { return o.loaded, nil }
+func (o staticObserver) Loaded(context.Context, map[string]bool) ([]string, error) {
+	return o.loaded, nil
+}
 func (o staticObserver) LastLine(_ context.Context, unit string) (string, error) {
 	return "last words of " + unit, nil
 }

@@ -58,7 +58,7 @@ func (units) Observe(_ context.Context, names []string) ([]beacon.UnitReport, er
 	}
 	return out, nil
 }
-func (units) Loaded(context.Context) ([]string, error) {
+func (units) Loaded(context.Context, map[string]bool) ([]string, error) {
 	return []string{"web.service", "stray.service"}, nil
 }
 func (units) LastLine(context.Context, string) (string, error) { return "", nil }

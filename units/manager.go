@@ -57,6 +57,15 @@ type Manager interface {
 	ListLoaded(ctx context.Context) ([]string, error)
 }
 
+// LoadedAmongLister is a Manager that can say which of some units it holds
+// without listing all it holds: a host process asks of the few units an
+// administrator installed, not of every unit the init system runs.
+type LoadedAmongLister interface {
+	// ListLoadedAmong names the services among names that the init system
+	// holds, in its order; none for no names.
+	ListLoadedAmong(ctx context.Context, names []string) ([]string, error)
+}
+
 // Runner runs a command given as an argv array, never through a shell, and
 // returns its standard output. A nonzero exit is an *ExitError.
 type Runner interface {

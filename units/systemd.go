@@ -38,6 +38,11 @@ type Systemd struct {
 	// property of such a unit instead of five.
 	mu      sync.Mutex
 	settled map[string]settledUnit
+	// running keeps, per running unit, its main pid and the restart count
+	// read with it: systemd counts a restart only when it starts a new
+	// main process, so while a later call reads the same pid the count
+	// stands, and ShowMany asks one property of the unit instead of two.
+	running map[string]runningUnit
 	calls   uint64 // ShowMany calls, which date the kept entries
 	// gets counts the property reads sent (tests count them).
 	gets atomic.Int64
@@ -54,6 +59,19 @@ type settledUnit struct {
 // settledKept bounds how many ShowMany calls an entry outlives unused, so a
 // host whose transient units come and go does not grow the map forever.
 const settledKept = 64
+
+// runningUnit is what ShowMany kept of a running unit.
+type runningUnit struct {
+	pid, restarts uint32
+	read          uint64 // the call that read restarts
+	used          uint64 // the call that last read or kept it
+}
+
+// runningKept is how many calls a kept restart count is trusted for before
+// it is read again, even while the main pid stands: a pid the kernel hands
+// out again to the restarted process (it would have to wrap its whole pid
+// space between two calls) cannot keep a stale count for longer.
+const runningKept = 64
 
 // settledState says a unit's states mean it runs no process and none of
 // its Service properties can change until its state does.
@@ -237,8 +255,9 @@ const runningProps = 2
 // ShowMany reads the load and active states of every unit in one
 // ListUnitsByNames call, then the Service properties a verdict needs of
 // each loaded service, one Get each, all in flight at once up to
-// propsInFlight: MainPID and NRestarts of a running one (the rest too when
-// it reads no main pid); of one that runs no process, its state-change
+// propsInFlight: MainPID of a running one, and its NRestarts when the pid
+// is not the one kept with a count (see Systemd.running), the rest too
+// when it reads no main pid; of one that runs no process, its state-change
 // stamp first, and the five only when the stamp moved since they were
 // kept (see Systemd.settled); all five (MainPID, NRestarts, ExecMainCode,
 // ExecMainStatus, Result) of any other. One GetAll per unit would be
@@ -246,7 +265,7 @@ const runningProps = 2
 // (hundreds, with the command lines and cgroup settings): measured on a
 // testbed host, 50 units took about 26 ms that way against about 12 ms
 // with five Gets each. On a host whose units run or stay settled, a pass
-// asks two properties of each running unit and one of each other.
+// asks one property of each unit.
 func (m *Systemd) ShowMany(ctx context.Context, units []string) ([]Verdict, error) {
 	if len(units) == 0 {
 		return nil, nil
@@ -306,7 +325,7 @@ func (m *Systemd) ShowMany(ctx context.Context, units []string) ([]Verdict, erro
 		switch {
 		case st.ActiveState == "active" && st.SubState == "running":
 			running = append(running, i)
-			get(i, 0, runningProps)
+			get(i, 0, 1)
 		case settledState(st.ActiveState, st.SubState):
 			// a stamp that cannot be read leaves stamped false: the five are read
 			settled = append(settled, i)
@@ -317,15 +336,30 @@ func (m *Systemd) ShowMany(ctx context.Context, units []string) ([]Verdict, erro
 	}
 	wg.Wait()
 	again := false
-	for _, i := range running {
-		if pid, _ := values[i][0].(uint32); pid == 0 && errs[i*len(serviceProps)] == nil {
-			get(i, runningProps, len(serviceProps))
-			again = true
-		}
-	}
 	m.mu.Lock()
 	m.calls++
 	call := m.calls
+	var counted []int // running units whose restart count is read this call
+	for _, i := range running {
+		if errs[i*len(serviceProps)] != nil {
+			continue
+		}
+		pid, _ := values[i][0].(uint32)
+		if pid == 0 {
+			get(i, 1, len(serviceProps))
+			again = true
+			continue
+		}
+		if k, ok := m.running[units[i]]; ok && k.pid == pid && call-k.read < runningKept {
+			values[i][1] = k.restarts
+			k.used = call
+			m.running[units[i]] = k
+			continue
+		}
+		counted = append(counted, i)
+		get(i, 1, runningProps)
+		again = true
+	}
 	var fresh []int
 	for _, i := range settled {
 		k, ok := m.settled[units[i]]
@@ -349,15 +383,27 @@ func (m *Systemd) ShowMany(ctx context.Context, units []string) ([]Verdict, erro
 	m.mu.Lock()
 	if m.settled == nil {
 		m.settled = map[string]settledUnit{}
+		m.running = map[string]runningUnit{}
 	}
 	for _, i := range fresh {
 		if stamped[i] {
 			m.settled[units[i]] = settledUnit{active: props[i].ActiveState, sub: props[i].SubState, stamp: stamps[i], values: values[i], used: call}
 		}
 	}
+	for _, i := range counted {
+		pid, _ := values[i][0].(uint32)
+		if restarts, ok := values[i][1].(uint32); ok {
+			m.running[units[i]] = runningUnit{pid: pid, restarts: restarts, read: call, used: call}
+		}
+	}
 	for u, k := range m.settled {
 		if call-k.used > settledKept {
 			delete(m.settled, u)
+		}
+	}
+	for u, k := range m.running {
+		if call-k.used > settledKept {
+			delete(m.running, u)
 		}
 	}
 	m.mu.Unlock()
@@ -405,13 +451,48 @@ func (m *Systemd) Logs(ctx context.Context, unit string, lines int) ([]string, e
 
 // ListLoaded names the loaded service units.
 func (m *Systemd) ListLoaded(ctx context.Context) ([]string, error) {
-	sts, err := m.conn.ListUnitsByPatternsContext(ctx, nil, []string{"*.service"})
+	return m.listLoaded(ctx, []string{"*.service"}, nil)
+}
+
+var _ LoadedAmongLister = (*Systemd)(nil)
+
+// ListLoadedAmong implements LoadedAmongLister: one ListUnitsByPatterns
+// call whose patterns are the service names asked of, so systemd answers
+// with those units only. Like ListLoaded it loads nothing: a unit systemd
+// does not hold is left out. A name's glob characters (and the backslash
+// of its escapes) become "?" in its pattern, which can only widen the
+// match; the answer is kept to the names asked of.
+func (m *Systemd) ListLoadedAmong(ctx context.Context, names []string) ([]string, error) {
+	asked := make(map[string]bool, len(names))
+	patterns := make([]string, 0, len(names))
+	for _, n := range names {
+		if !strings.HasSuffix(n, ".service") || asked[n] {
+			continue
+		}
+		asked[n] = true
+		patterns = append(patterns, strings.Map(func(r rune) rune {
+			if strings.ContainsRune(`*?[]\`, r) {
+				return '?'
+			}
+			return r
+		}, n))
+	}
+	if len(patterns) == 0 {
+		return nil, nil // no patterns would list every unit
+	}
+	return m.listLoaded(ctx, patterns, asked)
+}
+
+// listLoaded names the loaded units matching patterns, those in keep only
+// when keep is not nil.
+func (m *Systemd) listLoaded(ctx context.Context, patterns []string, keep map[string]bool) ([]string, error) {
+	sts, err := m.conn.ListUnitsByPatternsContext(ctx, nil, patterns)
 	if err != nil {
 		return nil, fmt.Errorf("list units: %w", err)
 	}
 	names := make([]string, 0, len(sts))
 	for _, st := range sts {
-		if st.LoadState == "loaded" {
+		if st.LoadState == "loaded" && (keep == nil || keep[st.Name]) {
 			names = append(names, st.Name)
 		}
 	}

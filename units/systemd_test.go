@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -331,6 +332,68 @@ func TestShowManyAsksASettledUnitOnePropertyUntilItsStateMoves(t *testing.T) {
 	}
 }
 
+// A running unit is asked its main pid each call; its restart count is
+// read again only when that pid moved (systemd counts a restart only when
+// it starts a new main process) or when the kept count is runningKept
+// calls old. Its verdict is always the one systemctl's properties give.
+func TestShowManyAsksARunningUnitItsRestartsOnlyWhenItsMainPIDMoves(t *testing.T) {
+	m := connectSystemd(t)
+	ctx := context.Background()
+	s := declaration.Service{Name: "stado-test-running", Unit: "stado-test-running.service", Program: "/bin/sleep", Args: []string{"300"}}
+	installStarted(t, m, s, nil)
+	agrees := func(v Verdict) {
+		t.Helper()
+		want, sc := systemctlVerdict(t, s.Unit)
+		if v != want {
+			t.Errorf("ShowMany reads %+v; systemctl's properties (%v) say %+v", v, sc, want)
+		}
+	}
+	show := func() (Verdict, int64) {
+		t.Helper()
+		before := m.gets.Load()
+		vs, err := m.ShowMany(ctx, []string{s.Unit})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return vs[0], m.gets.Load() - before
+	}
+	first := waitFor(t, m, s.Unit, 10*time.Second, func(v Verdict) bool { return v.Detail == "active (running)" && v.PID != 0 })
+	agrees(first)
+	if v, n := show(); v != first || n != 1 {
+		t.Errorf("read again, nothing moved: %+v in %d reads, want %+v in 1", v, n, first)
+	}
+
+	// its process killed: systemd starts it again (RestartSec 2), a new
+	// pid and one restart more, and both are read
+	proc, err := os.FindProcess(first.PID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := proc.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	v := waitFor(t, m, s.Unit, 15*time.Second, func(v Verdict) bool {
+		return v.Detail == "active (running)" && v.PID != 0 && v.PID != first.PID
+	})
+	if v.Starts != first.Starts+1 {
+		t.Errorf("after its process was killed and started again: %+v, want %d starts", v, first.Starts+1)
+	}
+	agrees(v)
+	if v2, n := show(); v2 != v || n != 1 {
+		t.Errorf("read again after the restart, nothing moved: %+v in %d reads, want %+v in 1", v2, n, v)
+	}
+
+	// a kept restart count is read again once it is runningKept calls old
+	var most int64
+	for range runningKept + 1 {
+		_, n := show()
+		most = max(most, n)
+	}
+	if most != 1+1 {
+		t.Errorf("over %d calls the most reads in one was %d, want 2 (the kept count read again)", runningKept+1, most)
+	}
+}
+
 func TestSystemdStartRestartsAUnitThatHitItsStartLimitOnARealManager(t *testing.T) {
 	m := connectSystemd(t)
 	ctx := context.Background()
@@ -524,5 +587,48 @@ func BenchmarkSystemctlShow50Forks(b *testing.B) {
 				b.Fatal(err)
 			}
 		}
+	}
+}
+
+// Asking which of some units systemd holds gives what the whole listing
+// gives for them: the loaded ones among them, not the names it does not
+// hold, an alias or a unit of another type, and nothing for no names.
+func TestListLoadedAmongNamesWhatTheWholeListingNamesOfThoseAsked(t *testing.T) {
+	m := connectSystemd(t)
+	ctx := context.Background()
+	s := declaration.Service{Name: "stado-test-among", Unit: "stado-test-among.service", Program: "/bin/sleep", Args: []string{"300"}}
+	installStarted(t, m, s, nil)
+	all, err := m.ListLoaded(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	loaded := map[string]bool{}
+	for _, u := range all {
+		loaded[u] = true
+	}
+	if !loaded[s.Unit] {
+		t.Fatalf("the whole listing leaves out the running %s: %v", s.Unit, all)
+	}
+	names := append(append([]string(nil), all[:len(all)/2]...), s.Unit, s.Unit, "stado-test-none.service",
+		`stado-test-a\x2db.service`, "stado-test-[ab].service", "sshd.service", "dbus.socket", "basic.target")
+	var want []string
+	seen := map[string]bool{}
+	for _, n := range names {
+		if loaded[n] && !seen[n] {
+			want = append(want, n)
+		}
+		seen[n] = true
+	}
+	got, err := m.ListLoadedAmong(ctx, names)
+	if err != nil {
+		t.Fatal(err)
+	}
+	slices.Sort(want)
+	slices.Sort(got)
+	if !slices.Equal(got, want) {
+		t.Errorf("ListLoadedAmong = %v\nwant %v", got, want)
+	}
+	if got, err := m.ListLoadedAmong(ctx, nil); err != nil || len(got) != 0 {
+		t.Errorf("ListLoadedAmong of no names = %v, %v; want none", got, err)
 	}
 }

@@ -141,8 +141,8 @@ func (o activeInit) Observe(_ context.Context, units []string) ([]beacon.UnitRep
 	}
 	return out, nil
 }
-func (activeInit) Loaded(context.Context) ([]string, error)         { return nil, nil }
-func (activeInit) LastLine(context.Context, string) (string, error) { return "", nil }
+func (activeInit) Loaded(context.Context, map[string]bool) ([]string, error) { return nil, nil }
+func (activeInit) LastLine(context.Context, string) (string, error)          { return "", nil }
 
 // hostView is the store as one simulated host sees it. Its registry reads
 // answer a document of this host's target alone, at the registry's
