@@ -236,6 +236,28 @@ func systemctlVerdict(t *testing.T, unit string) (Verdict, map[string]string) {
 		ExecMainStatus: int32(num("ExecMainStatus")), Result: sc["Result"]}), sc
 }
 
+// agreesWithSystemctl fails t when v is not the verdict systemctl's
+// properties of unit give.
+func agreesWithSystemctl(t *testing.T, unit string, v Verdict) {
+	t.Helper()
+	want, sc := systemctlVerdict(t, unit)
+	if v != want {
+		t.Errorf("ShowMany reads %+v; systemctl's properties (%v) say %+v", v, sc, want)
+	}
+}
+
+// showCounted reads unit with ShowMany and returns its verdict and the
+// property reads the call sent.
+func showCounted(t *testing.T, m *Systemd, unit string) (Verdict, int64) {
+	t.Helper()
+	before := m.gets.Load()
+	vs, err := m.ShowMany(context.Background(), []string{unit})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return vs[0], m.gets.Load() - before
+}
+
 // A running unit is read from two of its properties (ShowMany); its
 // verdict must be the one all five give, also after it crashed once and
 // its supervisor started it again.
@@ -278,22 +300,8 @@ func TestShowManyAsksASettledUnitOnePropertyUntilItsStateMoves(t *testing.T) {
 	if _, err := m.Install(ctx, s, content); err != nil {
 		t.Fatal(err)
 	}
-	agrees := func(v Verdict) {
-		t.Helper()
-		want, sc := systemctlVerdict(t, s.Unit)
-		if v != want {
-			t.Errorf("ShowMany reads %+v; systemctl's properties (%v) say %+v", v, sc, want)
-		}
-	}
-	show := func() (Verdict, int64) {
-		t.Helper()
-		before := m.gets.Load()
-		vs, err := m.ShowMany(ctx, []string{s.Unit})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return vs[0], m.gets.Load() - before
-	}
+	agrees := func(v Verdict) { t.Helper(); agreesWithSystemctl(t, s.Unit, v) }
+	show := func() (Verdict, int64) { t.Helper(); return showCounted(t, m, s.Unit) }
 
 	// never started: inactive (dead)
 	v, n := show()
@@ -338,25 +346,10 @@ func TestShowManyAsksASettledUnitOnePropertyUntilItsStateMoves(t *testing.T) {
 // calls old. Its verdict is always the one systemctl's properties give.
 func TestShowManyAsksARunningUnitItsRestartsOnlyWhenItsMainPIDMoves(t *testing.T) {
 	m := connectSystemd(t)
-	ctx := context.Background()
 	s := declaration.Service{Name: "stado-test-running", Unit: "stado-test-running.service", Program: "/bin/sleep", Args: []string{"300"}}
 	installStarted(t, m, s, nil)
-	agrees := func(v Verdict) {
-		t.Helper()
-		want, sc := systemctlVerdict(t, s.Unit)
-		if v != want {
-			t.Errorf("ShowMany reads %+v; systemctl's properties (%v) say %+v", v, sc, want)
-		}
-	}
-	show := func() (Verdict, int64) {
-		t.Helper()
-		before := m.gets.Load()
-		vs, err := m.ShowMany(ctx, []string{s.Unit})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return vs[0], m.gets.Load() - before
-	}
+	agrees := func(v Verdict) { t.Helper(); agreesWithSystemctl(t, s.Unit, v) }
+	show := func() (Verdict, int64) { t.Helper(); return showCounted(t, m, s.Unit) }
 	first := waitFor(t, m, s.Unit, 10*time.Second, func(v Verdict) bool { return v.Detail == "active (running)" && v.PID != 0 })
 	agrees(first)
 	if v, n := show(); v != first || n != 1 {
