@@ -149,31 +149,7 @@ func (s *InitSystem) ListLoadedAmong(ctx context.Context, names []string) ([]str
 	if err != nil {
 		return nil, err
 	}
-	return LoadedAmong(ctx, m, names)
-}
-
-// LoadedAmong names the services among names that m holds: through
-// m's ListLoadedAmong when it has one, else its whole listing kept to
-// names.
-func LoadedAmong(ctx context.Context, m units.Manager, names []string) ([]string, error) {
-	if l, ok := m.(units.LoadedAmongLister); ok {
-		return l.ListLoadedAmong(ctx, names)
-	}
-	all, err := m.ListLoaded(ctx)
-	if err != nil {
-		return nil, err
-	}
-	asked := make(map[string]bool, len(names))
-	for _, n := range names {
-		asked[n] = true
-	}
-	var out []string
-	for _, u := range all {
-		if asked[u] {
-			out = append(out, u)
-		}
-	}
-	return out, nil
+	return units.LoadedAmong(ctx, m, names)
 }
 
 // ListLoaded implements units.Manager.

@@ -204,7 +204,7 @@ func reportFromVerdict(v units.Verdict) UnitReport {
 
 // Loaded lists the loaded units installed in the admin directories,
 // leaving out those in except. It reads the directories first and asks the
-// init system of the units installed there only (LoadedAmong), none when
+// init system of the units installed there only (units.LoadedAmong), none when
 // every one is in except; with no admin directories it lists every
 // loaded unit.
 func (o *UnitsObserver) Loaded(ctx context.Context, except map[string]bool) ([]string, error) {
@@ -237,7 +237,7 @@ func (o *UnitsObserver) Loaded(ctx context.Context, except map[string]bool) ([]s
 	if len(installed) == 0 {
 		return nil, nil
 	}
-	return LoadedAmong(ctx, o.Manager, installed)
+	return units.LoadedAmong(ctx, o.Manager, installed)
 }
 
 // LastLine returns the message of the unit's last log line.

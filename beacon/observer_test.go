@@ -240,7 +240,7 @@ type amongAsker struct {
 
 func (a *amongAsker) ListLoadedAmong(ctx context.Context, names []string) ([]string, error) {
 	a.asked = append(a.asked, append([]string(nil), names...))
-	return LoadedAmong(ctx, a.Memory, names)
+	return units.LoadedAmong(ctx, a.Memory, names)
 }
 
 // The undeclared units are those loaded of the files an administrator

@@ -66,6 +66,29 @@ type LoadedAmongLister interface {
 	ListLoadedAmong(ctx context.Context, names []string) ([]string, error)
 }
 
+// LoadedAmong names the services among names that m holds: through m's
+// ListLoadedAmong when it has one, else its whole listing kept to names.
+func LoadedAmong(ctx context.Context, m Manager, names []string) ([]string, error) {
+	if l, ok := m.(LoadedAmongLister); ok {
+		return l.ListLoadedAmong(ctx, names)
+	}
+	all, err := m.ListLoaded(ctx)
+	if err != nil {
+		return nil, err
+	}
+	asked := make(map[string]bool, len(names))
+	for _, n := range names {
+		asked[n] = true
+	}
+	var out []string
+	for _, u := range all {
+		if asked[u] {
+			out = append(out, u)
+		}
+	}
+	return out, nil
+}
+
 // Runner runs a command given as an argv array, never through a shell, and
 // returns its standard output. A nonzero exit is an *ExitError.
 type Runner interface {
