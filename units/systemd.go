@@ -56,8 +56,9 @@ type settledUnit struct {
 	used        uint64 // the call that last read or kept it
 }
 
-// settledKept bounds how many ShowMany calls an entry outlives unused, so a
-// host whose transient units come and go does not grow the map forever.
+// settledKept bounds how many ShowMany calls an entry of either kept map
+// (settled and running) outlives unused, so a host whose transient units
+// come and go does not grow them forever.
 const settledKept = 64
 
 // runningUnit is what ShowMany kept of a running unit.
