@@ -42,6 +42,14 @@ type SessionResponse struct {
 	Stderr []byte `json:"stderr,omitempty"`
 }
 
+// SessionKeeper is a Host that can hold what its calls open, such as its
+// connection to the init system, from one call to the next. A session asks
+// it to before its first call and lets go at its end, so its calls share
+// what a single call would open and close for itself.
+type SessionKeeper interface {
+	KeepForSession() (release func())
+}
+
 // writeSessionFrame writes v as one length-prefixed JSON frame in one Write.
 func writeSessionFrame(w io.Writer, v any) error {
 	b, err := json.Marshal(v)
@@ -97,6 +105,9 @@ func serveSession(ctx context.Context, stdin io.Reader, stdout io.Writer, host H
 	}
 	if _, err := io.WriteString(stdout, SessionHello); err != nil {
 		return err
+	}
+	if k, ok := host.(SessionKeeper); ok {
+		defer k.KeepForSession()()
 	}
 	in := bufio.NewReader(stdin)
 	for {

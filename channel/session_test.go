@@ -75,3 +75,46 @@ func TestASessionCarriesTheReleaseVerbsWithTheirRequestDocuments(t *testing.T) {
 		t.Fatalf("host calls %+v", got)
 	}
 }
+
+// keepingHost is a recordingHost that can keep what its calls open for a
+// session, and records when it is asked to and when it lets go.
+type keepingHost struct {
+	recordingHost
+	kept     int
+	released int
+	keptAt   []int // how many calls the host had seen at each keep and release
+}
+
+func (h *keepingHost) KeepForSession() func() {
+	h.kept++
+	h.keptAt = append(h.keptAt, len(h.Calls()))
+	return func() {
+		h.released++
+		h.keptAt = append(h.keptAt, len(h.Calls()))
+	}
+}
+
+func TestASessionKeepsWhatItsHostOpensFromItsFirstCallToItsEnd(t *testing.T) {
+	host := &keepingHost{}
+	var in bytes.Buffer
+	for _, argv := range [][]string{{"version"}, {"unit-restart", "system", "a.service"}, {"unit-restart", "system", "b.service"}} {
+		if err := writeSessionFrame(&in, sessionRequest{Argv: argv}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var out, errb bytes.Buffer
+	if code := Serve(context.Background(), "stado host channel session", &in, &out, &errb, host); code != ExitOK {
+		t.Fatalf("session exit %d: %s", code, errb.String())
+	}
+	if host.kept != 1 || host.released != 1 || len(host.keptAt) != 2 || host.keptAt[0] != 0 || host.keptAt[1] != 3 {
+		t.Errorf("kept %d, released %d, at calls %v; want one keep before the first call and one release after the third", host.kept, host.released, host.keptAt)
+	}
+	// a single call is no session: nothing is kept for it
+	single := &keepingHost{}
+	if code := ServeArgv(context.Background(), []string{"version"}, nil, &out, &errb, single); code != ExitOK {
+		t.Fatalf("single call exit %d", code)
+	}
+	if single.kept != 0 {
+		t.Errorf("a single call kept its host's managers %d times", single.kept)
+	}
+}

@@ -138,7 +138,8 @@ func TestUnitsOnARealSystemd(t *testing.T) {
 	t.Run("lifecycle", func(t *testing.T) {
 		names := []string{"TestSystemdLifecycleOnARealManager", "TestSystemdStartRestartsAUnitThatHitItsStartLimitOnARealManager",
 			"TestShowManyReadsARestartedRunningUnitAsAllItsPropertiesSay", "TestShowManyAsksASettledUnitOnePropertyUntilItsStateMoves",
-			"TestShowManyAsksARunningUnitItsRestartsOnlyWhenItsMainPIDMoves", "TestListLoadedAmongNamesWhatTheWholeListingNamesOfThoseAsked"}
+			"TestShowManyAsksARunningUnitItsRestartsOnlyWhenItsMainPIDMoves", "TestListLoadedAmongNamesWhatTheWholeListingNamesOfThoseAsked",
+			"TestSystemdSaysItsConnectionStandsUntilItIsClosed"}
 		out := unitsRunTestBinary(t, bed, h, 2*time.Minute, "-test.run", "^("+strings.Join(names, "|")+")$")
 		unitsRequirePassed(t, out, names...)
 	})

@@ -111,6 +111,11 @@ func NewSystemd(ctx context.Context, scope, home string, r Runner) (*Systemd, er
 // Close closes the D-Bus connection.
 func (m *Systemd) Close() { m.conn.Close() }
 
+// Connected says whether the D-Bus connection still stands: false after
+// Close, or once the bus closed it (the bus restarted), when only a new
+// Systemd reaches the manager again.
+func (m *Systemd) Connected() bool { return m.conn.Connected() }
+
 // Install writes the unit file atomically; only when its bytes changed does
 // it reload systemd and enable the unit (for its WantedBy target).
 func (m *Systemd) Install(ctx context.Context, s declaration.Service, content []byte) (InstallResult, error) {

@@ -102,6 +102,23 @@ func systemctlShow(t *testing.T, unit string, names ...string) map[string]string
 	return props
 }
 
+func TestSystemdSaysItsConnectionStandsUntilItIsClosed(t *testing.T) {
+	m := connectSystemd(t)
+	if !m.Connected() {
+		t.Fatal("a manager just opened says its connection is down")
+	}
+	if _, err := m.Show(context.Background(), "stado-test-none.service"); err != nil {
+		t.Fatal(err)
+	}
+	if !m.Connected() {
+		t.Fatal("a manager that just answered says its connection is down")
+	}
+	m.Close()
+	if m.Connected() {
+		t.Error("a closed manager says its connection stands")
+	}
+}
+
 func TestSystemdLifecycleOnARealManager(t *testing.T) {
 	m := connectSystemd(t)
 	ctx := context.Background()

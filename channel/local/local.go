@@ -32,6 +32,7 @@ import (
 	"runtime"
 	"sort"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/wisent/stado/catalog"
@@ -93,6 +94,9 @@ type Host struct {
 	// manifests and bytes from and the beacon proof of a stado activation;
 	// the func it returns closes the store. Nil refuses the release verbs.
 	Release func(ctx context.Context) (*hostend.Host, func(), error)
+
+	keptMu sync.Mutex
+	kept   *kept // the managers a session holds (KeepForSession); nil outside one
 }
 
 var _ channel.Host = (*Host)(nil)
@@ -212,10 +216,7 @@ func (h *Host) checkDomain(domain string) error {
 }
 
 func (h *Host) withManager(ctx context.Context, scope string, fn func(units.Manager) error) error {
-	if h.Manager == nil {
-		return refusal.New(refusal.NoManager, "this host has no %s manager wired", scope)
-	}
-	m, closeFn, err := h.Manager(ctx, scope)
+	m, closeFn, err := h.openManager(ctx, scope)
 	if err != nil {
 		return err
 	}

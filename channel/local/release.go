@@ -119,7 +119,7 @@ func (h *Host) releaseHost(ctx context.Context) (*hostend.Host, func(), error) {
 		closeFn = func() {}
 	}
 	rh.GOOS = h.OS()
-	rh.Init = hostend.ManagerInit{Open: h.Manager}
+	rh.Init = hostend.ManagerInit{Open: h.openManager}
 	if rh.Exe == nil {
 		if h.OS() == registry.OSDarwin {
 			rh.Exe = hostend.LaunchctlExe(hostend.LaunchctlPrintOf(units.ExecRunner{}, os.Getuid()))
