@@ -296,18 +296,18 @@ func (c *Client) call(ctx context.Context, t registry.Target, req *keeperRequest
 	stop := context.AfterFunc(ctx, func() { conn.Close() })
 	defer stop()
 
-	w := bufio.NewWriterSize(conn, 64<<10)
-	werr := writeFrame(w, &keeperFrame{Kind: frameRequest, Version: keeperProtocol, Request: req})
+	// the request, its stdin and the stdin's end go in one write
+	msg, werr := appendFrame(nil, &keeperFrame{Kind: frameRequest, Version: keeperProtocol, Request: req})
 	for b := stdin; werr == nil && len(b) > 0; {
 		n := min(len(b), keeperChunk)
-		werr = writeFrame(w, &keeperFrame{Kind: frameStdin, Data: b[:n]})
+		msg, werr = appendFrame(msg, &keeperFrame{Kind: frameStdin, Data: b[:n]})
 		b = b[n:]
 	}
 	if werr == nil {
-		werr = writeFrame(w, &keeperFrame{Kind: frameStdinEnd})
+		msg, werr = appendFrame(msg, &keeperFrame{Kind: frameStdinEnd})
 	}
 	if werr == nil {
-		werr = w.Flush()
+		_, werr = conn.Write(msg)
 	}
 
 	r := bufio.NewReader(conn)

@@ -269,17 +269,25 @@ func (x *keeperExit) exit() sshclient.Exit {
 
 // writeFrame writes f as one length-prefixed frame in one Write.
 func writeFrame(w io.Writer, f *keeperFrame) error {
-	b, err := json.Marshal(f)
+	msg, err := appendFrame(nil, f)
 	if err != nil {
 		return err
 	}
-	if len(b) > maxKeeperFrame {
-		return fmt.Errorf("keeper frame of %d bytes exceeds %d", len(b), maxKeeperFrame)
-	}
-	msg := make([]byte, 4, 4+len(b))
-	binary.BigEndian.PutUint32(msg, uint32(len(b)))
-	_, err = w.Write(append(msg, b...))
+	_, err = w.Write(msg)
 	return err
+}
+
+// appendFrame appends f to dst as one length-prefixed frame.
+func appendFrame(dst []byte, f *keeperFrame) ([]byte, error) {
+	b, err := json.Marshal(f)
+	if err != nil {
+		return dst, err
+	}
+	if len(b) > maxKeeperFrame {
+		return dst, fmt.Errorf("keeper frame of %d bytes exceeds %d", len(b), maxKeeperFrame)
+	}
+	dst = binary.BigEndian.AppendUint32(dst, uint32(len(b)))
+	return append(dst, b...), nil
 }
 
 // readFrame reads one frame into f, refusing one above maxKeeperFrame

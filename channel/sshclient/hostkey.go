@@ -84,15 +84,58 @@ var probeKey = sync.OnceValue(func() ssh.PublicKey {
 	return k
 })
 
+// parseKnownHosts parses known_hosts files (tests count its calls).
+var parseKnownHosts = knownhosts.New
+
+// keptKnownHosts keeps, per known_hosts path, the bytes last read there and
+// the database parsed from them. A keeper checks a kept connection's key
+// before every call, so a command over a hundred hosts would otherwise
+// parse the whole file a hundred times. The file is still read at every
+// check, and only bytes equal to the kept ones reuse the kept database: an
+// edit (a key removed, revoked or replaced) is seen by the next check.
+var keptKnownHosts struct {
+	mu sync.Mutex
+	by map[string]keptDatabase
+}
+
+type keptDatabase struct {
+	content []byte
+	cb      ssh.HostKeyCallback
+}
+
+// maxKeptKnownHosts bounds the databases kept: a process reads one or two
+// known_hosts files; when more appear, the kept ones are dropped.
+const maxKeptKnownHosts = 8
+
 // loadKnownHosts opens path as a known_hosts database; a missing file is an
 // empty one.
 func loadKnownHosts(path string) (ssh.HostKeyCallback, error) {
-	if _, err := os.Stat(path); errors.Is(err, fs.ErrNotExist) {
-		return knownhosts.New()
+	content, err := os.ReadFile(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return parseKnownHosts()
 	}
-	cb, err := knownhosts.New(path)
 	if err != nil {
 		return nil, fmt.Errorf("read known_hosts: %w", err)
+	}
+	keptKnownHosts.mu.Lock()
+	k, ok := keptKnownHosts.by[path]
+	keptKnownHosts.mu.Unlock()
+	if ok && bytes.Equal(k.content, content) {
+		return k.cb, nil
+	}
+	cb, err := parseKnownHosts(path)
+	if err != nil {
+		return nil, fmt.Errorf("read known_hosts: %w", err)
+	}
+	// The parse read the file again: keep its database only when the file
+	// still holds the bytes read before, which it then parsed.
+	if again, err := os.ReadFile(path); err == nil && bytes.Equal(again, content) {
+		keptKnownHosts.mu.Lock()
+		if keptKnownHosts.by == nil || len(keptKnownHosts.by) >= maxKeptKnownHosts {
+			keptKnownHosts.by = map[string]keptDatabase{}
+		}
+		keptKnownHosts.by[path] = keptDatabase{content: content, cb: cb}
+		keptKnownHosts.mu.Unlock()
 	}
 	return cb, nil
 }
