@@ -15,6 +15,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -889,6 +890,42 @@ func TestKeptConnectionsCarryWarmCallsInOneSessionPerHost(t *testing.T) {
 			t.Errorf("%s: %q channel sessions (%v), want 1", h.Name, strings.TrimSpace(out), err)
 		}
 	}
+	// Each session kept its init-system connection from one call to the
+	// next: it holds bus names between calls, and one more ensure leaves
+	// them as they were (no connection dialed and announced per call).
+	sessionBusNames := func(h testbed.Host) []string {
+		t.Helper()
+		pid, _, err := w.bed.Exec(journeyCtx(t), h, "pgrep", "-f", "host channel session")
+		if err != nil {
+			t.Fatalf("%s: no channel session: %v", h.Name, err)
+		}
+		out, _, err := w.bed.Exec(journeyCtx(t), h, "busctl", "--system", "list", "--unique", "--no-legend", "--no-pager")
+		if err != nil {
+			t.Fatalf("%s: busctl list: %v", h.Name, err)
+		}
+		var names []string
+		for _, l := range strings.Split(out, "\n") {
+			if f := strings.Fields(l); len(f) >= 2 && f[1] == strings.TrimSpace(pid) {
+				names = append(names, f[0])
+			}
+		}
+		return names
+	}
+	held := map[string][]string{}
+	for _, h := range hosts {
+		if held[h.Name] = sessionBusNames(h); len(held[h.Name]) == 0 {
+			t.Errorf("%s: the channel session holds no bus connection between calls", h.Name)
+		}
+	}
+	if code, out, errOut := w.runWith(t, sshFlags, "service", "ensure", "wj-kept", "--all", "--json"); code != 0 {
+		t.Fatalf("ensure 4 through the keeper: exit %d\n%s\n%s", code, out, errOut)
+	}
+	for _, h := range hosts {
+		if now := sessionBusNames(h); !slices.Equal(now, held[h.Name]) {
+			t.Errorf("%s: the session's bus names were %v before a call and %v after it; want the same connections kept", h.Name, held[h.Name], now)
+		}
+	}
+
 	// A host key that no longer matches is refused on the kept connection,
 	// as on a new one.
 	h1 := hosts[0]
