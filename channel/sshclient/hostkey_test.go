@@ -1,8 +1,6 @@
 package sshclient
 
 import (
-	"crypto/ed25519"
-	"crypto/rand"
 	"errors"
 	"net"
 	"os"
@@ -12,19 +10,6 @@ import (
 	"golang.org/x/crypto/ssh"
 	"golang.org/x/crypto/ssh/knownhosts"
 )
-
-func newHostKey(t *testing.T) ssh.PublicKey {
-	t.Helper()
-	pub, _, err := ed25519.GenerateKey(rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	k, err := ssh.NewPublicKey(pub)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return k
-}
 
 // countParses counts the known_hosts files parsed while the test runs.
 func countParses(t *testing.T) *int {
@@ -43,7 +28,7 @@ func TestAKnownHostsFileIsParsedOnceWhileItsBytesStandAndEveryEditIsSeenAtTheNex
 	path := filepath.Join(t.TempDir(), "known_hosts")
 	addr := "127.0.0.1:2222"
 	remote := &net.TCPAddr{IP: net.IPv4(127, 0, 0, 1), Port: 2222}
-	a, b := newHostKey(t), newHostKey(t)
+	a, b := newSigner(t).PublicKey(), newSigner(t).PublicKey()
 	write := func(k ssh.PublicKey) {
 		t.Helper()
 		if err := os.WriteFile(path, []byte(knownhosts.Line([]string{knownhosts.Normalize(addr)}, k)+"\n"), 0o600); err != nil {
