@@ -96,7 +96,7 @@ type Host struct {
 	Release func(ctx context.Context) (*hostend.Host, func(), error)
 
 	keptMu sync.Mutex
-	kept   *kept // the managers a session holds (KeepForSession); nil outside one
+	kept   map[string]keptManager // the managers a session holds, by scope (KeepForSession); nil outside one
 }
 
 var _ channel.Host = (*Host)(nil)

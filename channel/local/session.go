@@ -2,7 +2,6 @@ package local
 
 import (
 	"context"
-	"sync"
 
 	"github.com/wisent/stado/channel"
 	"github.com/wisent/stado/refusal"
@@ -21,12 +20,6 @@ type keptManager struct {
 	close func()
 }
 
-// kept are the managers a session holds, by scope.
-type kept struct {
-	mu sync.Mutex
-	by map[string]keptManager
-}
-
 var _ channel.SessionKeeper = (*Host)(nil)
 
 // KeepForSession makes h hold the managers its calls open, one per scope,
@@ -37,22 +30,16 @@ var _ channel.SessionKeeper = (*Host)(nil)
 // call and holds nothing), and one whose connection dropped is closed and
 // opened again by the next call that needs it.
 func (h *Host) KeepForSession() (release func()) {
-	k := &kept{by: map[string]keptManager{}}
 	h.keptMu.Lock()
-	h.kept = k
+	h.kept = map[string]keptManager{}
 	h.keptMu.Unlock()
 	return func() {
 		h.keptMu.Lock()
-		if h.kept == k {
-			h.kept = nil
-		}
-		h.keptMu.Unlock()
-		k.mu.Lock()
-		defer k.mu.Unlock()
-		for scope, km := range k.by {
+		defer h.keptMu.Unlock()
+		for _, km := range h.kept {
 			km.close()
-			delete(k.by, scope)
 		}
+		h.kept = nil
 	}
 }
 
@@ -64,19 +51,17 @@ func (h *Host) openManager(ctx context.Context, scope string) (units.Manager, fu
 		return nil, nil, refusal.New(refusal.NoManager, "this host has no %s manager wired", scope)
 	}
 	h.keptMu.Lock()
-	k := h.kept
-	h.keptMu.Unlock()
-	if k == nil {
+	if h.kept == nil { // not in a session: calls open their own, at once
+		h.keptMu.Unlock()
 		return h.Manager(ctx, scope)
 	}
-	k.mu.Lock()
-	defer k.mu.Unlock()
-	if km, ok := k.by[scope]; ok {
+	defer h.keptMu.Unlock()
+	if km, ok := h.kept[scope]; ok {
 		if c, ok := km.m.(connected); ok && c.Connected() {
 			return km.m, func() {}, nil
 		}
 		km.close()
-		delete(k.by, scope)
+		delete(h.kept, scope)
 	}
 	m, closeFn, err := h.Manager(ctx, scope)
 	if err != nil {
@@ -85,6 +70,6 @@ func (h *Host) openManager(ctx context.Context, scope string) (units.Manager, fu
 	if _, ok := m.(connected); !ok {
 		return m, closeFn, nil
 	}
-	k.by[scope] = keptManager{m: m, close: closeFn}
+	h.kept[scope] = keptManager{m: m, close: closeFn}
 	return m, func() {}, nil
 }
